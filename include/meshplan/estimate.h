@@ -1,0 +1,87 @@
+/* meshplan/estimate.h — the analytical estimator: memory per GPU and per pipeline stage, step
+ * time with its parts, throughput, MFU/HFU and the bottleneck.
+ *
+ * Evaluating a plan is allocation-free and takes well under a microsecond (bench/), so the search
+ * can call it millions of times. The equations and their sources are in docs/model.md and next to
+ * each formula in src/estimate/.
+ */
+#ifndef MESHPLAN_ESTIMATE_H
+#define MESHPLAN_ESTIMATE_H
+
+#include "meshplan/model.h"
+#include "meshplan/plan.h"
+#include "meshplan/status.h"
+#include "meshplan/topo.h"
+
+/** Most pipeline stages reported individually (a cap; stages beyond are summarised by the max). */
+#define MP_MAX_STAGES 512
+
+/** Memory of one GPU, bytes, by component. */
+typedef struct {
+    double weights;      /* model weights in the compute dtype (+ fp8 copies) */
+    double gradients;    /* gradient buffers */
+    double optimizer;    /* fp32 master weights + Adam moments */
+    double activations;  /* stored for backward, all in-flight micro-batches */
+    double logits;       /* LM-head output and its fp32 upcast (last stage only) */
+    double buffers;      /* communication buckets, ZeRO-3 gathered layers, workspace */
+    double total;        /* sum of the above */
+    double capacity;     /* GPU memory capacity */
+    double allocator_margin; /* caching-allocator fragmentation reserve, reported apart */
+} mp_memory;
+
+/** Step time, seconds, by component (DESIGN.md time_s). Exposed parts only: what overlaps with
+ *  compute is not counted here but in the *_total fields. */
+typedef struct {
+    double compute;          /* forward + backward GEMMs, attention, element-wise ops */
+    double recompute;        /* recomputation in backward */
+    double tp_comm;          /* TP/SP collectives on the critical path */
+    double cp_comm;          /* CP K/V exchange not hidden behind attention */
+    double ep_comm;          /* MoE dispatch/combine all-to-all */
+    double pp_comm;          /* pipeline send/recv on the critical path */
+    double pp_bubble;        /* pipeline fill and drain */
+    double dp_comm_exposed;  /* DP/ZeRO gradient reduction and parameter gathers not hidden */
+    double optimizer;        /* optimizer step */
+    double dp_comm_total;    /* all DP/ZeRO communication, hidden or not */
+} mp_time;
+
+/** Tunable assumptions of the estimator, each documented with its source in docs/model.md.
+ *  mp_estimate_opts_init sets the defaults. */
+typedef struct {
+    double grad_reduce_overlap_frac; /* share of backward that DP gradient reduction can hide behind */
+    double zero3_overlap_frac;       /* share of compute that ZeRO-3 gathers can hide behind */
+    double comm_compute_slowdown_frac; /* compute slowdown while a collective runs beside it */
+    double allocator_margin_frac;    /* caching-allocator reserve as a share of the total */
+    double kernel_overhead_s;        /* fixed cost per kernel launch left exposed */
+} mp_estimate_opts;
+
+void mp_estimate_opts_init(mp_estimate_opts *o);
+
+/** Everything predicted for one plan. */
+typedef struct {
+    int feasible;                 /* fits in memory */
+    int nreasons;
+    char reasons[4][256];         /* why infeasible */
+    mp_memory memory;             /* the most loaded GPU */
+    int nstages;                  /* pp */
+    mp_memory per_stage[MP_MAX_STAGES]; /* stage 0 .. min(pp, MP_MAX_STAGES)-1 */
+    int layers_per_stage_min, layers_per_stage_max;
+    double step_s;
+    mp_time time;
+    double tokens_per_step;
+    double tokens_per_s, tokens_per_s_per_gpu;
+    double model_flops_per_step, hardware_flops_per_step;
+    double model_tflops_per_gpu, hardware_tflops_per_gpu;
+    double mfu, hfu;              /* vs the dense peak of the plan's precision */
+    double peak_flops_per_s;      /* the peak used for MFU */
+    char bottleneck[160];         /* in words */
+    int microbatches;             /* per DP rank per step */
+} mp_estimate;
+
+/** Predict. The plan must have been resolved (mp_plan_resolve) for this model and the cluster's
+ *  GPU count. opts may be NULL (defaults). Returns MP_OK (check out->feasible), MP_ERR_INPUT if
+ *  the plan is not resolved or the precision is unsupported by the GPU (named in diag), or
+ *  MP_ERR_RANGE if a result is not finite. */
+mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                           const mp_estimate_opts *opts, mp_estimate *out, mp_diag *diag);
+
+#endif

@@ -1,0 +1,60 @@
+/* meshplan/plan.h — a parallel training plan, its parsing and its validity.
+ *
+ * Plan string: comma-separated key=value pairs with the field's standard names:
+ *   tp, pp, vpp, dp, cp, ep, sp (0/1), mb, gb, seq, zero (0-3), hsdp (shard group size),
+ *   recompute (none|selective|full), precision (bf16|fp16|fp8), flash (0/1),
+ *   schedule (1f1b|interleaved|gpipe|zb).
+ * A plan that cannot be formed (a degree that does not divide heads, KV heads or layers; degrees
+ * whose product is not the GPU count; a batch not divisible by mb*dp) is bad input: every reason
+ * is listed. Memory fit is not checked here — that is an answer of the estimator.
+ */
+#ifndef MESHPLAN_PLAN_H
+#define MESHPLAN_PLAN_H
+
+#include <stdint.h>
+#include "meshplan/hw.h"
+#include "meshplan/model.h"
+#include "meshplan/status.h"
+
+typedef enum { MP_SCHED_1F1B, MP_SCHED_INTERLEAVED, MP_SCHED_GPIPE, MP_SCHED_ZB, MP_SCHED_COUNT } mp_schedule;
+
+const char *mp_schedule_name(mp_schedule s);
+const char *mp_recompute_name(mp_recompute r);
+
+/** The plan. 0 in tp/pp/dp/cp/ep/vpp/mb/gb/seq means "not given" until mp_plan_resolve. */
+typedef struct {
+    int64_t tp, pp, vpp, dp, cp, ep;
+    int sp;             /* Megatron sequence parallelism: 1 on, 0 off, -1 not given (on if tp>1) */
+    int64_t mb;         /* micro-batch, sequences */
+    int64_t gb;         /* global batch, sequences */
+    int64_t seq;        /* tokens per sequence */
+    int zero;           /* 0..3; -1 not given (0) */
+    int64_t hsdp;       /* HSDP shard group size (ZeRO-3 inside, replicate across); 0 = off */
+    mp_recompute recompute;
+    mp_dtype precision; /* GEMM precision: bf16, fp16 or fp8 */
+    int flash;          /* fused attention: 1 on (default), 0 off */
+    mp_schedule schedule;
+    int schedule_given; /* schedule key was present */
+} mp_plan;
+
+/** Defaults: everything "not given", recompute none, bf16, flash on, 1F1B. */
+void mp_plan_init_default(mp_plan *p);
+
+/** Parse a plan string into p (fields not mentioned keep their value). Errors: MP_ERR_PARSE
+ *  (not key=value), MP_ERR_INPUT (unknown key, non-numeric, zero or negative value, value out of
+ *  range) — one diag line per problem, naming the key and the value. */
+mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag);
+
+/** Fill the unset fields from the model and GPU count, then check that the plan can be formed:
+ *  dp = gpus / (tp*pp*cp) when not given; mb = 1, gb = dp*mb, seq = model default, vpp = 1
+ *  (or 2... no: 1), sp = (tp > 1), zero = 0. Checks: product tp*pp*cp*dp == gpus; heads % tp,
+ *  kv_heads % tp (or tp % kv_heads for replicated KV), layers % (pp*vpp), gb % (mb*dp),
+ *  seq % (2*cp) for causal load balancing, ep divides experts and dp*cp, hsdp divides dp,
+ *  vpp > 1 only with pp > 1. Returns MP_ERR_INPUT listing every reason. */
+mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag);
+
+/** Write the plan back as a canonical plan string (all fields). Returns chars written as
+ *  snprintf does. */
+int mp_plan_format(const mp_plan *p, char *buf, size_t cap);
+
+#endif

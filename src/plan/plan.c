@@ -1,0 +1,235 @@
+/* src/plan/plan.c — parse a plan string, fill its defaults, and check it can be formed. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "meshplan/plan.h"
+
+static const char *const sched_names[MP_SCHED_COUNT] = {"1f1b", "interleaved", "gpipe", "zb"};
+static const char *const rc_names[MP_RC_COUNT] = {"none", "selective", "full"};
+
+const char *mp_schedule_name(mp_schedule s) { return ((int)s >= 0 && s < MP_SCHED_COUNT) ? sched_names[s] : "?"; }
+const char *mp_recompute_name(mp_recompute r) { return ((int)r >= 0 && r < MP_RC_COUNT) ? rc_names[r] : "?"; }
+
+void mp_plan_init_default(mp_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->sp = -1;
+    p->zero = -1;
+    p->recompute = MP_RC_NONE;
+    p->precision = MP_DT_BF16;
+    p->flash = 1;
+    p->schedule = MP_SCHED_1F1B;
+}
+
+/* Largest accepted degree or batch: far beyond any cluster, small enough that products of a
+ * few stay inside int64. */
+#define MP_PLAN_MAX ((int64_t)1 << 24)
+
+static int parse_int(const char *key, const char *val, int64_t min, int64_t max, int64_t *out,
+                     mp_diag *diag)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(val, &end, 10);
+    if (!val[0] || *end || errno == ERANGE) {
+        mp_diag_add(diag, "plan.%s = \"%s\": expected an integer", key, val);
+        return 0;
+    }
+    if (x < min || x > max) {
+        mp_diag_add(diag, "plan.%s = %lld: expected an integer in [%lld, %lld]", key, x,
+                    (long long)min, (long long)max);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+static int parse_enum(const char *key, const char *val, const char *const *names, int n,
+                      int *out, mp_diag *diag)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(val, names[i]) == 0) {
+            *out = i;
+            return 1;
+        }
+    char list[128] = "";
+    for (int i = 0; i < n; i++) {
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+        if (i + 1 < n)
+            strncat(list, "|", sizeof list - strlen(list) - 1);
+    }
+    mp_diag_add(diag, "plan.%s = \"%s\": expected one of %s", key, val, list);
+    return 0;
+}
+
+mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
+{
+    if (!text)
+        return MP_OK;
+    size_t n = strlen(text);
+    if (n > 4096) {
+        mp_diag_add(diag, "plan: %zu characters: expected at most 4096", n);
+        return MP_ERR_INPUT;
+    }
+    char buf[4097];
+    memcpy(buf, text, n + 1);
+    int errors = 0, parse_errors = 0;
+    for (char *tok = buf, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        while (*tok == ' ')
+            tok++;
+        if (!*tok)
+            continue;
+        char *eq = strchr(tok, '=');
+        if (!eq) {
+            mp_diag_add(diag, "plan: \"%s\": expected key=value", tok);
+            parse_errors++;
+            continue;
+        }
+        *eq = '\0';
+        char *key = tok, *val = eq + 1;
+        for (char *e = key + strlen(key); e > key && e[-1] == ' '; e--)
+            e[-1] = '\0';
+        while (*val == ' ')
+            val++;
+        for (char *e = val + strlen(val); e > val && e[-1] == ' '; e--)
+            e[-1] = '\0';
+        int64_t x = 0;
+        int ok = 1, e = 0;
+        if (!strcmp(key, "tp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->tp, diag);
+        else if (!strcmp(key, "pp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->pp, diag);
+        else if (!strcmp(key, "vpp")) ok = parse_int(key, val, 1, 4096, &p->vpp, diag);
+        else if (!strcmp(key, "dp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->dp, diag);
+        else if (!strcmp(key, "cp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->cp, diag);
+        else if (!strcmp(key, "ep")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->ep, diag);
+        else if (!strcmp(key, "mb")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->mb, diag);
+        else if (!strcmp(key, "gb")) ok = parse_int(key, val, 1, (int64_t)1 << 30, &p->gb, diag);
+        else if (!strcmp(key, "seq")) ok = parse_int(key, val, 1, (int64_t)1 << 26, &p->seq, diag);
+        else if (!strcmp(key, "hsdp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->hsdp, diag);
+        else if (!strcmp(key, "sp")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->sp = (int)x; }
+        else if (!strcmp(key, "flash")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->flash = (int)x; }
+        else if (!strcmp(key, "zero")) { ok = parse_int(key, val, 0, 3, &x, diag); if (ok) p->zero = (int)x; }
+        else if (!strcmp(key, "recompute")) { ok = parse_enum(key, val, rc_names, MP_RC_COUNT, &e, diag); if (ok) p->recompute = (mp_recompute)e; }
+        else if (!strcmp(key, "schedule")) { ok = parse_enum(key, val, sched_names, MP_SCHED_COUNT, &e, diag); if (ok) { p->schedule = (mp_schedule)e; p->schedule_given = 1; } }
+        else if (!strcmp(key, "precision")) {
+            static const char *const pn[] = {"bf16", "fp16", "fp8"};
+            ok = parse_enum(key, val, pn, 3, &e, diag);
+            if (ok) p->precision = e == 0 ? MP_DT_BF16 : e == 1 ? MP_DT_FP16 : MP_DT_FP8;
+        } else {
+            mp_diag_add(diag, "plan: unknown key \"%s\" (value \"%s\"): expected one of tp, pp, vpp, "
+                        "dp, cp, ep, sp, mb, gb, seq, zero, hsdp, recompute, precision, flash, schedule",
+                        key, val);
+            ok = 0;
+        }
+        if (!ok)
+            errors++;
+    }
+    if (parse_errors && !errors)
+        return MP_ERR_PARSE;
+    return (errors || parse_errors) ? MP_ERR_INPUT : MP_OK;
+}
+
+mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag)
+{
+    int bad = 0;
+#define FAIL(...) do { mp_diag_add(diag, __VA_ARGS__); bad++; } while (0)
+    if (num_gpus < 1) {
+        FAIL("gpus = %lld: expected >= 1", (long long)num_gpus);
+        return MP_ERR_INPUT;
+    }
+    if (!p->tp) p->tp = 1;
+    if (!p->pp) p->pp = 1;
+    if (!p->cp) p->cp = 1;
+    if (!p->ep) p->ep = 1;
+    if (!p->vpp) p->vpp = 1;
+    if (!p->seq) p->seq = m->seq_len;
+    if (!p->mb) p->mb = 1;
+    if (p->sp < 0) p->sp = p->tp > 1;
+    if (p->zero < 0) p->zero = p->hsdp ? 3 : 0;
+    if (!p->schedule_given)
+        p->schedule = p->vpp > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
+    /* Degrees: tp*cp*pp*dp == gpus (EP reuses DP*CP ranks, as in Megatron-Core). */
+    int64_t model_par = p->tp * p->pp * p->cp;
+    if (!p->dp) {
+        if (num_gpus % model_par != 0) {
+            FAIL("plan: tp*pp*cp = %lld*%lld*%lld = %lld does not divide gpus = %lld",
+                 (long long)p->tp, (long long)p->pp, (long long)p->cp, (long long)model_par,
+                 (long long)num_gpus);
+        } else {
+            p->dp = num_gpus / model_par;
+        }
+    } else if (model_par * p->dp != num_gpus) {
+        FAIL("plan: tp*pp*cp*dp = %lld*%lld*%lld*%lld = %lld: expected the GPU count %lld",
+             (long long)p->tp, (long long)p->pp, (long long)p->cp, (long long)p->dp,
+             (long long)(model_par * p->dp), (long long)num_gpus);
+    }
+    if (!p->gb && p->dp) p->gb = p->dp * p->mb;
+    if (m->heads % p->tp)
+        FAIL("plan.tp = %lld: must divide heads (%lld)", (long long)p->tp, (long long)m->heads);
+    if (m->kv_heads % p->tp && p->tp % m->kv_heads)
+        FAIL("plan.tp = %lld: must divide kv_heads (%lld) or be a multiple of it",
+             (long long)p->tp, (long long)m->kv_heads);
+    if (m->ffn_hidden % p->tp)
+        FAIL("plan.tp = %lld: must divide ffn_hidden (%lld)", (long long)p->tp, (long long)m->ffn_hidden);
+    if (p->pp > m->layers)
+        FAIL("plan.pp = %lld: more pipeline stages than layers (%lld)", (long long)p->pp,
+             (long long)m->layers);
+    if (p->vpp > 1 && p->pp == 1)
+        FAIL("plan.vpp = %lld: virtual stages need pp > 1", (long long)p->vpp);
+    if (p->pp * p->vpp > m->layers)
+        FAIL("plan: pp*vpp = %lld: more model chunks than layers (%lld)",
+             (long long)(p->pp * p->vpp), (long long)m->layers);
+    if (p->vpp > 1 && m->layers % (p->pp * p->vpp))
+        FAIL("plan: pp*vpp = %lld must divide layers (%lld) for the interleaved schedule",
+             (long long)(p->pp * p->vpp), (long long)m->layers);
+    if (p->schedule == MP_SCHED_INTERLEAVED && p->vpp < 2)
+        FAIL("plan.schedule = interleaved: needs vpp >= 2");
+    if (p->cp > 1 && p->seq % (2 * p->cp))
+        FAIL("plan.seq = %lld: must be divisible by 2*cp = %lld (causal load balancing)",
+             (long long)p->seq, (long long)(2 * p->cp));
+    if (p->seq > 0 && p->cp > p->seq)
+        FAIL("plan.cp = %lld: larger than seq (%lld)", (long long)p->cp, (long long)p->seq);
+    if (p->dp && p->gb % (p->mb * p->dp))
+        FAIL("plan.gb = %lld: must be divisible by mb*dp = %lld*%lld = %lld", (long long)p->gb,
+             (long long)p->mb, (long long)p->dp, (long long)(p->mb * p->dp));
+    if (p->ep > 1) {
+        if (m->moe_experts == 0)
+            FAIL("plan.ep = %lld: the model has no experts", (long long)p->ep);
+        else if (m->moe_experts % p->ep)
+            FAIL("plan.ep = %lld: must divide the experts (%lld)", (long long)p->ep,
+                 (long long)m->moe_experts);
+        if (p->dp && (p->dp * p->cp) % p->ep)
+            FAIL("plan.ep = %lld: must divide dp*cp = %lld", (long long)p->ep,
+                 (long long)(p->dp * p->cp));
+    }
+    if (p->hsdp) {
+        if (p->dp && p->dp % p->hsdp)
+            FAIL("plan.hsdp = %lld: must divide dp (%lld)", (long long)p->hsdp, (long long)p->dp);
+        if (p->zero != 3)
+            FAIL("plan.hsdp = %lld: HSDP shards parameters (zero = 3), got zero = %d",
+                 (long long)p->hsdp, p->zero);
+    }
+    if (p->sp && p->tp == 1)
+        p->sp = 0; /* SP is a no-op without TP */
+#undef FAIL
+    return bad ? MP_ERR_INPUT : MP_OK;
+}
+
+int mp_plan_format(const mp_plan *p, char *buf, size_t cap)
+{
+    char hsdp[48] = "";
+    if (p->hsdp)
+        snprintf(hsdp, sizeof hsdp, "hsdp=%lld,", (long long)p->hsdp);
+    return snprintf(buf, cap,
+                    "tp=%lld,pp=%lld,vpp=%lld,dp=%lld,cp=%lld,ep=%lld,sp=%d,mb=%lld,gb=%lld,seq=%lld,"
+                    "zero=%d,%srecompute=%s,precision=%s,flash=%d,schedule=%s",
+                    (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp,
+                    (long long)p->cp, (long long)p->ep, p->sp, (long long)p->mb, (long long)p->gb,
+                    (long long)p->seq, p->zero, hsdp, mp_recompute_name(p->recompute),
+                    mp_dtype_name(p->precision), p->flash, mp_schedule_name(p->schedule));
+}

@@ -1,0 +1,234 @@
+/* src/report/report.c — text and JSON writers (JSON through jansson). */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meshplan/report.h"
+
+#define GiB 1073741824.0
+
+static json_t *mem_json(const mp_memory *m)
+{
+    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "weights", m->weights, "gradients",
+                     m->gradients, "optimizer", m->optimizer, "activations", m->activations,
+                     "logits", m->logits, "buffers", m->buffers, "total", m->total, "capacity",
+                     m->capacity, "allocator_margin", m->allocator_margin);
+}
+
+char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                              const mp_estimate *e)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "feasible", json_boolean(e->feasible));
+    json_t *reasons = json_array();
+    for (int i = 0; i < e->nreasons; i++)
+        json_array_append_new(reasons, json_string(e->reasons[i]));
+    json_object_set_new(o, "reasons", reasons);
+    json_t *mem = mem_json(&e->memory);
+    json_t *stages = json_array();
+    int ns = e->nstages < MP_MAX_STAGES ? e->nstages : MP_MAX_STAGES;
+    for (int i = 0; i < ns; i++)
+        json_array_append_new(stages, mem_json(&e->per_stage[i]));
+    json_object_set_new(mem, "per_stage", stages);
+    json_object_set_new(o, "memory_bytes", mem);
+    json_object_set_new(o, "step_s", json_real(e->step_s));
+    json_object_set_new(o, "time_s",
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "compute",
+                                  e->time.compute, "recompute", e->time.recompute, "tp_comm",
+                                  e->time.tp_comm, "cp_comm", e->time.cp_comm, "ep_comm",
+                                  e->time.ep_comm, "pp_comm", e->time.pp_comm, "pp_bubble",
+                                  e->time.pp_bubble, "dp_comm_exposed", e->time.dp_comm_exposed,
+                                  "optimizer", e->time.optimizer, "dp_comm_total",
+                                  e->time.dp_comm_total));
+    json_object_set_new(o, "tokens_per_step", json_real(e->tokens_per_step));
+    json_object_set_new(o, "tokens_per_s", json_real(e->tokens_per_s));
+    json_object_set_new(o, "tokens_per_s_per_gpu", json_real(e->tokens_per_s_per_gpu));
+    json_object_set_new(o, "model_tflops_per_gpu", json_real(e->model_tflops_per_gpu));
+    json_object_set_new(o, "hardware_tflops_per_gpu", json_real(e->hardware_tflops_per_gpu));
+    json_object_set_new(o, "mfu", json_real(e->mfu));
+    json_object_set_new(o, "hfu", json_real(e->hfu));
+    json_object_set_new(o, "peak_flops_per_s", json_real(e->peak_flops_per_s));
+    json_object_set_new(o, "bottleneck", json_string(e->bottleneck));
+    json_object_set_new(o, "microbatches", json_integer(e->microbatches));
+    json_object_set_new(o, "layers_per_stage",
+                        json_pack("{s:i,s:i}", "min", e->layers_per_stage_min, "max",
+                                  e->layers_per_stage_max));
+    mp_param_count pc;
+    mp_model_params(m, (int)p->tp, &pc);
+    json_object_set_new(o, "model", json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "key", m->key,
+                                              "params", (json_int_t)pc.total, "layers",
+                                              (json_int_t)m->layers, "hidden", (json_int_t)m->hidden,
+                                              "heads", (json_int_t)m->heads, "kv_heads",
+                                              (json_int_t)m->kv_heads, "ffn_hidden",
+                                              (json_int_t)m->ffn_hidden, "vocab",
+                                              (json_int_t)m->vocab));
+    json_object_set_new(o, "cluster", json_pack("{s:s,s:s,s:I,s:i,s:s,s:s}", "name", c->name, "gpu",
+                                                c->gpu.key, "gpus", (json_int_t)c->num_gpus,
+                                                "gpus_per_node", c->gpus_per_node, "scale_up",
+                                                c->tier[0].link, "scale_out",
+                                                c->ntiers > 1 ? c->tier[1].link : ""));
+    char plan[512];
+    mp_plan_format(p, plan, sizeof plan);
+    json_object_set_new(o, "plan", json_string(plan));
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+    json_decref(o);
+    return s;
+}
+
+static void mem_row(FILE *f, const char *label, const mp_memory *m)
+{
+    fprintf(f, "  %-10s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %9.2f / %.2f\n", label, m->weights / GiB,
+            m->gradients / GiB, m->optimizer / GiB, m->activations / GiB, m->logits / GiB,
+            m->buffers / GiB, m->total / GiB, m->capacity / GiB);
+}
+
+void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                             const mp_estimate *e)
+{
+    mp_param_count pc;
+    mp_model_params(m, (int)p->tp, &pc);
+    char plan[512];
+    mp_plan_format(p, plan, sizeof plan);
+    fprintf(f, "model    %s: %.2fB parameters, %lld layers, hidden %lld, %lld heads (%lld KV), "
+               "FFN %lld%s, vocab %lld\n",
+            m->key, pc.total / 1e9, (long long)m->layers, (long long)m->hidden,
+            (long long)m->heads, (long long)m->kv_heads, (long long)m->ffn_hidden,
+            m->glu ? " GLU" : "", (long long)m->vocab);
+    fprintf(f, "cluster  %s\n", c->name);
+    fprintf(f, "plan     %s\n", plan);
+    fprintf(f, "         %d micro-batches per DP rank, %d-%d layers per stage\n\n", e->microbatches,
+            e->layers_per_stage_min, e->layers_per_stage_max);
+    fprintf(f, "%s", e->feasible ? "FEASIBLE: fits in memory\n" : "INFEASIBLE\n");
+    for (int i = 0; i < e->nreasons; i++)
+        fprintf(f, "  - %s\n", e->reasons[i]);
+    fprintf(f, "\nmemory per GPU (GiB)\n  %-10s %8s %8s %8s %8s %8s %8s %9s\n", "", "weights",
+            "grads", "optim", "activ", "logits", "buffers", "total/cap");
+    mem_row(f, "max", &e->memory);
+    int ns = e->nstages < MP_MAX_STAGES ? e->nstages : MP_MAX_STAGES;
+    if (ns > 1)
+        for (int i = 0; i < ns; i++) {
+            if (ns > 8 && i >= 3 && i < ns - 3) {
+                if (i == 3)
+                    fprintf(f, "  ...\n");
+                continue;
+            }
+            char label[32];
+            snprintf(label, sizeof label, "stage %d", i);
+            mem_row(f, label, &e->per_stage[i]);
+        }
+    fprintf(f, "  caching-allocator margin (not in total): %.2f GiB\n", e->memory.allocator_margin / GiB);
+    const mp_time *t = &e->time;
+    fprintf(f, "\nstep time %.4f s\n", e->step_s);
+    struct { const char *k; double v; } parts[] = {
+        {"compute", t->compute}, {"recompute", t->recompute}, {"tp_comm", t->tp_comm},
+        {"cp_comm", t->cp_comm}, {"ep_comm", t->ep_comm}, {"pp_comm", t->pp_comm},
+        {"pp_bubble", t->pp_bubble}, {"dp_comm_exposed", t->dp_comm_exposed},
+        {"optimizer", t->optimizer}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        fprintf(f, "  %-16s %10.4f s %6.1f%%\n", parts[i].k, parts[i].v, 100.0 * parts[i].v / e->step_s);
+    fprintf(f, "  (DP/ZeRO communication in all: %.4f s, %.4f s of it hidden behind compute)\n",
+            t->dp_comm_total, t->dp_comm_total - t->dp_comm_exposed);
+    fprintf(f, "\nthroughput\n  tokens/s          %.4g\n  tokens/s per GPU  %.4g\n", e->tokens_per_s,
+            e->tokens_per_s_per_gpu);
+    fprintf(f, "  model TFLOP/s per GPU     %.1f\n  hardware TFLOP/s per GPU  %.1f\n",
+            e->model_tflops_per_gpu, e->hardware_tflops_per_gpu);
+    fprintf(f, "  MFU %.1f%%  HFU %.1f%%  (of %.0f TFLOP/s dense 16-bit peak)\n", 100 * e->mfu,
+            100 * e->hfu, e->peak_flops_per_s / 1e12);
+    fprintf(f, "\nbottleneck: %s\n", e->bottleneck);
+}
+
+static json_t *stats_json(const mp_val_stats *s)
+{
+    return json_pack("{s:I,s:f,s:f,s:f}", "n", (json_int_t)s->n, "mean_abs_error_pct",
+                     s->mean_abs_error_pct, "median_abs_error_pct", s->median_abs_error_pct,
+                     "max_abs_error_pct", s->max_abs_error_pct);
+}
+
+/* Distinct source groups in order of first appearance; returns count (<= cap). */
+static size_t groups(const mp_validation *v, const char **out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->nrows; i++) {
+        size_t j;
+        for (j = 0; j < n; j++)
+            if (!strcmp(out[j], v->rows[i].source_group))
+                break;
+        if (j == n && n < cap)
+            out[n++] = v->rows[i].source_group;
+    }
+    return n;
+}
+
+char *mp_report_validation_json(const mp_validation *v)
+{
+    json_t *o = json_object(), *rows = json_array(), *skipped = json_array();
+    for (size_t i = 0; i < v->nrows; i++) {
+        const mp_val_row *r = &v->rows[i];
+        json_t *jr = json_pack("{s:s,s:s,s:s,s:f,s:f,s:f}", "id", r->id, "source_group",
+                               r->source_group, "metric", r->metric, "measured", r->measured,
+                               "predicted", r->predicted, "error_pct", r->error_pct);
+        if (r->assumed[0])
+            json_object_set_new(jr, "assumed", json_string(r->assumed));
+        json_array_append_new(rows, jr);
+    }
+    for (size_t i = 0; i < v->nskips; i++)
+        json_array_append_new(skipped, json_pack("{s:s,s:s}", "id", v->skips[i].id, "reason",
+                                                 v->skips[i].reason));
+    json_object_set_new(o, "rows", rows);
+    json_object_set_new(o, "skipped", skipped);
+    mp_val_stats st;
+    mp_validation_stats(v, MP_VAL_THROUGHPUT, NULL, &st);
+    json_t *sum = stats_json(&st);
+    mp_validation_stats(v, MP_VAL_MEMORY, NULL, &st);
+    json_object_set_new(sum, "memory", stats_json(&st));
+    json_object_set_new(sum, "rows_in", json_integer((json_int_t)v->ninput));
+    json_object_set_new(sum, "rows_skipped", json_integer((json_int_t)v->nskips));
+    const char *g[256];
+    size_t ng = groups(v, g, 256);
+    json_t *by = json_object();
+    for (size_t i = 0; i < ng; i++) {
+        mp_validation_stats(v, MP_VAL_ALL, g[i], &st);
+        json_object_set_new(by, g[i], stats_json(&st));
+    }
+    json_object_set_new(sum, "by_source_group", by);
+    json_object_set_new(o, "summary", sum);
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+    json_decref(o);
+    return s;
+}
+
+void mp_report_validation_text(FILE *f, const mp_validation *v)
+{
+    fprintf(f, "%-20s %-24s %-24s %11s %11s %8s  %s\n", "id", "source_group", "metric", "measured",
+            "predicted", "error%", "assumed");
+    for (size_t i = 0; i < v->nrows; i++) {
+        const mp_val_row *r = &v->rows[i];
+        fprintf(f, "%-20s %-24s %-24s %11.4g %11.4g %+8.1f  %s\n", r->id, r->source_group, r->metric,
+                r->measured, r->predicted, r->error_pct, r->assumed);
+    }
+    if (v->nskips) {
+        fprintf(f, "\nskipped %zu rows:\n", v->nskips);
+        for (size_t i = 0; i < v->nskips; i++)
+            fprintf(f, "  %-20s %s\n", v->skips[i].id, v->skips[i].reason);
+    }
+    const char *g[256];
+    size_t ng = groups(v, g, 256);
+    mp_val_stats st;
+    fprintf(f, "\nby source group (|error| %%):\n  %-26s %4s %8s %8s %8s\n", "group", "n", "median",
+            "mean", "max");
+    for (size_t i = 0; i < ng; i++) {
+        mp_validation_stats(v, MP_VAL_ALL, g[i], &st);
+        fprintf(f, "  %-26s %4zu %8.1f %8.1f %8.1f\n", g[i], st.n, st.median_abs_error_pct,
+                st.mean_abs_error_pct, st.max_abs_error_pct);
+    }
+    size_t predicted = v->ninput - v->nskips;
+    fprintf(f, "\npredicted %zu of %zu rows (%.1f%%)\n", predicted, v->ninput,
+            v->ninput ? 100.0 * predicted / v->ninput : 0.0);
+    mp_validation_stats(v, MP_VAL_MEMORY, NULL, &st);
+    fprintf(f, "memory:     n=%zu median |error| %.1f%%, mean %.1f%%, max %.1f%%\n", st.n,
+            st.median_abs_error_pct, st.mean_abs_error_pct, st.max_abs_error_pct);
+    mp_validation_stats(v, MP_VAL_THROUGHPUT, NULL, &st);
+    fprintf(f, "throughput: n=%zu median |error| %.1f%%, mean %.1f%%, max %.1f%%\n", st.n,
+            st.median_abs_error_pct, st.mean_abs_error_pct, st.max_abs_error_pct);
+}

@@ -1,0 +1,458 @@
+/* src/validate/validate.c — read runs.csv-style files, predict each row, compute the error.
+ *
+ * CSV: RFC 4180 (commas, double-quoted fields with "" escapes, CRLF or LF). The header names the
+ * columns; order does not matter; unknown columns are ignored. Each row becomes a model (its
+ * dims, with the flags a dims-only row cannot state taken from the catalog model with the same
+ * dims, else from the architecture family: GLU rows are Llama-style, others GPT-style), a
+ * cluster from the catalog GPU and its usual node, and a plan.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "meshplan/plan.h"
+#include "meshplan/topo.h"
+#include "meshplan/validate.h"
+
+#define MAX_COLS 64
+#define MAX_FIELD 1024
+
+typedef struct {
+    const char *p, *end;
+} csv_reader;
+
+/* Read one record into fields (each truncated to MAX_FIELD-1). Returns the number of fields,
+ * 0 at end of input, -1 on an unterminated quote. */
+static int csv_record(csv_reader *r, char fields[MAX_COLS][MAX_FIELD], int *overflow)
+{
+    if (r->p >= r->end)
+        return 0;
+    int n = 0;
+    *overflow = 0;
+    for (;;) {
+        char *dst = n < MAX_COLS ? fields[n] : NULL;
+        size_t len = 0;
+        if (r->p < r->end && *r->p == '"') {
+            r->p++;
+            for (;;) {
+                if (r->p >= r->end)
+                    return -1;
+                if (*r->p == '"') {
+                    if (r->p + 1 < r->end && r->p[1] == '"') {
+                        if (dst && len < MAX_FIELD - 1) dst[len++] = '"';
+                        r->p += 2;
+                        continue;
+                    }
+                    r->p++;
+                    break;
+                }
+                if (dst && len < MAX_FIELD - 1) dst[len++] = *r->p;
+                r->p++;
+            }
+        }
+        while (r->p < r->end && *r->p != ',' && *r->p != '\n' && *r->p != '\r') {
+            if (dst && len < MAX_FIELD - 1) dst[len++] = *r->p;
+            r->p++;
+        }
+        if (dst)
+            dst[len] = '\0';
+        if (n < MAX_COLS)
+            n++;
+        else
+            *overflow = 1;
+        if (r->p >= r->end)
+            return n;
+        if (*r->p == ',') {
+            r->p++;
+            continue;
+        }
+        if (*r->p == '\r')
+            r->p++;
+        if (r->p < r->end && *r->p == '\n')
+            r->p++;
+        return n;
+    }
+}
+
+enum {
+    C_ID, C_GROUP, C_NAME, C_LAYERS, C_HIDDEN, C_HEADS, C_KV, C_FFN, C_GLU, C_VOCAB, C_SEQ,
+    C_EXPERTS, C_TOPK, C_MOEFFN, C_GPU, C_NGPUS, C_GPN, C_TP, C_PP, C_DP, C_CP, C_EP, C_VPP, C_SP,
+    C_MB, C_GB, C_RC, C_PREC, C_ZERO, C_TFLOPS, C_BASIS, C_MFU, C_HFU, C_TOK, C_STEP, C_MEM,
+    C_MEMBASIS, C_COUNT
+};
+static const char *const col_names[C_COUNT] = {
+    "id", "source_group", "model_name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
+    "glu", "vocab", "seq_len", "moe_experts", "moe_topk", "moe_ffn_hidden", "gpu", "num_gpus",
+    "gpus_per_node", "tp", "pp", "dp", "cp", "ep", "vpp", "sp", "micro_batch", "global_batch",
+    "recompute", "precision", "zero_stage", "measured_tflops_per_gpu", "tflops_basis",
+    "measured_mfu", "measured_hfu", "measured_tokens_per_s_per_gpu", "measured_step_s",
+    "measured_mem_gib", "mem_basis"};
+/* Columns a file must have. */
+static const int required_cols[] = {C_ID, C_LAYERS, C_HIDDEN, C_HEADS, C_FFN, C_VOCAB, C_SEQ,
+                                    C_GPU, C_NGPUS, C_TP, C_PP, C_GB};
+
+/* Parse a non-negative number cell; returns 1 if present and valid, 0 if empty, -1 if bad. */
+static int num_cell(const char *s, double *out)
+{
+    if (!s || !s[0])
+        return 0;
+    char *end;
+    double x = strtod(s, &end);
+    while (*end == ' ')
+        end++;
+    if (*end || !isfinite(x) || x < 0)
+        return -1;
+    *out = x;
+    return 1;
+}
+
+static int int_cell(const char *s, int64_t *out)
+{
+    double x;
+    int st = num_cell(s, &x);
+    if (st <= 0)
+        return st;
+    if (x != floor(x) || x > 1e12)
+        return -1;
+    *out = (int64_t)x;
+    return 1;
+}
+
+/* Flags a dims-only row cannot state: from the catalog model with the same dims, else by
+ * family (GLU rows: Llama-style RoPE/RMSNorm, no bias, no dropout, untied; others GPT-style
+ * learned positions, LayerNorm with biases, tied embeddings and dropout as in Megatron-LM GPT). */
+static void infer_flags(const mp_catalog *cat, mp_model *m)
+{
+    for (size_t i = 0; i < mp_catalog_model_count(cat); i++) {
+        const mp_model *c = mp_catalog_model_at(cat, i);
+        if (c->layers == m->layers && c->hidden == m->hidden && c->heads == m->heads &&
+            c->ffn_hidden == m->ffn_hidden && c->glu == m->glu) {
+            m->tied_embeddings = c->tied_embeddings;
+            m->position = c->position;
+            m->rmsnorm = c->rmsnorm;
+            m->bias = c->bias;
+            m->dropout = c->dropout;
+            return;
+        }
+    }
+    if (m->glu) {
+        m->position = MP_POS_ROPE;
+        m->rmsnorm = 1;
+        m->bias = 0;
+        m->dropout = 0;
+        m->tied_embeddings = 0;
+    } else {
+        m->position = MP_POS_LEARNED;
+        m->rmsnorm = 0;
+        m->bias = 1;
+        m->dropout = 1;
+        m->tied_embeddings = 1;
+    }
+}
+
+static int push_skip(mp_validation *v, size_t cap, const char *id, const char *reason)
+{
+    if (v->nskips >= cap)
+        return 0;
+    mp_val_skip *s = &v->skips[v->nskips++];
+    mp_strlcpy(s->id, id, sizeof s->id);
+    mp_strlcpy(s->reason, reason, sizeof s->reason);
+    return 1;
+}
+
+static void push_row(mp_validation *v, const char *id, const char *group, const char *metric,
+                     double measured, double predicted, const char *assumed)
+{
+    mp_val_row *r = &v->rows[v->nrows++];
+    mp_strlcpy(r->id, id, sizeof r->id);
+    mp_strlcpy(r->source_group, group, sizeof r->source_group);
+    mp_strlcpy(r->metric, metric, sizeof r->metric);
+    mp_strlcpy(r->assumed, assumed, sizeof r->assumed);
+    r->measured = measured;
+    r->predicted = predicted;
+    r->error_pct = 100.0 * (predicted - measured) / measured;
+}
+
+static void append(char *buf, size_t cap, const char *what)
+{
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", what);
+}
+
+mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t len,
+                          const char *origin, const mp_estimate_opts *opts, mp_validation *out,
+                          mp_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    static char fields[MAX_COLS][MAX_FIELD];
+    csv_reader rd = {csv_text, csv_text + len};
+    int overflow = 0;
+    int nh = csv_record(&rd, fields, &overflow);
+    if (nh <= 0) {
+        mp_diag_add(diag, "%s: empty file or no header line: expected the runs.csv columns", origin);
+        return MP_ERR_PARSE;
+    }
+    int idx[C_COUNT];
+    for (int c = 0; c < C_COUNT; c++) {
+        idx[c] = -1;
+        for (int i = 0; i < nh; i++)
+            if (strcmp(fields[i], col_names[c]) == 0)
+                idx[c] = i;
+    }
+    int missing = 0;
+    for (size_t k = 0; k < sizeof required_cols / sizeof required_cols[0]; k++)
+        if (idx[required_cols[k]] < 0) {
+            mp_diag_add(diag, "%s: header has no column \"%s\"", origin, col_names[required_cols[k]]);
+            missing++;
+        }
+    if (missing)
+        return MP_ERR_PARSE;
+
+    /* Count records to size the arrays (two passes keep memory exact and capped). */
+    size_t nrec = 0;
+    for (csv_reader cnt = rd;;) {
+        int n = csv_record(&cnt, fields, &overflow);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            mp_diag_add(diag, "%s: record %zu: unterminated quoted field", origin, nrec + 2);
+            return MP_ERR_PARSE;
+        }
+        if (++nrec > MP_VALIDATE_MAX_ROWS) {
+            mp_diag_add(diag, "%s: more than %d rows", origin, MP_VALIDATE_MAX_ROWS);
+            return MP_ERR_RANGE;
+        }
+    }
+    out->rows = calloc(2 * nrec + 1, sizeof *out->rows);
+    out->skips = calloc(nrec + 1, sizeof *out->skips);
+    if (!out->rows || !out->skips) {
+        mp_validation_free(out);
+        return MP_ERR_NOMEM;
+    }
+
+    for (size_t rec = 0; rec < nrec; rec++) {
+        int n = csv_record(&rd, fields, &overflow);
+        if (n <= 0)
+            break;
+        if (n == 1 && fields[0][0] == '\0')
+            continue; /* blank line */
+        out->ninput++;
+        const char *cell[C_COUNT];
+        for (int c = 0; c < C_COUNT; c++)
+            cell[c] = (idx[c] >= 0 && idx[c] < n) ? fields[idx[c]] : "";
+        char idbuf[64];
+        if (cell[C_ID][0])
+            mp_strlcpy(idbuf, cell[C_ID], sizeof idbuf);
+        else
+            snprintf(idbuf, sizeof idbuf, "row%zu", rec + 2);
+        const char *group = cell[C_GROUP][0] ? cell[C_GROUP] : "(none)";
+        char why[256] = "", assumed[160] = "";
+
+        /* --- model --- */
+        mp_model m;
+        memset(&m, 0, sizeof m);
+        mp_strlcpy(m.key, idbuf, sizeof m.key);
+        mp_strlcpy(m.name, cell[C_NAME], sizeof m.name);
+        struct { int col; int64_t *dst; } dims[] = {
+            {C_LAYERS, &m.layers}, {C_HIDDEN, &m.hidden}, {C_HEADS, &m.heads},
+            {C_FFN, &m.ffn_hidden}, {C_VOCAB, &m.vocab}, {C_SEQ, &m.seq_len}};
+        int bad = 0;
+        for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++) {
+            int st = int_cell(cell[dims[k].col], dims[k].dst);
+            if (st < 0 || (st == 1 && *dims[k].dst < 1)) {
+                snprintf(why, sizeof why, "%s = \"%.40s\": expected a positive integer",
+                         col_names[dims[k].col], cell[dims[k].col]);
+                bad = 1;
+                break;
+            }
+            if (st == 0) {
+                snprintf(why, sizeof why, "model dims not stated (%s empty)", col_names[dims[k].col]);
+                bad = 1;
+                break;
+            }
+        }
+        if (!bad) {
+            if (int_cell(cell[C_KV], &m.kv_heads) <= 0)
+                m.kv_heads = m.heads;
+            int64_t x = 0;
+            m.glu = int_cell(cell[C_GLU], &x) == 1 && x == 1;
+            int64_t experts = 0;
+            if (int_cell(cell[C_EXPERTS], &experts) == 1 && experts > 0) {
+                snprintf(why, sizeof why, "MoE model (%lld experts): MoE is not modelled yet",
+                         (long long)experts);
+                bad = 1;
+            }
+        }
+        if (!bad) {
+            m.head_dim = m.hidden / m.heads;
+            m.vocab_pad_multiple = 1;
+            infer_flags(cat, &m);
+            mp_diag md = {0};
+            if (mp_model_check(&m, &md) != MP_OK || m.hidden % m.heads) {
+                snprintf(why, sizeof why, "model: %.200s", md.count ? md.text : "hidden not divisible by heads");
+                bad = 1;
+            }
+        }
+        /* --- cluster --- */
+        mp_cluster cl;
+        int64_t ngpus = 0, gpn = 0;
+        if (!bad) {
+            if (int_cell(cell[C_NGPUS], &ngpus) != 1 || ngpus < 1) {
+                snprintf(why, sizeof why, "num_gpus = \"%.40s\": expected a positive integer", cell[C_NGPUS]);
+                bad = 1;
+            } else {
+                if (int_cell(cell[C_GPN], &gpn) != 1)
+                    gpn = 0;
+                mp_diag cd = {0};
+                if (mp_cluster_from_catalog(cat, cell[C_GPU], ngpus, (int)gpn, NULL, &cl, &cd) != MP_OK) {
+                    snprintf(why, sizeof why, "%.250s", cd.text);
+                    bad = 1;
+                }
+            }
+        }
+        /* --- plan --- */
+        mp_plan p;
+        mp_plan_init_default(&p);
+        if (!bad) {
+            struct { int col; int64_t *dst; } deg[] = {
+                {C_TP, &p.tp}, {C_PP, &p.pp}, {C_DP, &p.dp}, {C_CP, &p.cp}, {C_EP, &p.ep},
+                {C_VPP, &p.vpp}, {C_MB, &p.mb}, {C_GB, &p.gb}};
+            for (size_t k = 0; k < sizeof deg / sizeof deg[0] && !bad; k++) {
+                int st = int_cell(cell[deg[k].col], deg[k].dst);
+                if (st < 0 || (st == 1 && *deg[k].dst < 1)) {
+                    snprintf(why, sizeof why, "%s = \"%.40s\": expected a positive integer",
+                             col_names[deg[k].col], cell[deg[k].col]);
+                    bad = 1;
+                }
+            }
+            p.seq = m.seq_len;
+            if (!p.mb && !bad) {
+                p.mb = 1;
+                append(assumed, sizeof assumed, "micro_batch 1");
+            }
+            if (!p.vpp && p.pp > 1)
+                append(assumed, sizeof assumed, "vpp 1 (1F1B)");
+            int64_t x;
+            if (int_cell(cell[C_SP], &x) == 1)
+                p.sp = (int)(x != 0);
+            else if (p.tp > 1)
+                append(assumed, sizeof assumed, "sp on");
+            if (int_cell(cell[C_ZERO], &x) == 1 && x <= 3)
+                p.zero = (int)x;
+            const char *rc = cell[C_RC];
+            if (!strcmp(rc, "full")) p.recompute = MP_RC_FULL;
+            else if (!strcmp(rc, "selective")) p.recompute = MP_RC_SELECTIVE;
+            else if (!strcmp(rc, "none")) p.recompute = MP_RC_NONE;
+            else if (!rc[0]) append(assumed, sizeof assumed, "recompute none");
+            else if (!bad) {
+                snprintf(why, sizeof why, "recompute = \"%.40s\": expected none, selective or full", rc);
+                bad = 1;
+            }
+            const char *pr = cell[C_PREC];
+            if (!strcmp(pr, "fp16")) p.precision = MP_DT_FP16;
+            else if (!strcmp(pr, "fp8")) p.precision = MP_DT_FP8;
+            else if (!strcmp(pr, "bf16") || !pr[0]) p.precision = MP_DT_BF16;
+            else if (!bad) {
+                snprintf(why, sizeof why, "precision = \"%.40s\": expected bf16, fp16 or fp8", pr);
+                bad = 1;
+            }
+            if (!bad) {
+                mp_diag pd = {0};
+                if (mp_plan_resolve(&p, &m, ngpus, &pd) != MP_OK) {
+                    snprintf(why, sizeof why, "plan cannot be formed: %.220s", pd.text);
+                    bad = 1;
+                }
+            }
+        }
+        mp_estimate est;
+        if (!bad) {
+            mp_diag ed = {0};
+            if (mp_estimate_plan(&m, &cl, &p, opts, &est, &ed) != MP_OK) {
+                snprintf(why, sizeof why, "estimate failed: %.220s", ed.text);
+                bad = 1;
+            }
+        }
+        /* --- metrics --- */
+        double meas = 0;
+        int have_metric = 0;
+        if (!bad) {
+            const char *basis = cell[C_BASIS];
+            if (num_cell(cell[C_TFLOPS], &meas) == 1 && meas > 0 &&
+                (!strcmp(basis, "model") || !strcmp(basis, "hardware"))) {
+                int hw = !strcmp(basis, "hardware");
+                push_row(out, idbuf, group, hw ? "hardware_tflops_per_gpu" : "model_tflops_per_gpu",
+                         meas, hw ? est.hardware_tflops_per_gpu : est.model_tflops_per_gpu, assumed);
+                have_metric = 1;
+            } else if (num_cell(cell[C_MFU], &meas) == 1 && meas > 0) {
+                push_row(out, idbuf, group, "mfu", meas, est.mfu, assumed);
+                have_metric = 1;
+            } else if (num_cell(cell[C_HFU], &meas) == 1 && meas > 0) {
+                push_row(out, idbuf, group, "hfu", meas, est.hfu, assumed);
+                have_metric = 1;
+            } else if (num_cell(cell[C_TOK], &meas) == 1 && meas > 0) {
+                push_row(out, idbuf, group, "tokens_per_s_per_gpu", meas, est.tokens_per_s_per_gpu, assumed);
+                have_metric = 1;
+            } else if (num_cell(cell[C_STEP], &meas) == 1 && meas > 0) {
+                push_row(out, idbuf, group, "step_s", meas, est.step_s, assumed);
+                have_metric = 1;
+            }
+            if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0) {
+                push_row(out, idbuf, group, "mem_gib", meas, est.memory.total / 1073741824.0, assumed);
+                have_metric = 1;
+            }
+            if (!have_metric)
+                snprintf(why, sizeof why, "no measured metric in the row");
+        }
+        if (why[0])
+            push_skip(out, nrec + 1, idbuf, why);
+    }
+    return MP_OK;
+}
+
+void mp_validation_free(mp_validation *v)
+{
+    if (!v)
+        return;
+    free(v->rows);
+    free(v->skips);
+    memset(v, 0, sizeof *v);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void mp_validation_stats(const mp_validation *v, mp_val_filter filter, const char *group,
+                         mp_val_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    double *e = malloc((v->nrows + 1) * sizeof *e);
+    if (!e)
+        return;
+    size_t n = 0;
+    double sum = 0;
+    for (size_t i = 0; i < v->nrows; i++) {
+        const mp_val_row *r = &v->rows[i];
+        int mem = strcmp(r->metric, "mem_gib") == 0;
+        if ((filter == MP_VAL_THROUGHPUT && mem) || (filter == MP_VAL_MEMORY && !mem))
+            continue;
+        if (group && strcmp(group, r->source_group) != 0)
+            continue;
+        double a = fabs(r->error_pct);
+        e[n++] = a;
+        sum += a;
+        if (a > out->max_abs_error_pct)
+            out->max_abs_error_pct = a;
+    }
+    out->n = n;
+    if (n) {
+        qsort(e, n, sizeof *e, cmp_double);
+        out->mean_abs_error_pct = sum / n;
+        out->median_abs_error_pct = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+    }
+    free(e);
+}
