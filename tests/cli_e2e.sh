@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# tests/cli_e2e.sh — end-to-end checks of the meshplan command: exit codes, JSON output, messages
+# for bad input.
+#
+#   cli_e2e.sh <path-to-meshplan> <repo-root>
+#
+# Prints one line per check ("ok - ..." or "FAIL - ..." plus the command's output), then exactly
+# "N passed, M failed"; exits 1 when any check failed, 2 on bad usage.
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 <path-to-meshplan> <repo-root>" >&2
+    exit 2
+fi
+MP=$1
+ROOT=$2
+if [ ! -x "$MP" ]; then
+    echo "cli_e2e: $MP: not an executable" >&2
+    exit 2
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "cli_e2e: python3 is required to check JSON output" >&2
+    exit 2
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/meshplan-e2e.XXXXXX") || exit 2
+trap 'rm -rf "$TMP"' EXIT
+
+PASSED=0
+FAILED=0
+OUT=$TMP/stdout
+ERR=$TMP/stderr
+RC=0
+CMD=""
+
+# run ARGS...: run meshplan, keeping stdout, stderr and the exit status.
+run() {
+    CMD="meshplan $*"
+    "$MP" "$@" >"$OUT" 2>"$ERR"
+    RC=$?
+}
+
+pass() {
+    PASSED=$((PASSED + 1))
+    echo "ok - $1"
+}
+
+# fail NAME WHY: record a failure and show what the command printed.
+fail() {
+    FAILED=$((FAILED + 1))
+    echo "FAIL - $1: $2"
+    echo "    command: $CMD"
+    echo "    exit status: $RC"
+    echo "    stderr:"
+    head -c 2000 "$ERR" | sed 's/^/      /'
+    echo "    stdout:"
+    head -c 2000 "$OUT" | sed 's/^/      /'
+}
+
+# Conditions on the last run; each prints nothing and returns 1 with WHY set on failure.
+WHY=""
+rc_is() {
+    if [ "$RC" -ne "$1" ]; then WHY="exit status $RC, expected $1"; return 1; fi
+}
+stderr_has() {
+    if ! grep -qiF -- "$1" "$ERR"; then WHY="stderr does not mention \"$1\""; return 1; fi
+}
+stdout_nonempty() {
+    if [ ! -s "$OUT" ]; then WHY="stdout is empty"; return 1; fi
+}
+no_nonfinite() {
+    # Numbers printed as nan/inf (any case) anywhere in the output; words like "INFEASIBLE" or
+    # "info" are not numbers, so look for the printf spellings as whole tokens.
+    if grep -qiE -- '(^|[^a-z])[-+]?(nan|inf|infinity)([^a-z]|$)' "$OUT" "$ERR"; then
+        WHY="output contains a non-finite number: $(grep -iE -- '(^|[^a-z])[-+]?(nan|inf|infinity)([^a-z]|$)' "$OUT" "$ERR" | head -3 | tr '\n' ' ')"
+        return 1
+    fi
+}
+# json_check PY: parse stdout as strict JSON (NaN/Infinity rejected) into d, then run the Python
+# statements PY, which raise (assert) on a problem.
+json_check() {
+    local msg
+    if ! msg=$(python3 - "$OUT" "$1" 2>&1 <<'EOF'
+import json, math, sys
+def reject(c):
+    raise ValueError("non-finite number " + c)
+with open(sys.argv[1]) as f:
+    d = json.load(f, parse_constant=reject)
+exec(sys.argv[2])
+EOF
+    ); then
+        WHY="JSON check failed: $(printf '%s' "$msg" | tail -3 | tr '\n' ' ')"
+        return 1
+    fi
+}
+
+# check NAME CONDITION...: each CONDITION is one quoted shell command from the helpers above.
+check() {
+    local name=$1
+    shift
+    local c
+    for c in "$@"; do
+        WHY=""
+        if ! eval "$c"; then
+            fail "$name" "${WHY:-$c}"
+            return
+        fi
+    done
+    pass "$name"
+}
+
+H100="--gpu h100-sxm5-80gb"
+PLAN70="tp=8,pp=4,vpp=5,mb=1,gb=1024,seq=8192,zero=1,sp=1,recompute=selective"
+
+# --- usage --------------------------------------------------------------------------------------
+run help
+check "help exits 0" "rc_is 0" "stdout_nonempty"
+run
+check "no arguments exits 2 with usage" "rc_is 2" "stderr_has usage"
+run nosuchcommand
+check "unknown command exits 2" "rc_is 2" "stderr_has nosuchcommand"
+
+# --- predict ------------------------------------------------------------------------------------
+run predict
+check "predict with no options (default job) exits 0" "rc_is 0" "stdout_nonempty" "no_nonfinite"
+
+run predict --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --json
+check "predict llama3-70b on 1024 H100 --json" "rc_is 0" "no_nonfinite" "json_check '
+top = [\"feasible\", \"reasons\", \"memory_bytes\", \"step_s\", \"time_s\", \"tokens_per_s\",
+       \"tokens_per_s_per_gpu\", \"model_tflops_per_gpu\", \"hardware_tflops_per_gpu\", \"mfu\",
+       \"hfu\", \"bottleneck\"]
+for k in top: assert k in d, \"missing key \" + k
+mem = [\"weights\", \"gradients\", \"optimizer\", \"activations\", \"logits\", \"buffers\", \"total\",
+       \"capacity\", \"per_stage\"]
+for k in mem: assert k in d[\"memory_bytes\"], \"missing memory_bytes.\" + k
+ts = [\"compute\", \"recompute\", \"tp_comm\", \"cp_comm\", \"ep_comm\", \"pp_comm\", \"pp_bubble\",
+      \"dp_comm_exposed\", \"optimizer\"]
+for k in ts: assert k in d[\"time_s\"], \"missing time_s.\" + k
+assert isinstance(d[\"feasible\"], bool), \"feasible is not a boolean\"
+assert isinstance(d[\"reasons\"], list), \"reasons is not a list\"
+assert len(d[\"memory_bytes\"][\"per_stage\"]) == 4, \"per_stage has %d entries, expected 4\" % len(d[\"memory_bytes\"][\"per_stage\"])
+assert d[\"feasible\"] is True, \"expected a feasible plan: %r\" % d[\"reasons\"]
+assert d[\"step_s\"] > 0, \"step_s is not positive\"
+assert 0 < d[\"mfu\"] <= d[\"hfu\"] <= 1, \"mfu %r, hfu %r out of order\" % (d[\"mfu\"], d[\"hfu\"])
+assert d[\"tokens_per_s\"] > 0
+'"
+
+run predict --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70"
+check "predict llama3-70b on 1024 H100, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
+
+run predict --model llama3-405b $H100 --gpus 8 --plan "tp=8,mb=1,gb=8,seq=8192" --json
+check "infeasible plan (llama3-405b on 8 GPUs) exits 0 with feasible false and reasons" \
+    "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"feasible\"] is False, \"feasible is %r\" % d[\"feasible\"]
+assert isinstance(d[\"reasons\"], list) and len(d[\"reasons\"]) > 0, \"reasons is empty\"
+assert all(isinstance(r, str) and r for r in d[\"reasons\"]), \"a reason is not a non-empty string\"
+'"
+
+# --- bad predict input: exit 2, and stderr names the field and the value -------------------------
+run predict --model nosuch $H100 --gpus 8 --plan tp=8
+check "unknown model" "rc_is 2" "stderr_has nosuch" "stderr_has model"
+run predict --model llama3-70b --gpu nosuchgpu --gpus 8 --plan tp=8
+check "unknown gpu" "rc_is 2" "stderr_has nosuchgpu" "stderr_has gpu"
+run predict --model llama3-70b $H100 --gpus 8 --plan "tp=8,foo=1"
+check "unknown plan key" "rc_is 2" "stderr_has foo"
+run predict --model llama3-70b $H100 --gpus 8 --plan "tp=abc"
+check "non-numeric plan value" "rc_is 2" "stderr_has tp" "stderr_has abc"
+run predict --model llama3-70b $H100 --gpus 8 --plan "tp=0"
+check "zero plan value" "rc_is 2" "stderr_has tp" "stderr_has 0"
+run predict --model llama3-70b $H100 --gpus 8 --plan "pp=-2"
+check "negative plan value" "rc_is 2" "stderr_has pp" "stderr_has -2"
+run predict --model llama3-70b $H100 --gpus 24 --plan "tp=3,mb=1,gb=8"
+check "tp that does not divide the heads" "rc_is 2" "stderr_has tp" "stderr_has heads"
+run predict --model llama3-70b $H100 --gpus 16 --plan "tp=8,pp=4"
+check "tp*pp does not divide the GPU count" "rc_is 2" "stderr_has 16" "stderr_has tp"
+run predict --model llama3-70b $H100 --gpus 16 --plan "tp=8,mb=1,gb=7"
+check "gb not divisible by mb*dp" "rc_is 2" "stderr_has gb" "stderr_has 7"
+run predict --model llama3-70b $H100 --gpus 0 --plan tp=8
+check "--gpus 0" "rc_is 2" "stderr_has gpus" "stderr_has 0"
+run predict --model llama3-70b $H100 --gpus abc --plan tp=8
+check "--gpus abc" "rc_is 2" "stderr_has gpus" "stderr_has abc"
+run predict --model llama3-70b $H100 --gpus 8 --bogus-option
+check "unknown option" "rc_is 2" "stderr_has --bogus-option"
+run predict $H100 --gpus 8 --model
+check "option missing its value" "rc_is 2" "stderr_has --model"
+run predict --model llama3-70b $H100 --plan tp=8
+check "predict without --gpus" "rc_is 2" "stderr_has gpus"
+
+# --- model files --------------------------------------------------------------------------------
+printf '{"key": "broken", "layers_count": 80,\n' >"$TMP/malformed.json"
+run predict --model "$TMP/malformed.json" $H100 --gpus 8 --plan tp=8
+check "malformed model JSON file" "rc_is 2" "stderr_has malformed.json"
+
+mkdir "$TMP/modeldir"
+run predict --model "$TMP/modeldir" $H100 --gpus 8 --plan tp=8
+check "directory given as --model" "rc_is 2" "stderr_has modeldir"
+
+: >"$TMP/empty.json"
+run predict --model "$TMP/empty.json" $H100 --gpus 8 --plan tp=8
+check "empty --model file" "rc_is 2" "stderr_has empty.json"
+
+cat >"$TMP/huge.json" <<'EOF'
+{"key":"huge","layers_count":1000,"hidden_count":1000000,"heads_count":1000,"kv_heads_count":1000,
+ "ffn_hidden_count":4000000,"glu":false,"vocab_count":1000000,"seq_len_count":2048,"source":"test"}
+EOF
+run predict --model "$TMP/huge.json" $H100 --gpus 8 --plan "tp=8,mb=1,gb=8" --json
+check "huge (~10^16 parameter) model predicts with finite numbers, JSON" "rc_is 0" "no_nonfinite" \
+    "json_check 'assert d[\"feasible\"] is False and d[\"reasons\"], \"a huge model fits on 8 GPUs?\"'"
+run predict --model "$TMP/huge.json" $H100 --gpus 8
+check "huge model predicts with finite numbers, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
+run predict --model "$TMP/huge.json" $H100 --gpus 16000 --plan "tp=8,pp=1000,mb=1,gb=2048" --json
+check "huge model on 16000 GPUs, pp=1000" "rc_is 0" "no_nonfinite" \
+    "json_check 'assert len(d[\"memory_bytes\"][\"per_stage\"]) == 1000, len(d[\"memory_bytes\"][\"per_stage\"])'"
+
+HF=""
+for f in "$ROOT/tests/data/hf/llama3-8b.json" "$ROOT"/tests/data/hf/llama*.json; do
+    if [ -f "$f" ]; then HF=$f; break; fi
+done
+if [ -n "$HF" ]; then
+    run predict --model "$HF" $H100 --gpus 8 --plan "tp=8,mb=1,gb=8" --json
+    check "Hugging Face config $(basename "$HF") as --model" "rc_is 0" "no_nonfinite" \
+        "json_check 'assert d[\"model\"][\"layers\"] > 0 and d[\"step_s\"] > 0'"
+else
+    echo "skip - Hugging Face config as --model (no tests/data/hf/llama*.json)"
+fi
+for f in "$ROOT"/tests/data/hf/broken-*.json; do
+    [ -f "$f" ] || continue
+    run predict --model "$f" $H100 --gpus 8 --plan tp=1
+    check "broken Hugging Face config $(basename "$f") exits 2" "rc_is 2" "stderr_has meshplan"
+done
+
+# --- catalog ------------------------------------------------------------------------------------
+run catalog
+check "catalog (all) exits 0" "rc_is 0" "stdout_nonempty"
+run catalog models --json
+check "catalog models --json parses" "rc_is 0" "json_check '
+assert isinstance(d[\"models\"], list) and d[\"models\"], \"no models\"
+assert any(m[\"key\"] == \"llama3-70b\" for m in d[\"models\"]), \"llama3-70b missing\"
+'"
+run catalog --json
+check "catalog --json parses" "rc_is 0" \
+    "json_check 'assert all(k in d for k in (\"gpus\", \"links\", \"nodes\", \"models\")), list(d)'"
+run catalog nosuch
+check "catalog nosuch" "rc_is 2" "stderr_has nosuch"
+
+# --- validate -----------------------------------------------------------------------------------
+run validate "$TMP/no-such-file.csv"
+check "validate a missing file" "rc_is 2" "stderr_has no-such-file.csv"
+printf 'id,model_name,colour\nx,y,z\n' >"$TMP/bad.csv"
+run validate "$TMP/bad.csv"
+check "validate a CSV without the required columns" "rc_is 2" "stderr_has bad.csv" "stderr_has layers"
+run validate
+check "validate with no file" "rc_is 2"
+
+RUNS="$ROOT/../shared/validation/runs.csv"
+if [ -f "$RUNS" ]; then
+    run validate "$RUNS" --json
+    check "validate runs.csv --json" "rc_is 0" "no_nonfinite" "json_check '
+for k in (\"rows\", \"skipped\", \"summary\"): assert k in d, \"missing key \" + k
+s = d[\"summary\"]
+for k in (\"n\", \"mean_abs_error_pct\", \"median_abs_error_pct\", \"max_abs_error_pct\", \"by_source_group\"):
+    assert k in s, \"missing summary.\" + k
+assert s[\"n\"] > 0 and s[\"n\"] == len(d[\"rows\"]), \"summary.n %r, %d rows\" % (s[\"n\"], len(d[\"rows\"]))
+assert s[\"median_abs_error_pct\"] <= s[\"max_abs_error_pct\"]
+'"
+    run validate "$RUNS"
+    check "validate runs.csv, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
+else
+    echo "skip - validate runs.csv ($RUNS is absent)"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -51,7 +51,11 @@ typedef struct {
     double zero3_overlap_frac;       /* share of compute that ZeRO-3 gathers can hide behind */
     double comm_compute_slowdown_frac; /* compute slowdown while a collective runs beside it */
     double allocator_margin_frac;    /* caching-allocator reserve as a share of the total */
-    double kernel_overhead_s;        /* fixed cost per kernel launch left exposed */
+    /* End-to-end sustained fractions, (0, 1]: what real training reaches of the catalogued
+     * microbenchmarks. Fitted on validation/runs.csv (docs/model.md "Calibration"). */
+    double gemm_sustained_frac;      /* of the measured best GEMM rate (clocks under load, shapes) */
+    double attention_sustained_frac; /* of the catalogued fused-attention rate */
+    double memory_bound_sustained_frac; /* of measured HBM bandwidth, for element-wise kernels */
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);

@@ -23,7 +23,11 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
     o->zero3_overlap_frac = 1.0;         /* FSDP prefetch hides gathers behind the previous layer (Zhao et al. 2023) */
     o->comm_compute_slowdown_frac = 0.0; /* set by calibration; 0 = no interference */
     o->allocator_margin_frac = 0.05;     /* PyTorch caching allocator: reserved vs allocated */
-    o->kernel_overhead_s = 0.0;
+    /* Calibrated on ../shared/validation/runs.csv (bench/fit_calibration prints the grid and the
+     * leave-one-source-out error; docs/model.md "Calibration"). */
+    o->gemm_sustained_frac = 0.85;
+    o->attention_sustained_frac = 0.5;
+    o->memory_bound_sustained_frac = 0.6;
 }
 
 /* ---- compute-time helpers -------------------------------------------------------------- */
@@ -177,6 +181,11 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
 
     rates r;
     gpu_rates(g, p->precision, &r);
+    /* Sustained end-to-end fractions (calibrated on validation/runs.csv; docs/model.md). */
+    r.matmul_flops_per_s *= opts->gemm_sustained_frac;
+    r.bf16_matmul_flops_per_s *= opts->gemm_sustained_frac;
+    r.attn_flops_per_s *= opts->attention_sustained_frac;
+    const double elem_Bps = r.mem_Bps * opts->memory_bound_sustained_frac;
 
     /* --- one layer, one micro-batch, forward ------------------------------------------- */
     layer_fwd lf = {0};
@@ -199,9 +208,9 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
              * forward (Korthikanti et al. 2022 Sec. 4.1 tensor list). */
             double scores = (double)m->heads / tp * b * (s / cp) * s;
             lf.attn_s = attn_fwd_flops * 2.0 / r.bf16_matmul_flops_per_s +
-                        (m->dropout ? 10.0 : 6.0) * scores / r.mem_Bps;
+                        (m->dropout ? 10.0 : 6.0) * scores / elem_Bps;
         }
-        lf.elem_s = T * elem_fwd_bytes_per_token(m, tp, p->sp) / r.mem_Bps;
+        lf.elem_s = T * elem_fwd_bytes_per_token(m, tp, p->sp) / elem_Bps;
         /* TP: Megatron's two all-reduces per layer forward (f and g operators, Shoeybi et al.
          * 2019 Fig. 3), or with SP an all-gather + reduce-scatter pair each (Korthikanti et al.
          * 2022 Sec. 4.2.2), of T*h 16-bit elements; not overlapped with compute. */
@@ -261,7 +270,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
      * cross-entropy traffic on fp32 logits: ~24 bytes per logit (read bf16 2, write fp32 4, read
      * 4 for the loss; backward read 4, write 4, convert 4 -> 2; case C4). */
     const double head_f = gemm_s(&r, r.matmul_flops_per_s, T, V / tp, h, we);
-    const double ce_s = 24.0 * T * V / tp / r.mem_Bps;
+    const double ce_s = 24.0 * T * V / tp / elem_Bps;
     const double head_fb = 3.0 * head_f + ce_s;
 
     /* Pipeline p2p: activations of one micro-batch, T*h 16-bit values (/tp with Megatron's
@@ -397,7 +406,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     /* --- optimizer: Adam over the local shard, memory-bound: read fp32 master, m, v, grad and
      * write master, m, v and the 16-bit weight: 30 bytes per parameter. */
     const double opt_shard = p->zero >= 1 ? (double)shard : 1.0;
-    const double t_opt = 30.0 * P_local / opt_shard / r.mem_Bps;
+    const double t_opt = 30.0 * P_local / opt_shard / elem_Bps;
 
     /* --- the step ------------------------------------------------------------------------ */
     e->time.compute = M * t_mb_compute;
@@ -427,10 +436,13 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     e->hardware_flops_per_step = e->tokens_per_step * (fl.model_per_token + rc_per_token);
     e->model_tflops_per_gpu = e->model_flops_per_step / e->step_s / n / 1e12;
     e->hardware_tflops_per_gpu = e->hardware_flops_per_step / e->step_s / n / 1e12;
-    /* MFU against the dense 16-bit peak for every precision (PaLM, Chowdhery et al. 2022 App. B;
-     * torchtitan and NeMo report fp8 runs the same way). */
-    mp_dtype half = g->peak_flops_per_s[MP_DT_BF16] > 0 ? MP_DT_BF16 : MP_DT_FP16;
-    e->peak_flops_per_s = g->peak_flops_per_s[half];
+    /* MFU and HFU against the dense peak of the plan's GEMM precision (PaLM, Chowdhery et al.
+     * 2022 App. B; MosaicML and torchtitan report their fp8 runs against the fp8 peak, as the
+     * fp8 rows of validation/runs.csv show: 460 TFLOP/s = 0.2328 of 1979). */
+    mp_dtype pk = p->precision;
+    if (g->peak_flops_per_s[pk] <= 0)
+        pk = g->peak_flops_per_s[MP_DT_BF16] > 0 ? MP_DT_BF16 : MP_DT_FP16;
+    e->peak_flops_per_s = g->peak_flops_per_s[pk];
     e->mfu = e->model_tflops_per_gpu * 1e12 / e->peak_flops_per_s;
     e->hfu = e->hardware_tflops_per_gpu * 1e12 / e->peak_flops_per_s;
 

@@ -184,9 +184,6 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
     if (p->pp * p->vpp > m->layers)
         FAIL("plan: pp*vpp = %lld: more model chunks than layers (%lld)",
              (long long)(p->pp * p->vpp), (long long)m->layers);
-    if (p->vpp > 1 && m->layers % (p->pp * p->vpp))
-        FAIL("plan: pp*vpp = %lld must divide layers (%lld) for the interleaved schedule",
-             (long long)(p->pp * p->vpp), (long long)m->layers);
     if (p->schedule == MP_SCHED_INTERLEAVED && p->vpp < 2)
         FAIL("plan.schedule = interleaved: needs vpp >= 2");
     if (p->cp > 1 && p->seq % (2 * p->cp))

@@ -133,7 +133,7 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
             e->tokens_per_s_per_gpu);
     fprintf(f, "  model TFLOP/s per GPU     %.1f\n  hardware TFLOP/s per GPU  %.1f\n",
             e->model_tflops_per_gpu, e->hardware_tflops_per_gpu);
-    fprintf(f, "  MFU %.1f%%  HFU %.1f%%  (of %.0f TFLOP/s dense 16-bit peak)\n", 100 * e->mfu,
+    fprintf(f, "  MFU %.1f%%  HFU %.1f%%  (of %.0f TFLOP/s dense peak at the plan's precision)\n", 100 * e->mfu,
             100 * e->hfu, e->peak_flops_per_s / 1e12);
     fprintf(f, "\nbottleneck: %s\n", e->bottleneck);
 }

@@ -152,6 +152,14 @@ static void infer_flags(const mp_catalog *cat, mp_model *m)
     }
 }
 
+/* Facts about a source that its rows cannot state, from the source itself. Both papers predate
+ * FlashAttention (Dao et al., May 2022) and describe Megatron's fused softmax kernels, which
+ * store the s x s scores (Korthikanti et al. 2022 Sec. 4.1 counts them). */
+static const struct { const char *group_prefix; int flash; const char *why; } source_facts[] = {
+    {"megatron2021", 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
+    {"korthikanti2022", 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
+};
+
 static int push_skip(mp_validation *v, size_t cap, const char *id, const char *reason)
 {
     if (v->nskips >= cap)
@@ -358,6 +366,9 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
                 snprintf(why, sizeof why, "precision = \"%.40s\": expected bf16, fp16 or fp8", pr);
                 bad = 1;
             }
+            for (size_t k = 0; k < sizeof source_facts / sizeof source_facts[0]; k++)
+                if (!strncmp(group, source_facts[k].group_prefix, strlen(source_facts[k].group_prefix)))
+                    p.flash = source_facts[k].flash;
             if (!bad) {
                 mp_diag pd = {0};
                 if (mp_plan_resolve(&p, &m, ngpus, &pd) != MP_OK) {
