@@ -67,7 +67,6 @@ typedef struct {
     char reasons[4][256];         /* why infeasible */
     mp_memory memory;             /* the most loaded GPU */
     int nstages;                  /* pp */
-    mp_memory per_stage[MP_MAX_STAGES]; /* stage 0 .. min(pp, MP_MAX_STAGES)-1 */
     int layers_per_stage_min, layers_per_stage_max;
     double step_s;
     mp_time time;
@@ -79,6 +78,9 @@ typedef struct {
     double peak_flops_per_s;      /* the peak used for MFU */
     char bottleneck[160];         /* in words */
     int microbatches;             /* per DP rank per step */
+    /* Stage 0 .. min(pp, MP_MAX_STAGES)-1; entries past that are not written. Kept last so an
+     * evaluation clears only the fields above (the search calls this millions of times). */
+    mp_memory per_stage[MP_MAX_STAGES];
 } mp_estimate;
 
 /** Predict. The plan must have been resolved (mp_plan_resolve) for this model and the cluster's

@@ -9,6 +9,7 @@
  * for ZB-H1). docs/model.md derives every term.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -152,7 +153,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         mp_estimate_opts_init(&defaults);
         opts = &defaults;
     }
-    memset(e, 0, sizeof *e);
+    memset(e, 0, offsetof(mp_estimate, per_stage));
     if (p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->vpp < 1 || p->mb < 1 || p->gb < 1 ||
         p->seq < 1 || p->tp * p->pp * p->cp * p->dp != c->num_gpus) {
         mp_diag_add(diag, "plan is not resolved for %lld GPUs (call mp_plan_resolve)",
