@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# scripts/setup.sh — install the build dependencies (Debian/Ubuntu) when they are missing.
+# Installs nothing when everything is already there. Works as root, or through sudo.
+set -euo pipefail
+
+PKGS=(cmake gcc libc6-dev make pkg-config libjansson-dev libcmocka-dev python3)
+
+missing=()
+for p in "${PKGS[@]}"; do
+    if ! dpkg -s "$p" >/dev/null 2>&1; then
+        missing+=("$p")
+    fi
+done
+# python3 may come from elsewhere (pyenv, a venv); only the Debian package counts if it is absent.
+if command -v python3 >/dev/null 2>&1; then
+    kept=()
+    for p in ${missing[@]+"${missing[@]}"}; do
+        [ "$p" = python3 ] || kept+=("$p")
+    done
+    missing=(${kept[@]+"${kept[@]}"})
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup: dependencies present"
+    exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+else
+    echo "setup: missing ${missing[*]}, and not root and no sudo: install them and rerun" >&2
+    exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: missing ${missing[*]} and no apt-get: install them with your package manager" >&2
+    exit 1
+fi
+${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update
+${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y "${missing[@]}"
+echo "setup: installed ${missing[*]}"
