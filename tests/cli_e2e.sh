@@ -216,6 +216,23 @@ assert 0 < len(st) <= 1000, \"per_stage has %d entries for pp=1000\" % len(st)
 assert all(x[\"total\"] <= d[\"memory_bytes\"][\"total\"] for x in st), \"a stage exceeds the reported max\"
 '"
 
+# Dimensions each within the per-field limit whose products overflow 64-bit parameter counts: the
+# tool must refuse them (exit 2, naming the problem), not print wrapped-around numbers.
+cat >"$TMP/overflow-layers.json" <<'EOF2'
+{"key":"overflow-layers","layers_count":1000000000,"hidden_count":100000000,"heads_count":1,
+ "kv_heads_count":1,"ffn_hidden_count":1,"glu":false,"vocab_count":1,"seq_len_count":2048,"source":"test"}
+EOF2
+run predict --model "$TMP/overflow-layers.json" $H100 --gpus 8
+check "model whose parameter count overflows 64 bits (1e9 layers x hidden 1e8) is refused" \
+    "rc_is 2" "stderr_has overflow-layers"
+cat >"$TMP/overflow-hidden.json" <<'EOF2'
+{"key":"overflow-hidden","layers_count":1,"hidden_count":1099511627776,"heads_count":1,
+ "kv_heads_count":1,"ffn_hidden_count":1,"glu":false,"vocab_count":1,"seq_len_count":2048,"source":"test"}
+EOF2
+run predict --model "$TMP/overflow-hidden.json" $H100 --gpus 8
+check "model with hidden 2^40 (hidden^2 overflows 64 bits) is refused" "rc_is 2" \
+    "stderr_has overflow-hidden"
+
 HF=""
 for f in "$ROOT/tests/data/hf/llama3-8b.json" "$ROOT"/tests/data/hf/llama*.json; do
     if [ -f "$f" ]; then HF=$f; break; fi
@@ -255,6 +272,17 @@ run validate "$TMP/bad.csv"
 check "validate a CSV without the required columns" "rc_is 2" "stderr_has bad.csv" "stderr_has layers"
 run validate
 check "validate with no file" "rc_is 2"
+
+# A runs.csv row whose dimensions overflow: skipped with a reason, not predicted from garbage.
+{
+    echo "id,source_group,model_name,layers,hidden,heads,kv_heads,ffn_hidden,glu,vocab,seq_len,gpu,num_gpus,gpus_per_node,tp,pp,dp,micro_batch,global_batch,recompute,precision,zero_stage,measured_tflops_per_gpu,tflops_basis"
+    echo "big1,test,Big,1000000000,100000000,1,1,1,0,1,2048,h100-sxm5-80gb,8,8,1,1,8,1,8,none,bf16,0,100,model"
+} >"$TMP/overflow.csv"
+run validate "$TMP/overflow.csv" --json
+check "validate skips a row whose dimensions overflow" "rc_is 0" "no_nonfinite" "json_check '
+assert len(d[\"rows\"]) == 0, \"row predicted: %r\" % d[\"rows\"]
+assert [x[\"id\"] for x in d[\"skipped\"]] == [\"big1\"], d[\"skipped\"]
+'"
 
 RUNS="$ROOT/../shared/validation/runs.csv"
 if [ -f "$RUNS" ]; then

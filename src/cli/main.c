@@ -214,6 +214,7 @@ static int load_model(const mp_catalog *cat, const char *spec, mp_model *m)
         free(buf);
     }
     if (st != MP_OK) {
+        fprintf(stderr, "meshplan: model = \"%s\": not a valid model file:\n", spec);
         print_diag(&d);
         return exit_for(st);
     }
@@ -346,6 +347,8 @@ static int cmd_catalog(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
+    if (a.npositional > 1)
+        return fail_input("catalog: unexpected argument \"%s\"", a.positional[1]);
     const char *what = a.npositional ? a.positional[0] : "all";
     int all = !strcmp(what, "all");
     if (!all && strcmp(what, "gpus") && strcmp(what, "links") && strcmp(what, "nodes") &&

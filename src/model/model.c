@@ -22,6 +22,29 @@ mp_status mp_model_check(const mp_model *m, mp_diag *diag)
 #undef POS
     if (bad)
         return MP_ERR_INPUT;
+    if (m->vocab_pad_multiple > 65536) {
+        mp_diag_add(diag, "%s.vocab_pad_multiple = %lld: expected at most 65536", k,
+                    (long long)m->vocab_pad_multiple);
+        return MP_ERR_INPUT;
+    }
+    {
+        /* Bound the size in double arithmetic so the int64 parameter counts cannot wrap. */
+        const double h = (double)m->hidden, ad = (double)m->heads * (double)m->head_dim,
+                     kvd = (double)m->kv_heads * (double)m->head_dim;
+        const double f = (double)(m->ffn_hidden > m->moe_ffn_hidden ? m->ffn_hidden : m->moe_ffn_hidden);
+        const double experts = m->moe_experts > 0 ? (double)m->moe_experts + (double)m->moe_shared_experts : 1.0;
+        const double per_layer = 2.0 * h * ad + 2.0 * h * kvd + 3.0 * h * f * experts + 4.0 * h;
+        const double total = (double)m->layers * per_layer +
+                             2.0 * ((double)m->vocab + (double)m->vocab_pad_multiple * 65536.0) * h +
+                             (double)m->seq_len * h;
+        if (!(total <= 1e18) || !(ad <= 1e15) || !(kvd <= 1e15)) {
+            mp_diag_add(diag, "%s: layers %lld, hidden %lld, heads %lld x head_dim %lld, ffn_hidden %lld, "
+                        "vocab %lld: about %.3g parameters: expected at most 1e18", k,
+                        (long long)m->layers, (long long)m->hidden, (long long)m->heads,
+                        (long long)m->head_dim, (long long)m->ffn_hidden, (long long)m->vocab, total);
+            return MP_ERR_INPUT;
+        }
+    }
     if (m->heads % m->kv_heads != 0) {
         mp_diag_add(diag, "%s.kv_heads = %lld: must divide heads (%lld)", k, (long long)m->kv_heads,
                     (long long)m->heads);

@@ -101,6 +101,20 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
             e[-1] = '\0';
         int64_t x = 0;
         int ok = 1, e = 0;
+        /* A key given twice is a mistake, not an override. */
+        {
+            size_t klen = strlen(key);
+            int dup = 0;
+            for (const char *q = buf; q < key; q++)
+                if ((q == buf || q[-1] == '\0') && !strncmp(q, key, klen) &&
+                    (q[klen] == '=' || q[klen] == '\0' || q[klen] == ' '))
+                    dup = 1;
+            if (dup) {
+                mp_diag_add(diag, "plan: key \"%s\" given twice (second value \"%s\")", key, val);
+                errors++;
+                continue;
+            }
+        }
         if (!strcmp(key, "tp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->tp, diag);
         else if (!strcmp(key, "pp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->pp, diag);
         else if (!strcmp(key, "vpp")) ok = parse_int(key, val, 1, 4096, &p->vpp, diag);

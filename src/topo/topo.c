@@ -61,6 +61,10 @@ mp_status mp_cluster_from_catalog(const mp_catalog *cat, const char *gpu_key, in
                     so_key);
         return MP_ERR_NOT_FOUND;
     }
+    if (so->kind == MP_LINK_SCALEUP) {
+        mp_diag_add(diag, "scale-out = \"%s\": a scale-up link; expected a NIC or WAN link", so_key);
+        return MP_ERR_INPUT;
+    }
     /* Without a node entry: one NIC per GPU (rail-optimised default). */
     int nics = node ? node->nics_per_node : gpn;
     if (node && gpus_per_node > 0 && gpus_per_node != node->gpus_per_node)

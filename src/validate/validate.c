@@ -196,6 +196,8 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
     memset(out, 0, sizeof *out);
     static char fields[MAX_COLS][MAX_FIELD];
     csv_reader rd = {csv_text, csv_text + len};
+    if (len >= 3 && !memcmp(csv_text, "\xEF\xBB\xBF", 3))
+        rd.p += 3; /* UTF-8 byte-order mark */
     int overflow = 0;
     int nh = csv_record(&rd, fields, &overflow);
     if (nh <= 0) {
