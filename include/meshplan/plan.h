@@ -46,9 +46,10 @@ void mp_plan_init_default(mp_plan *p);
 mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag);
 
 /** Fill the unset fields from the model and GPU count, then check that the plan can be formed:
- *  dp = gpus / (tp*pp*cp) when not given; mb = 1, gb = dp*mb, seq = model default, vpp = 1
- *  (or 2... no: 1), sp = (tp > 1), zero = 0. Checks: product tp*pp*cp*dp == gpus; heads % tp,
- *  kv_heads % tp (or tp % kv_heads for replicated KV), layers % (pp*vpp), gb % (mb*dp),
+ *  dp = gpus / (tp*pp*cp) when not given; mb = 1, gb = dp*mb, seq = model default, vpp = 1,
+ *  sp = (tp > 1), zero = 0 (3 with hsdp), schedule interleaved when vpp > 1 else 1F1B. Checks: product tp*pp*cp*dp == gpus; heads % tp,
+ *  kv_heads % tp (or tp % kv_heads for replicated KV), ffn_hidden % tp, pp*vpp <= layers
+ *  (uneven splits are allowed and reported by the estimator), gb % (mb*dp),
  *  seq % (2*cp) for causal load balancing, ep divides experts and dp*cp, hsdp divides dp,
  *  vpp > 1 only with pp > 1. Returns MP_ERR_INPUT listing every reason. */
 mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag);

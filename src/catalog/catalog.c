@@ -428,9 +428,13 @@ mp_status mp_catalog_merge_json(mp_catalog *c, const char *json_text, size_t len
     mp_status st = MP_OK;
     if (errors == 0) {
         /* Models must be well-formed transformers. */
-        for (size_t i = 0; i < tmp->nmodels; i++)
-            if (mp_model_check(&tmp->models[i], diag) != MP_OK)
+        for (size_t i = 0; i < tmp->nmodels; i++) {
+            mp_diag md = {0};
+            if (mp_model_check(&tmp->models[i], &md) != MP_OK) {
+                mp_diag_add(diag, "%s: models[%s]: %s", origin, tmp->models[i].key, md.text);
                 errors++;
+            }
+        }
     }
     if (overflow)
         st = MP_ERR_RANGE;

@@ -77,6 +77,7 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
     char buf[4097];
     memcpy(buf, text, n + 1);
     int errors = 0, parse_errors = 0;
+    unsigned seen = 0; /* bit i: known key i already given */
     for (char *tok = buf, *next; tok; tok = next) {
         next = strchr(tok, ',');
         if (next)
@@ -103,12 +104,15 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
         int ok = 1, e = 0;
         /* A key given twice is a mistake, not an override. */
         {
-            size_t klen = strlen(key);
+            static const char *const known[] = {"tp", "pp", "vpp", "dp", "cp", "ep", "mb", "gb", "seq",
+                                                "hsdp", "sp", "flash", "zero", "recompute",
+                                                "schedule", "precision"};
             int dup = 0;
-            for (const char *q = buf; q < key; q++)
-                if ((q == buf || q[-1] == '\0') && !strncmp(q, key, klen) &&
-                    (q[klen] == '=' || q[klen] == '\0' || q[klen] == ' '))
-                    dup = 1;
+            for (unsigned i = 0; i < sizeof known / sizeof known[0]; i++)
+                if (!strcmp(key, known[i])) {
+                    dup = (seen >> i) & 1u;
+                    seen |= 1u << i;
+                }
             if (dup) {
                 mp_diag_add(diag, "plan: key \"%s\" given twice (second value \"%s\")", key, val);
                 errors++;

@@ -25,7 +25,7 @@ typedef struct {
 
 /* Read one record into fields (each truncated to MAX_FIELD-1). Returns the number of fields,
  * 0 at end of input, -1 on an unterminated quote. */
-static int csv_record(csv_reader *r, char fields[MAX_COLS][MAX_FIELD], int *overflow)
+static int csv_record(csv_reader *r, char (*fields)[MAX_FIELD], int *overflow)
 {
     if (r->p >= r->end)
         return 0;
@@ -194,7 +194,9 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
                           mp_diag *diag)
 {
     memset(out, 0, sizeof *out);
-    static char fields[MAX_COLS][MAX_FIELD];
+    char(*fields)[MAX_FIELD] = malloc(MAX_COLS * sizeof *fields);
+    if (!fields)
+        return MP_ERR_NOMEM;
     csv_reader rd = {csv_text, csv_text + len};
     if (len >= 3 && !memcmp(csv_text, "\xEF\xBB\xBF", 3))
         rd.p += 3; /* UTF-8 byte-order mark */
@@ -202,6 +204,7 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
     int nh = csv_record(&rd, fields, &overflow);
     if (nh <= 0) {
         mp_diag_add(diag, "%s: empty file or no header line: expected the runs.csv columns", origin);
+        free(fields);
         return MP_ERR_PARSE;
     }
     int idx[C_COUNT];
@@ -217,8 +220,10 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
             mp_diag_add(diag, "%s: header has no column \"%s\"", origin, col_names[required_cols[k]]);
             missing++;
         }
-    if (missing)
+    if (missing) {
+        free(fields);
         return MP_ERR_PARSE;
+    }
 
     /* Count records to size the arrays (two passes keep memory exact and capped). */
     size_t nrec = 0;
@@ -228,10 +233,12 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
             break;
         if (n < 0) {
             mp_diag_add(diag, "%s: record %zu: unterminated quoted field", origin, nrec + 2);
+            free(fields);
             return MP_ERR_PARSE;
         }
         if (++nrec > MP_VALIDATE_MAX_ROWS) {
             mp_diag_add(diag, "%s: more than %d rows", origin, MP_VALIDATE_MAX_ROWS);
+            free(fields);
             return MP_ERR_RANGE;
         }
     }
@@ -239,6 +246,7 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
     out->skips = calloc(nrec + 1, sizeof *out->skips);
     if (!out->rows || !out->skips) {
         mp_validation_free(out);
+        free(fields);
         return MP_ERR_NOMEM;
     }
 
@@ -421,6 +429,7 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
         if (why[0])
             push_skip(out, nrec + 1, idbuf, why);
     }
+    free(fields);
     return MP_OK;
 }
 

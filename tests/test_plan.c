@@ -1,0 +1,353 @@
+/* tests/test_plan.c — mp_plan_parse (every key, every kind of bad value, the diag naming the field
+ * and value) and mp_plan_resolve (defaults filled in, every reason a plan cannot be formed listed,
+ * DESIGN.md "a plan that cannot be formed is bad input, listing every reason"). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "meshplan/catalog.h"
+#include "meshplan/plan.h"
+
+static mp_catalog *g_cat;
+
+static int setup(void **state)
+{
+    (void)state;
+    mp_diag d = {0};
+    return mp_catalog_create(&g_cat, &d) == MP_OK ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    mp_catalog_destroy(g_cat);
+    return 0;
+}
+
+static const mp_model *llama2_7b(void)
+{
+    const mp_model *m = mp_catalog_model(g_cat, "llama2-7b");
+    assert_non_null(m);
+    return m;
+}
+
+/* diag text must contain every given word. */
+static void assert_diag_has(const mp_diag *d, const char *word)
+{
+    if (!strstr(d->text, word))
+        fail_msg("diag does not mention \"%s\":\n%s", word, d->text);
+}
+
+/* ---- parse -------------------------------------------------------------------------------- */
+
+static void test_parse_all_keys(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_plan_init_default(&p);
+    mp_diag d = {0};
+    const char *s = "tp=8, pp=4,vpp=2,dp=16,cp=2,ep=4,sp=1,mb=2,gb=1024,seq=8192,zero=1,"
+                    "hsdp=8,recompute=selective,precision=fp8,flash=0,schedule=interleaved";
+    assert_int_equal(mp_plan_parse(s, &p, &d), MP_OK);
+    assert_int_equal(d.count, 0);
+    assert_int_equal(p.tp, 8);
+    assert_int_equal(p.pp, 4);
+    assert_int_equal(p.vpp, 2);
+    assert_int_equal(p.dp, 16);
+    assert_int_equal(p.cp, 2);
+    assert_int_equal(p.ep, 4);
+    assert_int_equal(p.sp, 1);
+    assert_int_equal(p.mb, 2);
+    assert_int_equal(p.gb, 1024);
+    assert_int_equal(p.seq, 8192);
+    assert_int_equal(p.zero, 1);
+    assert_int_equal(p.hsdp, 8);
+    assert_int_equal(p.recompute, MP_RC_SELECTIVE);
+    assert_int_equal(p.precision, MP_DT_FP8);
+    assert_int_equal(p.flash, 0);
+    assert_int_equal(p.schedule, MP_SCHED_INTERLEAVED);
+    assert_int_equal(p.schedule_given, 1);
+
+    /* The other enum values. */
+    assert_int_equal(mp_plan_parse("recompute=full,precision=fp16,schedule=zb", &p, &d), MP_OK);
+    assert_int_equal(p.recompute, MP_RC_FULL);
+    assert_int_equal(p.precision, MP_DT_FP16);
+    assert_int_equal(p.schedule, MP_SCHED_ZB);
+    assert_int_equal(mp_plan_parse("recompute=none,precision=bf16,schedule=gpipe", &p, &d), MP_OK);
+    assert_int_equal(p.recompute, MP_RC_NONE);
+    assert_int_equal(p.precision, MP_DT_BF16);
+    assert_int_equal(p.schedule, MP_SCHED_GPIPE);
+    /* Fields not mentioned keep their value. */
+    assert_int_equal(p.tp, 8);
+}
+
+static void test_parse_defaults(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_plan_init_default(&p);
+    assert_int_equal(p.tp, 0);
+    assert_int_equal(p.sp, -1);
+    assert_int_equal(p.zero, -1);
+    assert_int_equal(p.recompute, MP_RC_NONE);
+    assert_int_equal(p.precision, MP_DT_BF16);
+    assert_int_equal(p.flash, 1);
+    assert_int_equal(p.schedule, MP_SCHED_1F1B);
+    mp_diag d = {0};
+    assert_int_equal(mp_plan_parse("", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_parse(NULL, &p, &d), MP_OK);
+}
+
+static void test_parse_unknown_key(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_plan_init_default(&p);
+    mp_diag d = {0};
+    assert_int_equal(mp_plan_parse("tp=2,bogus=17", &p, &d), MP_ERR_INPUT);
+    assert_int_equal(d.count, 1);
+    assert_diag_has(&d, "bogus");
+    assert_diag_has(&d, "17");
+}
+
+static void test_parse_bad_values(void **state)
+{
+    (void)state;
+    static const struct { const char *text, *field, *value; } bad[] = {
+        {"tp=abc", "tp", "abc"},     /* not a number */
+        {"tp=0", "tp", "0"},         /* degrees are >= 1 */
+        {"tp=-1", "tp", "-1"},
+        {"mb=1.5", "mb", "1.5"},     /* not an integer */
+        {"tp=", "tp", "plan.tp"},    /* empty value: the field is named */
+        {"sp=2", "sp", "2"},         /* 0/1 only */
+        {"zero=4", "zero", "4"},     /* 0..3 */
+        {"recompute=some", "recompute", "some"},
+        {"precision=fp4", "precision", "fp4"},
+        {"schedule=dualpipe", "schedule", "dualpipe"},
+        {"tp=99999999999999999999", "tp", "99999999999999999999"}, /* overflows int64 */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mp_plan p;
+        mp_plan_init_default(&p);
+        mp_diag d = {0};
+        mp_status st = mp_plan_parse(bad[i].text, &p, &d);
+        if (st != MP_ERR_INPUT)
+            fail_msg("\"%s\": status %d, expected MP_ERR_INPUT", bad[i].text, (int)st);
+        assert_int_equal(d.count, 1);
+        assert_diag_has(&d, bad[i].field);
+        assert_diag_has(&d, bad[i].value);
+        assert_int_equal(p.tp, 0); /* a rejected value is not stored */
+    }
+}
+
+static void test_parse_not_key_value(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_plan_init_default(&p);
+    mp_diag d = {0};
+    assert_int_equal(mp_plan_parse("garbage", &p, &d), MP_ERR_PARSE);
+    assert_diag_has(&d, "garbage");
+    /* Several problems at once: one line each. */
+    mp_diag_clear(&d);
+    assert_int_not_equal(mp_plan_parse("tp=x,garbage,pp=0", &p, &d), MP_OK);
+    assert_int_equal(d.count, 3);
+}
+
+/* A key given twice is a mistake, not an override — also when the first one follows ", ". */
+static void test_parse_duplicate_key(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {"tp=2,tp=4", "tp=2 ,pp=1,tp=4", "pp=1, tp=2, tp=4",
+                                        "pp=1,  tp=2,tp=4"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        mp_plan p;
+        mp_plan_init_default(&p);
+        mp_diag d = {0};
+        mp_status st = mp_plan_parse(texts[i], &p, &d);
+        if (st != MP_ERR_INPUT)
+            fail_msg("\"%s\": status %d, tp = %lld: expected the second tp rejected", texts[i],
+                     (int)st, (long long)p.tp);
+        assert_diag_has(&d, "tp");
+    }
+}
+
+/* The canonical string of a resolved plan parses back to the same plan. */
+static void test_format_roundtrip(void **state)
+{
+    (void)state;
+    mp_plan p, q;
+    mp_plan_init_default(&p);
+    mp_diag d = {0};
+    assert_int_equal(mp_plan_parse("tp=2,pp=2,mb=2,gb=64,recompute=full,flash=0", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, llama2_7b(), 16, &d), MP_OK);
+    char buf[512];
+    int n = mp_plan_format(&p, buf, sizeof buf);
+    assert_true(n > 0 && (size_t)n < sizeof buf);
+    mp_plan_init_default(&q);
+    assert_int_equal(mp_plan_parse(buf, &q, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&q, llama2_7b(), 16, &d), MP_OK);
+    assert_int_equal(q.tp, p.tp);
+    assert_int_equal(q.pp, p.pp);
+    assert_int_equal(q.dp, p.dp);
+    assert_int_equal(q.mb, p.mb);
+    assert_int_equal(q.gb, p.gb);
+    assert_int_equal(q.seq, p.seq);
+    assert_int_equal(q.sp, p.sp);
+    assert_int_equal(q.zero, p.zero);
+    assert_int_equal(q.recompute, p.recompute);
+    assert_int_equal(q.flash, p.flash);
+    assert_int_equal(q.schedule, p.schedule);
+}
+
+/* ---- resolve ------------------------------------------------------------------------------ */
+
+static mp_status resolve(const char *text, int64_t gpus, mp_plan *p, mp_diag *d)
+{
+    mp_plan_init_default(p);
+    mp_diag_clear(d);
+    assert_int_equal(mp_plan_parse(text, p, d), MP_OK);
+    return mp_plan_resolve(p, llama2_7b(), gpus, d);
+}
+
+static void test_resolve_defaults(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_diag d;
+    /* llama2-7b on 16 GPUs with tp=2, pp=2: dp = 16 / (2*2*1) = 4; mb 1; gb = dp*mb = 4;
+     * seq = the model's 4096; sp on because tp > 1; zero 0; vpp 1 -> 1F1B. */
+    assert_int_equal(resolve("tp=2,pp=2", 16, &p, &d), MP_OK);
+    assert_int_equal(p.dp, 4);
+    assert_int_equal(p.cp, 1);
+    assert_int_equal(p.ep, 1);
+    assert_int_equal(p.vpp, 1);
+    assert_int_equal(p.mb, 1);
+    assert_int_equal(p.gb, 4);
+    assert_int_equal(p.seq, 4096);
+    assert_int_equal(p.sp, 1);
+    assert_int_equal(p.zero, 0);
+    assert_int_equal(p.schedule, MP_SCHED_1F1B);
+    /* tp = 1: sp stays off (it is a no-op without TP). */
+    assert_int_equal(resolve("pp=2", 16, &p, &d), MP_OK);
+    assert_int_equal(p.tp, 1);
+    assert_int_equal(p.dp, 8);
+    assert_int_equal(p.sp, 0);
+    /* vpp > 1 picks the interleaved schedule when none is given. */
+    assert_int_equal(resolve("pp=4,vpp=2", 16, &p, &d), MP_OK);
+    assert_int_equal(p.schedule, MP_SCHED_INTERLEAVED);
+    /* hsdp implies zero 3. */
+    assert_int_equal(resolve("hsdp=4", 16, &p, &d), MP_OK);
+    assert_int_equal(p.zero, 3);
+}
+
+static void test_resolve_tp_heads(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_diag d;
+    /* 32 heads % 3 != 0 */
+    assert_int_equal(resolve("tp=3", 3, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "tp");
+    assert_diag_has(&d, "heads");
+    assert_diag_has(&d, "3");
+}
+
+static void test_resolve_product(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_diag d;
+    /* 2*2*1*3 = 12 != 8 */
+    assert_int_equal(resolve("tp=2,pp=2,dp=3", 8, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "12");
+    assert_diag_has(&d, "8");
+    /* dp derived but tp*pp*cp = 3*... does not divide: tp=4,pp=4 on 8 GPUs -> 16 > 8 */
+    assert_int_equal(resolve("tp=4,pp=4", 8, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "16");
+    assert_diag_has(&d, "8");
+}
+
+static void test_resolve_batch(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_diag d;
+    /* 8 GPUs, tp 1: dp = 8; mb*dp = 2*8 = 16 does not divide gb 12 */
+    assert_int_equal(resolve("mb=2,gb=12", 8, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "gb");
+    assert_diag_has(&d, "12");
+    assert_diag_has(&d, "16");
+    /* gb 32 is fine: 2 micro-batches per rank */
+    assert_int_equal(resolve("mb=2,gb=32", 8, &p, &d), MP_OK);
+}
+
+static void test_resolve_every_reason(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_diag d;
+    /* tp=3 does not divide 32 heads; pp=64 exceeds 32 layers; gb=5 not divisible by mb*dp. */
+    assert_int_equal(resolve("tp=3,pp=64,dp=1,gb=5,mb=2", 192, &p, &d), MP_ERR_INPUT);
+    assert_true(d.count >= 3);
+    assert_diag_has(&d, "tp");
+    assert_diag_has(&d, "pp");
+    assert_diag_has(&d, "gb");
+}
+
+static void test_resolve_vpp_without_pp(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_diag d;
+    assert_int_equal(resolve("vpp=2", 8, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "vpp");
+    /* Interleaved asked for without virtual stages. */
+    assert_int_equal(resolve("pp=2,schedule=interleaved", 8, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "interleaved");
+}
+
+static void test_resolve_other_checks(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_diag d;
+    /* ep on a dense model */
+    assert_int_equal(resolve("ep=2", 8, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "ep");
+    /* cp must split seq into 2*cp chunks: 4096 % (2*3) = 4 != 0 (6 GPUs: dp = 6/3 = 2) */
+    assert_int_equal(resolve("cp=3,seq=4096", 6, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "seq");
+    /* hsdp must divide dp (8) */
+    assert_int_equal(resolve("hsdp=3", 8, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "hsdp");
+    /* gpus < 1 */
+    assert_int_equal(resolve("tp=1", 0, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "gpus");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_all_keys),
+        cmocka_unit_test(test_parse_defaults),
+        cmocka_unit_test(test_parse_unknown_key),
+        cmocka_unit_test(test_parse_bad_values),
+        cmocka_unit_test(test_parse_not_key_value),
+        cmocka_unit_test(test_parse_duplicate_key),
+        cmocka_unit_test(test_format_roundtrip),
+        cmocka_unit_test(test_resolve_defaults),
+        cmocka_unit_test(test_resolve_tp_heads),
+        cmocka_unit_test(test_resolve_product),
+        cmocka_unit_test(test_resolve_batch),
+        cmocka_unit_test(test_resolve_every_reason),
+        cmocka_unit_test(test_resolve_vpp_without_pp),
+        cmocka_unit_test(test_resolve_other_checks),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

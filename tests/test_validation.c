@@ -1,0 +1,159 @@
+/* tests/test_validation.c — meshplan against the published runs of
+ * ../shared/validation/runs.csv (its README lists the sources). Skipped when the file is absent
+ * (a checkout without ../shared). Asserts: at least 90% of the rows are predicted, every
+ * prediction is finite, and the overall median |error| is within MP_TEST_VALIDATION_MEDIAN_PCT.
+ * Prints the median per source group, so a change that helps one source and hurts another
+ * shows. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "meshplan/meshplan.h"
+
+/* Overall median |error| bound, percent, over every predicted metric (throughput and memory).
+ * Provisional: to be set to the figure the lead agrees on. */
+#define MP_TEST_VALIDATION_MEDIAN_PCT 10.0
+/* Share of input rows that must be predicted (the rest skipped with a reason). */
+#define MP_TEST_VALIDATION_MIN_PREDICTED_FRAC 0.90
+
+#define RUNS_CSV MESHPLAN_VALIDATION_DIR "/runs.csv"
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    *len = fread(buf, 1, (size_t)n, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void test_runs_csv(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    char *csv = slurp(RUNS_CSV, &len);
+    if (!csv) {
+        print_message("%s not found: skipped\n", RUNS_CSV);
+        skip();
+    }
+    mp_catalog *cat = NULL;
+    mp_diag d = {0};
+    assert_int_equal(mp_catalog_create(&cat, &d), MP_OK);
+    mp_validation v;
+    mp_status st = mp_validate_csv(cat, csv, len, "runs.csv", NULL, &v, &d);
+    free(csv);
+    if (st != MP_OK) {
+        mp_catalog_destroy(cat);
+        fail_msg("validate runs.csv: %s", d.text);
+    }
+
+    /* Rows predicted: every input row not skipped (a row may yield two metrics). */
+    size_t predicted = v.ninput - v.nskips;
+    double frac = v.ninput ? (double)predicted / (double)v.ninput : 0.0;
+    print_message("runs.csv: %zu rows, %zu predicted (%.1f%%), %zu skipped\n", v.ninput,
+                  predicted, 100.0 * frac, v.nskips);
+    for (size_t i = 0; i < v.nskips; i++)
+        print_message("  skipped %-28s %s\n", v.skips[i].id, v.skips[i].reason);
+
+    size_t bad = 0;
+    for (size_t i = 0; i < v.nrows; i++)
+        if (!isfinite(v.rows[i].predicted) || !isfinite(v.rows[i].error_pct) ||
+            v.rows[i].predicted <= 0) {
+            print_message("  row %s (%s): predicted %g\n", v.rows[i].id, v.rows[i].metric,
+                          v.rows[i].predicted);
+            bad++;
+        }
+
+    /* Per source group, in order of first appearance. */
+    print_message("%-28s %4s %8s %8s %8s\n", "source group", "n", "median", "mean", "max");
+    for (size_t i = 0; i < v.nrows; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = !strcmp(v.rows[j].source_group, v.rows[i].source_group);
+        if (seen)
+            continue;
+        mp_val_stats s;
+        mp_validation_stats(&v, MP_VAL_ALL, v.rows[i].source_group, &s);
+        print_message("%-28s %4zu %7.1f%% %7.1f%% %7.1f%%\n", v.rows[i].source_group, s.n,
+                      s.median_abs_error_pct, s.mean_abs_error_pct, s.max_abs_error_pct);
+    }
+    mp_val_stats all, thr, mem;
+    mp_validation_stats(&v, MP_VAL_ALL, NULL, &all);
+    mp_validation_stats(&v, MP_VAL_THROUGHPUT, NULL, &thr);
+    mp_validation_stats(&v, MP_VAL_MEMORY, NULL, &mem);
+    print_message("throughput: n=%zu median %.1f%% mean %.1f%% max %.1f%%\n", thr.n,
+                  thr.median_abs_error_pct, thr.mean_abs_error_pct, thr.max_abs_error_pct);
+    print_message("memory:     n=%zu median %.1f%% mean %.1f%% max %.1f%%\n", mem.n,
+                  mem.median_abs_error_pct, mem.mean_abs_error_pct, mem.max_abs_error_pct);
+    print_message("overall:    n=%zu median %.1f%% (bound %.1f%%)\n", all.n,
+                  all.median_abs_error_pct, MP_TEST_VALIDATION_MEDIAN_PCT);
+
+    mp_validation_free(&v);
+    mp_catalog_destroy(cat);
+    assert_int_equal(bad, 0);
+    if (frac < MP_TEST_VALIDATION_MIN_PREDICTED_FRAC)
+        fail_msg("only %.1f%% of rows predicted (need %.0f%%)", 100.0 * frac,
+                 100.0 * MP_TEST_VALIDATION_MIN_PREDICTED_FRAC);
+    assert_true(all.n > 0);
+    if (!(all.median_abs_error_pct <= MP_TEST_VALIDATION_MEDIAN_PCT))
+        fail_msg("median |error| %.1f%% > %.1f%%", all.median_abs_error_pct,
+                 MP_TEST_VALIDATION_MEDIAN_PCT);
+}
+
+/* The reader itself: a missing column is a parse error naming it; a row without dims is
+ * skipped with a reason, not an error; a tiny hand-made file round-trips. */
+static void test_reader(void **state)
+{
+    (void)state;
+    mp_catalog *cat = NULL;
+    mp_diag d = {0};
+    assert_int_equal(mp_catalog_create(&cat, &d), MP_OK);
+    mp_validation v;
+    const char *no_col = "id,layers\nx,2\n";
+    assert_int_equal(mp_validate_csv(cat, no_col, strlen(no_col), "t.csv", NULL, &v, &d), MP_ERR_PARSE);
+    assert_non_null(strstr(d.text, "hidden"));
+    const char *hdr = "id,source_group,layers,hidden,heads,kv_heads,ffn_hidden,glu,vocab,seq_len,"
+                      "gpu,num_gpus,gpus_per_node,tp,pp,dp,micro_batch,global_batch,precision,"
+                      "measured_mfu\n";
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s%s%s", hdr,
+             "a,g,32,4096,32,32,11008,1,32000,4096,h100-sxm5-80gb,8,8,1,1,8,1,64,bf16,0.4\n",
+             "b,g,,,,,,,,,h100-sxm5-80gb,8,8,1,1,8,1,64,bf16,0.4\n");
+    mp_diag_clear(&d);
+    assert_int_equal(mp_validate_csv(cat, buf, strlen(buf), "t.csv", NULL, &v, &d), MP_OK);
+    assert_int_equal(v.ninput, 2);
+    assert_int_equal(v.nrows, 1);
+    assert_int_equal(v.nskips, 1);
+    assert_string_equal(v.rows[0].id, "a");
+    assert_string_equal(v.rows[0].metric, "mfu");
+    assert_true(isfinite(v.rows[0].predicted) && v.rows[0].predicted > 0 && v.rows[0].predicted < 1);
+    /* error_pct = 100 (predicted - measured) / measured */
+    assert_true(fabs(v.rows[0].error_pct - 100.0 * (v.rows[0].predicted - 0.4) / 0.4) < 1e-9);
+    assert_string_equal(v.skips[0].id, "b");
+    assert_true(strlen(v.skips[0].reason) > 0);
+    mp_validation_free(&v);
+    mp_catalog_destroy(cat);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_runs_csv),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
