@@ -17,34 +17,14 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #include "meshplan/meshplan.h"
 
 #define GIB 1073741824.0
 #define MIB 1048576.0
 
-static mp_catalog *g_cat;
 
-static int setup(void **state)
-{
-    (void)state;
-    mp_diag d = {0};
-    return mp_catalog_create(&g_cat, &d) == MP_OK ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    mp_catalog_destroy(g_cat);
-    return 0;
-}
-
-static void assert_close_(double got, double want, double rel, const char *what, int line)
-{
-    if (!(fabs(got - want) <= rel * fabs(want)))
-        fail_msg("line %d: %s = %.17g, expected %.17g (rel. error %.3g > %.3g)", line, what, got,
-                 want, (got - want) / want, rel);
-}
-#define assert_close(got, want, rel) assert_close_((got), (want), (rel), #got, __LINE__)
 
 static void assert_bytes_(double got, double want, const char *what, int line)
 {
@@ -175,21 +155,6 @@ static void test_c1_no_flash_oom(void **state)
 
 /* ---- C2 --------------------------------------------------------------------------------- */
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    *len = fread(buf, 1, (size_t)n, f);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
 
 /* Replace every occurrence of `from` by `to` (same length) in place. */
 static void replace_same_len(char *s, const char *from, const char *to)
@@ -355,5 +320,5 @@ int main(void)
         cmocka_unit_test(test_c3_selective_with_flash),
         cmocka_unit_test(test_c4_logits_upcast),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

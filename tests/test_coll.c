@@ -16,33 +16,13 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #include "meshplan/catalog.h"
 #include "meshplan/coll.h"
 #include "meshplan/topo.h"
 
-static mp_catalog *g_cat;
 
-static int setup(void **state)
-{
-    (void)state;
-    mp_diag d = {0};
-    return mp_catalog_create(&g_cat, &d) == MP_OK ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    mp_catalog_destroy(g_cat);
-    return 0;
-}
-
-static void assert_close_(double got, double want, double rel, const char *what, int line)
-{
-    if (!(fabs(got - want) <= rel * fabs(want)))
-        fail_msg("line %d: %s = %.17g, expected %.17g (rel. error %.3g > %.3g)", line, what, got,
-                 want, (got - want) / want, rel);
-}
-#define assert_close(got, want, rel) assert_close_((got), (want), (rel), #got, __LINE__)
 
 static mp_cluster cluster(const char *gpu, int64_t n, const char *scaleout)
 {
@@ -321,5 +301,5 @@ int main(void)
         cmocka_unit_test(test_h200_measured),
         cmocka_unit_test(test_placement),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -19,18 +19,11 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #include "meshplan/catalog.h"
 #include "meshplan/model.h"
 
-/* |got - want| <= rel * |want| (rel = 0 demands equality). */
-static void assert_close_(double got, double want, double rel, const char *what, int line)
-{
-    double tol = rel * fabs(want);
-    if (!(fabs(got - want) <= tol))
-        fail_msg("line %d: %s = %.17g, expected %.17g (rel. error %.3g, tolerance %.3g)", line, what,
-                 got, want, want != 0 ? (got - want) / want : got, rel);
-}
-#define assert_close(got, want, rel) assert_close_((got), (want), (rel), #got, __LINE__)
 
 /* Activation bytes must match the paper to the byte: all values here are integers far below
  * 2^53, so the formula and the code agree to well under half a byte. */
@@ -41,22 +34,6 @@ static void assert_bytes_(double got, double want, const char *what, int line)
 }
 #define assert_bytes(got, want) assert_bytes_((got), (want), #got, __LINE__)
 
-static mp_catalog *g_cat;
-
-static int setup(void **state)
-{
-    (void)state;
-    mp_diag d = {0};
-    return mp_catalog_create(&g_cat, &d) == MP_OK ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    mp_catalog_destroy(g_cat);
-    g_cat = NULL;
-    return 0;
-}
 
 static const mp_model *cat_model(const char *key)
 {
@@ -458,5 +435,5 @@ int main(void)
         cmocka_unit_test(test_model_check),
         cmocka_unit_test(test_huge_model),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -10,24 +10,11 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #include "meshplan/catalog.h"
 #include "meshplan/plan.h"
 
-static mp_catalog *g_cat;
-
-static int setup(void **state)
-{
-    (void)state;
-    mp_diag d = {0};
-    return mp_catalog_create(&g_cat, &d) == MP_OK ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    mp_catalog_destroy(g_cat);
-    return 0;
-}
 
 static const mp_model *llama2_7b(void)
 {
@@ -349,5 +336,5 @@ int main(void)
         cmocka_unit_test(test_resolve_vpp_without_pp),
         cmocka_unit_test(test_resolve_other_checks),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

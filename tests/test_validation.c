@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #include "meshplan/meshplan.h"
 
 /* Overall median |error| bound, percent, over every predicted metric (throughput and memory).
@@ -25,21 +27,6 @@
 
 #define RUNS_CSV MESHPLAN_VALIDATION_DIR "/runs.csv"
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    *len = fread(buf, 1, (size_t)n, f);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
 
 static void test_runs_csv(void **state)
 {
