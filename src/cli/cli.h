@@ -1,0 +1,57 @@
+/* src/cli/cli.h — what the command's files share: option parsing, file reading, catalog and model
+ * loading, and the exit-code convention. Internal to the CLI. */
+#ifndef MESHPLAN_CLI_H
+#define MESHPLAN_CLI_H
+
+#include <stddef.h>
+
+#include "meshplan/meshplan.h"
+
+#define EXIT_INPUT 2
+#define EXIT_INTERNAL 1
+#define MAX_FILE_BYTES (64L * 1024 * 1024)
+#define CLI_MAX_OPTS 32
+#define CLI_MAX_POSITIONAL 8
+
+/** Parsed command line: "--name value" options (or "--flag" for names in the flag list),
+ *  in order, plus positional arguments. A repeated option keeps every value (see cli_opt_all). */
+typedef struct {
+    const char *name[CLI_MAX_OPTS];
+    const char *value[CLI_MAX_OPTS]; /* NULL for flags */
+    int nopts;
+    const char *positional[CLI_MAX_POSITIONAL];
+    int npositional;
+} cli_args;
+
+/** Parse argv. `options` and `flags` are NULL-terminated lists of the names this command takes
+ *  (with the leading "--"); anything else is an error naming it. Returns 0 or EXIT_INPUT after
+ *  printing the problem. */
+int cli_parse(int argc, char **argv, const char *const *options, const char *const *flags,
+              cli_args *a);
+/** Last value of an option, or NULL. */
+const char *cli_opt(const cli_args *a, const char *name);
+/** 1 if a flag was given. */
+int cli_flag(const cli_args *a, const char *name);
+/** Every value of a repeated option, in order; returns the count (<= cap). */
+int cli_opt_all(const cli_args *a, const char *name, const char **out, int cap);
+
+/** Print "meshplan: <fmt with a>" to stderr and return EXIT_INPUT. */
+int cli_fail(const char *fmt, const char *a);
+/** Exit code for a status: 0, EXIT_INPUT or EXIT_INTERNAL. */
+int cli_exit_for(mp_status st);
+/** Print the accumulated diagnostics to stderr. */
+void cli_print_diag(const mp_diag *d);
+/** Parse an integer option in [min, max]; 0 or EXIT_INPUT after printing the problem. */
+int cli_parse_count(const char *name, const char *s, long long min, long long max, long long *out);
+/** Read a whole regular file of at most MAX_FILE_BYTES into a malloc'd NUL-terminated buffer. */
+mp_status cli_read_file(const char *path, char **buf, size_t *len, mp_diag *d);
+/** Built-in catalog plus the --catalog file if given; 0 or an exit code after printing. */
+int cli_load_catalog(const cli_args *a, mp_catalog **cat);
+/** --model: a catalog key, a Hugging Face config.json or a model JSON; 0 or an exit code. */
+int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m);
+
+int cmd_predict(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_catalog(int argc, char **argv);
+
+#endif

@@ -1,0 +1,218 @@
+/* src/cli/cli_util.c — option parsing, file reading, catalog and model loading for the commands. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+int cli_fail(const char *fmt, const char *a)
+{
+    fprintf(stderr, "meshplan: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, "\n");
+    return EXIT_INPUT;
+}
+
+int cli_exit_for(mp_status st)
+{
+    switch (st) {
+    case MP_OK: return 0;
+    case MP_ERR_NOMEM:
+    case MP_ERR_INTERNAL: return EXIT_INTERNAL;
+    default: return EXIT_INPUT;
+    }
+}
+
+void cli_print_diag(const mp_diag *d)
+{
+    if (d->len) {
+        fprintf(stderr, "meshplan: %s\n", d->text);
+        if (d->count > 1)
+            fprintf(stderr, "meshplan: %d problems\n", d->count);
+    }
+}
+
+static int in_list(const char *const *list, const char *s)
+{
+    for (; list && *list; list++)
+        if (!strcmp(*list, s))
+            return 1;
+    return 0;
+}
+
+int cli_parse(int argc, char **argv, const char *const *options, const char *const *flags,
+              cli_args *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < argc; i++) {
+        const char *k = argv[i];
+        if (k[0] == '-' && k[1]) {
+            int flag = in_list(flags, k);
+            if (!flag && !in_list(options, k))
+                return cli_fail("unknown option \"%s\" (see meshplan help)", k);
+            if (a->nopts >= CLI_MAX_OPTS)
+                return cli_fail("too many options at \"%s\"", k);
+            if (!flag && i + 1 >= argc)
+                return cli_fail("option %s needs a value", k);
+            a->name[a->nopts] = k;
+            a->value[a->nopts++] = flag ? NULL : argv[++i];
+            continue;
+        }
+        if (a->npositional >= CLI_MAX_POSITIONAL)
+            return cli_fail("too many arguments at \"%s\"", k);
+        a->positional[a->npositional++] = k;
+    }
+    return 0;
+}
+
+const char *cli_opt(const cli_args *a, const char *name)
+{
+    const char *v = NULL;
+    for (int i = 0; i < a->nopts; i++)
+        if (!strcmp(a->name[i], name) && a->value[i])
+            v = a->value[i];
+    return v;
+}
+
+int cli_flag(const cli_args *a, const char *name)
+{
+    for (int i = 0; i < a->nopts; i++)
+        if (!strcmp(a->name[i], name))
+            return 1;
+    return 0;
+}
+
+int cli_opt_all(const cli_args *a, const char *name, const char **out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < a->nopts && n < cap; i++)
+        if (!strcmp(a->name[i], name) && a->value[i])
+            out[n++] = a->value[i];
+    return n;
+}
+
+int cli_parse_count(const char *name, const char *s, long long min, long long max, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (!s[0] || *end || errno) {
+        fprintf(stderr, "meshplan: %s = \"%s\": expected an integer\n", name, s);
+        return EXIT_INPUT;
+    }
+    if (x < min || x > max) {
+        fprintf(stderr, "meshplan: %s = %lld: expected an integer in [%lld, %lld]\n", name, x, min, max);
+        return EXIT_INPUT;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Read a whole regular file (at most MAX_FILE_BYTES). */
+mp_status cli_read_file(const char *path, char **buf, size_t *len, mp_diag *d)
+{
+    *buf = NULL;
+    *len = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        mp_diag_add(d, "%s: %s", path, strerror(errno));
+        return MP_ERR_NOT_FOUND;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        mp_diag_add(d, "%s: not a regular file", path);
+        return MP_ERR_INPUT;
+    }
+    if (sb.st_size > MAX_FILE_BYTES) {
+        mp_diag_add(d, "%s: %lld bytes: expected at most %ld", path, (long long)sb.st_size,
+                    MAX_FILE_BYTES);
+        return MP_ERR_INPUT;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        mp_diag_add(d, "%s: %s", path, strerror(errno));
+        return MP_ERR_IO;
+    }
+    char *b = malloc((size_t)sb.st_size + 1);
+    if (!b) {
+        fclose(f);
+        return MP_ERR_NOMEM;
+    }
+    size_t n = fread(b, 1, (size_t)sb.st_size, f);
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(b);
+        mp_diag_add(d, "%s: read error", path);
+        return MP_ERR_IO;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return MP_OK;
+}
+
+int cli_load_catalog(const cli_args *a, mp_catalog **cat)
+{
+    mp_diag d = {0};
+    mp_status st = mp_catalog_create(cat, &d);
+    if (st != MP_OK) {
+        cli_print_diag(&d);
+        fprintf(stderr, "meshplan: built-in catalog failed to load (%s)\n", mp_status_str(st));
+        return EXIT_INTERNAL;
+    }
+    const char *file = cli_opt(a, "--catalog");
+    if (file) {
+        char *buf;
+        size_t len;
+        st = cli_read_file(file, &buf, &len, &d);
+        if (st == MP_OK) {
+            st = mp_catalog_merge_json(*cat, buf, len, file, &d);
+            free(buf);
+        }
+        if (st != MP_OK) {
+            cli_print_diag(&d);
+            mp_catalog_destroy(*cat);
+            *cat = NULL;
+            return cli_exit_for(st);
+        }
+    }
+    return 0;
+}
+
+/* --model: a catalog key, else a file (HF config.json or a models.json-style entry). */
+int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m)
+{
+    const mp_model *cm = mp_catalog_model(cat, spec);
+    if (cm) {
+        *m = *cm;
+        return 0;
+    }
+    struct stat sb;
+    if (stat(spec, &sb) != 0) {
+        fprintf(stderr, "meshplan: model = \"%s\": not a catalog key (see `meshplan catalog "
+                        "models`) and not a readable file\n", spec);
+        return EXIT_INPUT;
+    }
+    mp_diag d = {0};
+    char *buf;
+    size_t len;
+    mp_status st = cli_read_file(spec, &buf, &len, &d);
+    if (st == MP_OK) {
+        memset(m, 0, sizeof *m);
+        /* Our own schema says "layers_count"; everything else is read as a Hugging Face config. */
+        if (strstr(buf, "\"layers_count\""))
+            st = mp_model_from_catalog_json(buf, len, m, &d);
+        else
+            st = mp_model_from_hf_json(buf, len, m, &d);
+        free(buf);
+    }
+    if (st != MP_OK) {
+        fprintf(stderr, "meshplan: model = \"%s\": not a valid model file:\n", spec);
+        cli_print_diag(&d);
+        return cli_exit_for(st);
+    }
+    return 0;
+}
+

@@ -1,0 +1,96 @@
+/* src/cli/cmd_predict.c — `meshplan predict`: one plan on one cluster. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_predict(int argc, char **argv)
+{
+    static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node",
+                                       "--scale-out", "--plan", "--catalog", NULL};
+    static const char *const flags[] = {"--json", NULL};
+    cli_args args;
+    int rc = cli_parse(argc, argv, opts, flags, &args);
+    if (rc)
+        return rc;
+    struct {
+        const char *model, *gpu, *gpus, *gpus_per_node, *scale_out, *plan;
+        int json, npositional;
+    } a = {cli_opt(&args, "--model"), cli_opt(&args, "--gpu"), cli_opt(&args, "--gpus"),
+           cli_opt(&args, "--gpus-per-node"), cli_opt(&args, "--scale-out"), cli_opt(&args, "--plan"),
+           cli_flag(&args, "--json"), args.npositional};
+    if (a.npositional)
+        return cli_fail("predict: unexpected argument \"%s\"", args.positional[0]);
+    if (!a.model && !a.gpu && !a.gpus && !a.plan) {
+        /* The built-in default job: Llama 3 70B on 64 H100 (8 DGX H100 nodes). */
+        a.model = "llama3-70b";
+        a.gpu = "h100-sxm5-80gb";
+        a.gpus = "64";
+        a.plan = "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1,recompute=selective";
+        fprintf(stderr, "meshplan: no options given: predicting the default job --model %s --gpu %s "
+                        "--gpus %s --plan \"%s\"\n", a.model, a.gpu, a.gpus, a.plan);
+    }
+    if (!a.model) return cli_fail("predict: --model is required%s", "");
+    if (!a.gpu) return cli_fail("predict: --gpu is required%s", "");
+    if (!a.gpus) return cli_fail("predict: --gpus is required%s", "");
+    long long ngpus = 0, gpn = 0;
+    if ((rc = cli_parse_count("gpus", a.gpus, 1, 1LL << 24, &ngpus)))
+        return rc;
+    if (a.gpus_per_node && (rc = cli_parse_count("gpus-per-node", a.gpus_per_node, 1, 1 << 20, &gpn)))
+        return rc;
+
+    mp_catalog *cat = NULL;
+    if ((rc = cli_load_catalog(&args, &cat)))
+        return rc;
+    mp_model m;
+    mp_cluster cl;
+    mp_plan p;
+    mp_estimate *e = NULL;
+    mp_diag d = {0};
+    if ((rc = cli_load_model(cat, a.model, &m)))
+        goto done;
+    mp_status st = mp_cluster_from_catalog(cat, a.gpu, ngpus, (int)gpn, a.scale_out, &cl, &d);
+    if (st != MP_OK) {
+        rc = cli_exit_for(st);
+        goto done;
+    }
+    mp_plan_init_default(&p);
+    st = mp_plan_parse(a.plan, &p, &d);
+    if (st == MP_OK)
+        st = mp_plan_resolve(&p, &m, ngpus, &d);
+    if (st != MP_OK) {
+        fprintf(stderr, "meshplan: the plan cannot be formed:\n");
+        rc = cli_exit_for(st);
+        goto done;
+    }
+    e = malloc(sizeof *e);
+    if (!e) {
+        rc = EXIT_INTERNAL;
+        goto done;
+    }
+    st = mp_estimate_plan(&m, &cl, &p, NULL, e, &d);
+    if (st != MP_OK) {
+        rc = cli_exit_for(st);
+        goto done;
+    }
+    if (a.json) {
+        char *s = mp_report_estimate_json(&m, &cl, &p, e);
+        if (!s) {
+            fprintf(stderr, "meshplan: out of memory writing JSON\n");
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+        printf("%s\n", s);
+        free(s);
+    } else {
+        mp_report_estimate_text(stdout, &m, &cl, &p, e);
+    }
+    rc = 0;
+done:
+    cli_print_diag(&d);
+    free(e);
+    mp_catalog_destroy(cat);
+    return rc;
+}
+

@@ -1,0 +1,49 @@
+/* src/cli/cmd_validate.c — `meshplan validate FILE.csv`: predicted vs published runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_validate(int argc, char **argv)
+{
+    static const char *const opts[] = {"--catalog", NULL};
+    static const char *const flags[] = {"--json", NULL};
+    cli_args a;
+    int rc = cli_parse(argc, argv, opts, flags, &a);
+    if (rc)
+        return rc;
+    if (a.npositional != 1)
+        return cli_fail("validate: expected one CSV file, got %s", a.npositional ? "more" : "none");
+    mp_catalog *cat = NULL;
+    if ((rc = cli_load_catalog(&a, &cat)))
+        return rc;
+    mp_diag d = {0};
+    char *buf = NULL;
+    size_t len = 0;
+    mp_validation v;
+    memset(&v, 0, sizeof v);
+    mp_status st = cli_read_file(a.positional[0], &buf, &len, &d);
+    if (st == MP_OK)
+        st = mp_validate_csv(cat, buf, len, a.positional[0], NULL, &v, &d);
+    free(buf);
+    if (st != MP_OK) {
+        cli_print_diag(&d);
+        mp_catalog_destroy(cat);
+        return cli_exit_for(st);
+    }
+    if (cli_flag(&a, "--json")) {
+        char *s = mp_report_validation_json(&v);
+        if (s)
+            printf("%s\n", s);
+        else
+            rc = EXIT_INTERNAL;
+        free(s);
+    } else {
+        mp_report_validation_text(stdout, &v);
+    }
+    mp_validation_free(&v);
+    mp_catalog_destroy(cat);
+    return rc;
+}
+
