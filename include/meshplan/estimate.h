@@ -60,6 +60,28 @@ typedef struct {
 
 void mp_estimate_opts_init(mp_estimate_opts *o);
 
+/** The pieces the step is built from, for the timeline simulator and for explanations: times of
+ *  one micro-batch on one GPU, seconds. Communication times are whole collectives (alpha-beta on
+ *  the tier the group spans), before any overlap. */
+typedef struct {
+    double layer_fwd_s;        /* one layer's forward compute (GEMMs, attention, element-wise) */
+    double layer_bwd_s;        /* its backward compute */
+    double layer_recompute_s;  /* recomputation in backward (0, attention core, or a forward) */
+    double layer_tp_fwd_s;     /* TP/SP collectives of one forward pass of one layer */
+    double layer_tp_recompute_s; /* TP collectives of the recompute forward (full recompute) */
+    double layer_cp_s;         /* exposed CP exchange of one forward pass of one layer */
+    double head_fwd_s;         /* LM head GEMM forward (last stage) */
+    double head_bwd_s;         /* LM head backward and cross-entropy (last stage) */
+    double p2p_s;              /* one pipeline send/recv of one micro-batch's activations */
+    double grad_reduce_s;      /* ZeRO-0 all-reduce or ZeRO-1/2 reduce-scatter of a stage's gradients */
+    double param_gather_s;     /* ZeRO-1/2 all-gather of a stage's updated parameters */
+    double zero3_layer_gather_s;  /* ZeRO-3 all-gather of one layer's parameters */
+    double zero3_layer_reduce_s;  /* ZeRO-3 reduce-scatter of one layer's gradients */
+    double zero3_extra_s;      /* ZeRO-3 gathers and reduction of embedding/LM head per micro-batch */
+    double hsdp_replicate_s;   /* HSDP all-reduce across replicas per step */
+    double optimizer_s;        /* Adam step */
+} mp_step_parts;
+
 /** Everything predicted for one plan. */
 typedef struct {
     int feasible;                 /* fits in memory */
@@ -78,6 +100,7 @@ typedef struct {
     double peak_flops_per_s;      /* the peak used for MFU */
     char bottleneck[160];         /* in words */
     int microbatches;             /* per DP rank per step */
+    mp_step_parts parts;          /* what step_s is built from */
     /* Stage 0 .. min(pp, MP_MAX_STAGES)-1; entries past that are not written. Kept last so an
      * evaluation clears only the fields above (the search calls this millions of times). */
     mp_memory per_stage[MP_MAX_STAGES];

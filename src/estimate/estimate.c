@@ -292,7 +292,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         double nl = (double)(lmin + (i < lextra ? 1 : 0));
         double comp = nl * (layer_f + layer_b) + (i == pp - 1 ? head_fb : 0.0);
         double rc = nl * layer_rc;
-        double tpc = nl * layer_tp + (i == pp - 1 && tp > 1 ? 0.0 : 0.0);
+        double tpc = nl * layer_tp;
         double cpc = nl * layer_cp;
         double tot = comp + rc + tpc + cpc;
         if (tot > t_mb) {
@@ -353,6 +353,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             mp_coll_time(c, MP_COLL_ALL_REDUCE, gbytes / shard, (mp_group){dpg / shard, p->tp * shard},
                          MP_ALGO_AUTO, &cc);
             replicate_s = cc.total_s;
+            e->parts.hsdp_replicate_s = replicate_s;
         }
         /* Window: backward of the last micro-batch (Li et al. 2020, PyTorch DDP bucketing;
          * Megatron overlap-grad-reduce), forward of the first for parameter gathers. */
@@ -361,6 +362,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         if (p->zero == 0) {
             mp_coll_time(c, MP_COLL_ALL_REDUCE, gbytes, gsh, MP_ALGO_AUTO, &cc);
             dp_total = cc.total_s;
+            e->parts.grad_reduce_s = dp_total;
             dp_exposed = fmax(0.0, dp_total - bwd_window);
         } else if (p->zero <= 2) {
             /* Reduce-scatter the gradients, all-gather the updated 16-bit parameters (Megatron
@@ -369,6 +371,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             double rs = cc.total_s;
             mp_coll_time(c, MP_COLL_ALL_GATHER, pbytes, gsh, MP_ALGO_AUTO, &cc);
             double ag = cc.total_s;
+            e->parts.grad_reduce_s = rs;
+            e->parts.param_gather_s = ag;
             if (p->zero == 1) {
                 dp_total = rs + ag;
                 dp_exposed = fmax(0.0, rs - bwd_window) + fmax(0.0, ag - fwd_window);
@@ -386,6 +390,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             double ag = cc.total_s;
             mp_coll_time(c, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, gsh, MP_ALGO_AUTO, &cc);
             double rs = cc.total_s;
+            e->parts.zero3_layer_gather_s = ag;
+            e->parts.zero3_layer_reduce_s = rs;
             double lfw = opts->zero3_overlap_frac * (layer_f + lf.tp_s);
             double lbw = opts->zero3_overlap_frac * (layer_b + layer_rc + lf.tp_s + layer_rc_tp);
             double per_mb_total = nl * (2.0 * ag + rs);
@@ -396,6 +402,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             double eag = cc.total_s;
             mp_coll_time(c, MP_COLL_REDUCE_SCATTER, 4.0 * extra_p, gsh, MP_ALGO_AUTO, &cc);
             per_mb_total += 2.0 * eag + cc.total_s;
+            e->parts.zero3_extra_s = 2.0 * eag + cc.total_s;
             per_mb_exposed += fmax(0.0, 2.0 * eag + cc.total_s - head_fb);
             dp_total = M * per_mb_total;
             dp_exposed = M * per_mb_exposed;
@@ -410,6 +417,17 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     const double t_opt = 30.0 * P_local / opt_shard / elem_Bps;
 
     /* --- the step ------------------------------------------------------------------------ */
+    mp_step_parts *pt = &e->parts;
+    pt->layer_fwd_s = layer_f;
+    pt->layer_bwd_s = layer_b;
+    pt->layer_recompute_s = layer_rc;
+    pt->layer_tp_fwd_s = lf.tp_s;
+    pt->layer_tp_recompute_s = layer_rc_tp;
+    pt->layer_cp_s = lf.cp_s;
+    pt->head_fwd_s = head_f;
+    pt->head_bwd_s = 2.0 * head_f + ce_s;
+    pt->p2p_s = p2p_s;
+    pt->optimizer_s = t_opt;
     e->time.compute = M * t_mb_compute;
     e->time.recompute = M * t_mb_rc;
     e->time.tp_comm = M * t_mb_tp;
