@@ -50,6 +50,10 @@ int cli_load_catalog(const cli_args *a, mp_catalog **cat);
 /** --model: a catalog key, a Hugging Face config.json or a model JSON; 0 or an exit code. */
 int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m);
 
+/** The whole command: argv[0] is the program name, argv[1] the command. Returns the exit code.
+ *  main() only calls this, so the fuzz harness can run the command in-process. */
+int cli_main(int argc, char **argv);
+
 int cmd_predict(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);

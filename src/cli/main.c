@@ -28,7 +28,7 @@ static const char *usage_text =
     "           precision(bf16|fp16|fp8) flash(0|1) schedule(1f1b|interleaved|gpipe|zb)\n"
     "exit codes: 0 ok, 2 bad usage or input, 1 internal error\n";
 
-int main(int argc, char **argv)
+int cli_main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage_text, stderr);
@@ -55,3 +55,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "meshplan: unknown command \"%s\"\n%s", cmd, usage_text);
     return EXIT_INPUT;
 }
+
+/* The fuzz harness (fuzz/fuzz_cli.c) builds these files with MESHPLAN_CLI_NO_MAIN and calls
+ * cli_main itself. */
+#ifndef MESHPLAN_CLI_NO_MAIN
+int main(int argc, char **argv) { return cli_main(argc, argv); }
+#endif
