@@ -124,6 +124,7 @@ static void get_source(reader *r, const json_t *o, char *dst, size_t cap)
         return;
     }
     mp_strlcpy(dst, json_string_value(v), cap); /* long sources are truncated, not an error */
+    mp_utf8_scrub(dst);                         /* ... without leaving half a UTF-8 sequence */
 }
 
 static const char *const dtype_names[MP_DT_COUNT] = {"bf16", "fp16", "fp8", "tf32", "fp32"};

@@ -68,3 +68,53 @@ void mp_strlcpy(char *dst, const char *src, size_t cap)
         memcpy(dst, src, n);
     dst[n] = '\0';
 }
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when it is not one (RFC 3629:
+ * no overlong forms, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned min;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; min = 0x80; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; min = 0x800; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; min = 0x10000; }
+    else return 0;
+    if (len > n)
+        return 0;
+    unsigned cp = c & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+size_t mp_utf8_invalid_at(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = u[i] ? utf8_seq_len(u + i, n - i) : 0;
+        if (!k)
+            return i;
+        i += k;
+    }
+    return n;
+}
+
+void mp_utf8_scrub(char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq_len((const unsigned char *)s + i, n - i);
+        if (!k) {
+            s[i++] = '?';
+            continue;
+        }
+        i += k;
+    }
+}

@@ -167,20 +167,33 @@ static int push_skip(mp_validation *v, size_t cap, const char *id, const char *r
     mp_val_skip *s = &v->skips[v->nskips++];
     mp_strlcpy(s->id, id, sizeof s->id);
     mp_strlcpy(s->reason, reason, sizeof s->reason);
+    /* Truncation (here or in the %.40s of a reason) can cut a UTF-8 sequence; the JSON writer
+     * drops strings that are not UTF-8. */
+    mp_utf8_scrub(s->id);
+    mp_utf8_scrub(s->reason);
     return 1;
 }
 
-static void push_row(mp_validation *v, const char *id, const char *group, const char *metric,
-                     double measured, double predicted, const char *assumed)
+/* Add a compared row. Returns 0 (and adds nothing) when the relative error is not finite —
+ * a measured value so far from the prediction (1e308 against 0.2) that the percentage
+ * overflows; the caller skips the row naming the value. */
+static int push_row(mp_validation *v, const char *id, const char *group, const char *metric,
+                    double measured, double predicted, const char *assumed)
 {
+    double err = 100.0 * (predicted - measured) / measured;
+    if (!isfinite(err))
+        return 0;
     mp_val_row *r = &v->rows[v->nrows++];
     mp_strlcpy(r->id, id, sizeof r->id);
     mp_strlcpy(r->source_group, group, sizeof r->source_group);
     mp_strlcpy(r->metric, metric, sizeof r->metric);
     mp_strlcpy(r->assumed, assumed, sizeof r->assumed);
+    mp_utf8_scrub(r->id);
+    mp_utf8_scrub(r->source_group);
     r->measured = measured;
     r->predicted = predicted;
-    r->error_pct = 100.0 * (predicted - measured) / measured;
+    r->error_pct = err;
+    return 1;
 }
 
 static void append(char *buf, size_t cap, const char *what)
@@ -200,6 +213,21 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
     csv_reader rd = {csv_text, csv_text + len};
     if (len >= 3 && !memcmp(csv_text, "\xEF\xBB\xBF", 3))
         rd.p += 3; /* UTF-8 byte-order mark */
+    /* Text only: a NUL byte or a byte that is not UTF-8 (a Latin-1 or binary file) would end up
+     * cut or dropped in the report, so the file is refused, naming where. */
+    size_t badat = mp_utf8_invalid_at(csv_text, len);
+    if (badat < len) {
+        size_t line = 1, col = 1;
+        for (size_t i = 0; i < badat; i++, col++)
+            if (csv_text[i] == '\n') {
+                line++;
+                col = 0;
+            }
+        mp_diag_add(diag, "%s: line %zu, byte %zu: 0x%02X: expected UTF-8 text", origin, line, col,
+                    (unsigned)(unsigned char)csv_text[badat]);
+        free(fields);
+        return MP_ERR_PARSE;
+    }
     int overflow = 0;
     int nh = csv_record(&rd, fields, &overflow);
     if (nh <= 0) {
@@ -398,32 +426,40 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
         /* --- metrics --- */
         double meas = 0;
         int have_metric = 0;
+        const char *bad_metric = NULL; /* a measured cell whose error overflowed */
+        double bad_value = 0;
+#define PUSH(col, metric, pred)                                                              \
+    do {                                                                                     \
+        if (push_row(out, idbuf, group, (metric), meas, (pred), assumed))                    \
+            have_metric = 1;                                                                 \
+        else if (!bad_metric) {                                                              \
+            bad_metric = col_names[col];                                                     \
+            bad_value = meas;                                                                \
+        }                                                                                    \
+    } while (0)
         if (!bad) {
             const char *basis = cell[C_BASIS];
             if (num_cell(cell[C_TFLOPS], &meas) == 1 && meas > 0 &&
                 (!strcmp(basis, "model") || !strcmp(basis, "hardware"))) {
                 int hw = !strcmp(basis, "hardware");
-                push_row(out, idbuf, group, hw ? "hardware_tflops_per_gpu" : "model_tflops_per_gpu",
-                         meas, hw ? est.hardware_tflops_per_gpu : est.model_tflops_per_gpu, assumed);
-                have_metric = 1;
+                PUSH(C_TFLOPS, hw ? "hardware_tflops_per_gpu" : "model_tflops_per_gpu",
+                     hw ? est.hardware_tflops_per_gpu : est.model_tflops_per_gpu);
             } else if (num_cell(cell[C_MFU], &meas) == 1 && meas > 0) {
-                push_row(out, idbuf, group, "mfu", meas, est.mfu, assumed);
-                have_metric = 1;
+                PUSH(C_MFU, "mfu", est.mfu);
             } else if (num_cell(cell[C_HFU], &meas) == 1 && meas > 0) {
-                push_row(out, idbuf, group, "hfu", meas, est.hfu, assumed);
-                have_metric = 1;
+                PUSH(C_HFU, "hfu", est.hfu);
             } else if (num_cell(cell[C_TOK], &meas) == 1 && meas > 0) {
-                push_row(out, idbuf, group, "tokens_per_s_per_gpu", meas, est.tokens_per_s_per_gpu, assumed);
-                have_metric = 1;
+                PUSH(C_TOK, "tokens_per_s_per_gpu", est.tokens_per_s_per_gpu);
             } else if (num_cell(cell[C_STEP], &meas) == 1 && meas > 0) {
-                push_row(out, idbuf, group, "step_s", meas, est.step_s, assumed);
-                have_metric = 1;
+                PUSH(C_STEP, "step_s", est.step_s);
             }
-            if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0) {
-                push_row(out, idbuf, group, "mem_gib", meas, est.memory.total / 1073741824.0, assumed);
-                have_metric = 1;
-            }
-            if (!have_metric)
+            if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0)
+                PUSH(C_MEM, "mem_gib", est.memory.total / 1073741824.0);
+#undef PUSH
+            if (!have_metric && bad_metric)
+                snprintf(why, sizeof why, "%s = %g: out of range (the relative error overflows)",
+                         bad_metric, bad_value);
+            else if (!have_metric)
                 snprintf(why, sizeof why, "no measured metric in the row");
         }
         if (why[0])
