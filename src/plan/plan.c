@@ -28,6 +28,16 @@ void mp_plan_init_default(mp_plan *p)
  * few stay inside int64. */
 #define MP_PLAN_MAX ((int64_t)1 << 24)
 
+/* Largest global batch (the gb key's range; a derived gb = dp*mb must stay inside it too, so the
+ * canonical plan string of a resolved plan always parses back). */
+#define MP_PLAN_GB_MAX ((int64_t)1 << 30)
+
+/* a*b for a, b >= 1, saturating at INT64_MAX (degrees up to 2^24 each: three of them overflow). */
+static int64_t mul_sat(int64_t a, int64_t b)
+{
+    return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
 static int parse_int(const char *key, const char *val, int64_t min, int64_t max, int64_t *out,
                      mp_diag *diag)
 {
@@ -126,7 +136,7 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
         else if (!strcmp(key, "cp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->cp, diag);
         else if (!strcmp(key, "ep")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->ep, diag);
         else if (!strcmp(key, "mb")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->mb, diag);
-        else if (!strcmp(key, "gb")) ok = parse_int(key, val, 1, (int64_t)1 << 30, &p->gb, diag);
+        else if (!strcmp(key, "gb")) ok = parse_int(key, val, 1, MP_PLAN_GB_MAX, &p->gb, diag);
         else if (!strcmp(key, "seq")) ok = parse_int(key, val, 1, (int64_t)1 << 26, &p->seq, diag);
         else if (!strcmp(key, "hsdp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->hsdp, diag);
         else if (!strcmp(key, "sp")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->sp = (int)x; }
@@ -156,8 +166,8 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
 {
     int bad = 0;
 #define FAIL(...) do { mp_diag_add(diag, __VA_ARGS__); bad++; } while (0)
-    if (num_gpus < 1) {
-        FAIL("gpus = %lld: expected >= 1", (long long)num_gpus);
+    if (num_gpus < 1 || num_gpus > MP_PLAN_MAX) {
+        FAIL("gpus = %lld: expected an integer in [1, 2^24]", (long long)num_gpus);
         return MP_ERR_INPUT;
     }
     if (!p->tp) p->tp = 1;
@@ -172,7 +182,7 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
     if (!p->schedule_given)
         p->schedule = p->vpp > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
     /* Degrees: tp*cp*pp*dp == gpus (EP reuses DP*CP ranks, as in Megatron-Core). */
-    int64_t model_par = p->tp * p->pp * p->cp;
+    int64_t model_par = mul_sat(mul_sat(p->tp, p->pp), p->cp);
     if (!p->dp) {
         if (num_gpus % model_par != 0) {
             FAIL("plan: tp*pp*cp = %lld*%lld*%lld = %lld does not divide gpus = %lld",
@@ -181,12 +191,18 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
         } else {
             p->dp = num_gpus / model_par;
         }
-    } else if (model_par * p->dp != num_gpus) {
-        FAIL("plan: tp*pp*cp*dp = %lld*%lld*%lld*%lld = %lld: expected the GPU count %lld",
+    } else if (mul_sat(model_par, p->dp) != num_gpus) {
+        FAIL("plan: tp*pp*cp*dp = %lld*%lld*%lld*%lld = %.4g: expected the GPU count %lld",
              (long long)p->tp, (long long)p->pp, (long long)p->cp, (long long)p->dp,
-             (long long)(model_par * p->dp), (long long)num_gpus);
+             (double)p->tp * (double)p->pp * (double)p->cp * (double)p->dp, (long long)num_gpus);
     }
-    if (!p->gb && p->dp) p->gb = p->dp * p->mb;
+    if (!p->gb && p->dp) {
+        if (p->dp * p->mb > MP_PLAN_GB_MAX)
+            FAIL("plan.gb = dp*mb = %lld*%lld = %lld (derived): expected at most 2^30; give gb",
+                 (long long)p->dp, (long long)p->mb, (long long)(p->dp * p->mb));
+        else
+            p->gb = p->dp * p->mb;
+    }
     if (m->heads % p->tp)
         FAIL("plan.tp = %lld: must divide heads (%lld)", (long long)p->tp, (long long)m->heads);
     if (m->kv_heads % p->tp && p->tp % m->kv_heads)
