@@ -285,9 +285,35 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         p2p_s = cc.total_s;
     }
 
-    /* Slowest stage per micro-batch. */
+    /* DP/ZeRO groups: gradients are reduced over DP x CP ranks (stride tp); HSDP shards over
+     * hsdp ranks and replicates across dp*cp/hsdp. */
+    const int64_t dpg = p->dp * p->cp;
+    const int64_t shard = p->hsdp ? p->hsdp : dpg;
+    const mp_group gsh = {shard, p->tp};
+
+    /* ZeRO-3 / FSDP per layer: every micro-batch gathers each layer's 16-bit parameters in
+     * forward and again in backward and reduce-scatters its fp32 gradients (Zhao et al. 2023,
+     * PyTorch FSDP Sec. 3); each gather is prefetched behind the previous layer's compute, so a
+     * layer exposes what its neighbour's compute cannot hide. This lengthens every micro-batch
+     * of the stage it runs on: it is added per stage below, before the slowest is taken. */
+    double z3_ag = 0.0, z3_rs = 0.0, z3_layer_exposed = 0.0;
+    if (p->zero == 3 && dpg > 1) {
+        mp_coll_cost cc;
+        double layer_p = (double)pc.per_layer / tp;
+        mp_coll_time(c, MP_COLL_ALL_GATHER, 2.0 * layer_p, gsh, MP_ALGO_AUTO, &cc);
+        z3_ag = cc.total_s;
+        mp_coll_time(c, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, gsh, MP_ALGO_AUTO, &cc);
+        z3_rs = cc.total_s;
+        double lfw = opts->zero3_overlap_frac * (layer_f + lf.tp_s);
+        double lbw = opts->zero3_overlap_frac * (layer_b + layer_rc + lf.tp_s + layer_rc_tp);
+        z3_layer_exposed = fmax(0.0, z3_ag - lfw) + fmax(0.0, z3_ag + z3_rs - lbw);
+    }
+
+    /* Slowest stage per micro-batch (t_mb), and the slowest with its exposed ZeRO-3 layer
+     * communication (t_mb_z3 >= t_mb): a stage's exposed gathers delay that stage, so they count
+     * on the stage where they happen, not on another stage's critical path. */
     double t_mb = 0.0, t_mb_compute = 0.0, t_mb_rc = 0.0, t_mb_tp = 0.0, t_mb_cp = 0.0;
-    double t_mb_bwd_stage = 0.0, t_mb_fwd_stage = 0.0;
+    double t_mb_bwd_stage = 0.0, t_mb_fwd_stage = 0.0, t_mb_z3 = 0.0;
     for (int i = 0; i < pp; i++) {
         double nl = (double)(lmin + (i < lextra ? 1 : 0));
         double comp = nl * (layer_f + layer_b) + (i == pp - 1 ? head_fb : 0.0);
@@ -295,6 +321,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         double tpc = nl * layer_tp;
         double cpc = nl * layer_cp;
         double tot = comp + rc + tpc + cpc;
+        if (tot + nl * z3_layer_exposed > t_mb_z3)
+            t_mb_z3 = tot + nl * z3_layer_exposed;
         if (tot > t_mb) {
             t_mb = tot;
             t_mb_compute = comp;
@@ -338,15 +366,11 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             max_stage_params = prm;
     }
     const double P_local = max_stage_params;
-    /* Gradients are reduced over DP x CP ranks (stride tp); HSDP shards over hsdp ranks and
-     * replicates across dp*cp/hsdp. Gradient reduction in fp32 (4 bytes: Megatron-LM main grads,
-     * torchtitan's default reduce_dtype), parameter gathers in 16-bit. */
-    const int64_t dpg = p->dp * p->cp;
-    const int64_t shard = p->hsdp ? p->hsdp : dpg;
+    /* Gradient reduction in fp32 (4 bytes: Megatron-LM main grads, torchtitan's default
+     * reduce_dtype), parameter gathers in 16-bit. */
     double dp_total = 0.0, dp_exposed = 0.0;
     if (dpg > 1) {
         mp_coll_cost cc;
-        mp_group gsh = {shard, p->tp};
         const double gbytes = 4.0 * P_local, pbytes = 2.0 * P_local;
         double replicate_s = 0.0;
         if (p->hsdp && dpg / shard > 1) {
@@ -381,21 +405,15 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
                 dp_exposed = M * fmax(0.0, rs - bwd_window) + fmax(0.0, ag - fwd_window);
             }
         } else {
-            /* ZeRO-3 / FSDP: every micro-batch gathers each layer's parameters in forward and
-             * again in backward and reduce-scatters its gradients (Zhao et al. 2023, PyTorch
-             * FSDP Sec. 3). Each layer's gather is prefetched behind the previous layer. */
+            /* ZeRO-3 / FSDP (per-layer terms above): the first gather and the last
+             * reduce-scatter of a micro-batch have no neighbour to hide behind. */
             double nl = (double)e->layers_per_stage_max;
             double layer_p = (double)pc.per_layer / tp;
-            mp_coll_time(c, MP_COLL_ALL_GATHER, 2.0 * layer_p, gsh, MP_ALGO_AUTO, &cc);
-            double ag = cc.total_s;
-            mp_coll_time(c, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, gsh, MP_ALGO_AUTO, &cc);
-            double rs = cc.total_s;
+            double ag = z3_ag, rs = z3_rs;
             e->parts.zero3_layer_gather_s = ag;
             e->parts.zero3_layer_reduce_s = rs;
-            double lfw = opts->zero3_overlap_frac * (layer_f + lf.tp_s);
-            double lbw = opts->zero3_overlap_frac * (layer_b + layer_rc + lf.tp_s + layer_rc_tp);
             double per_mb_total = nl * (2.0 * ag + rs);
-            double per_mb_exposed = nl * (fmax(0.0, ag - lfw) + fmax(0.0, ag + rs - lbw)) + ag + rs;
+            double per_mb_exposed = (t_mb_z3 - t_mb) + ag + rs;
             /* Embedding and LM head: gathered and reduced once per micro-batch, not hidden. */
             double extra_p = (P_local - nl * layer_p);
             mp_coll_time(c, MP_COLL_ALL_GATHER, 2.0 * extra_p, gsh, MP_ALGO_AUTO, &cc);
@@ -508,13 +526,24 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
              * 2 + 4 + 4 bytes per logit (case C1: the failing 786 MiB request is b*s*V*4). */
             mm.logits = T * V / tp * 10.0;
         }
-        if (p->zero == 3) {
-            /* Gathered 16-bit parameters of the current and the prefetched layer, and the
-             * unsharded 16-bit gradient of one layer before its reduce-scatter (FSDP). */
-            mm.buffers += 3.0 * 2.0 * (double)pc.per_layer / tp;
-        } else if (dpg > 1) {
+        /* Buffers exist only when something is sharded (shard > 1): with one rank per shard
+         * group ZeRO-2/3 gather and reduce-scatter nothing (PyTorch FSDP switches to NO_SHARD
+         * at world size 1). */
+        if (p->zero == 3 && shard > 1) {
+            /* Gathered 16-bit parameters of the current and the prefetched layer — no more
+             * layers than the stage holds — and the unsharded 16-bit gradient of one layer
+             * before its reduce-scatter (FSDP, Zhao et al. 2023 Sec. 3.2: at most two units
+             * gathered with prefetch). */
+            double gathered = nl < 2.0 ? nl : 2.0;
+            mm.buffers += (gathered + 1.0) * 2.0 * (double)pc.per_layer / tp;
+        } else if (p->zero == 2 && shard > 1) {
+            /* ZeRO-2 produces each layer's gradient unsharded too before reduce-scattering it,
+             * as ZeRO-3 does (one layer of 16-bit gradients). */
+            mm.buffers += 2.0 * (double)pc.per_layer / tp;
+        }
+        if (dpg > 1) {
             /* Communication buckets: Megatron/DDP reduce in place on the grad buffer; NCCL
-             * keeps channel buffers (~ 2 x 4 MiB per peer group). */
+             * keeps channel buffers (~ 2 x 4 MiB per peer group), at every ZeRO stage. */
             mm.buffers += 2.0 * 4.0 * 1048576.0;
         }
         mm.total = mm.weights + mm.gradients + mm.optimizer + mm.activations + mm.logits + mm.buffers;

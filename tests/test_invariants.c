@@ -1,0 +1,323 @@
+/* tests/test_invariants.c — properties every prediction must have, checked over at least 10^5
+ * random valid plans (issue 8): random catalog models on random catalog GPUs and GPU counts,
+ * random plans resolved by mp_plan_resolve. The generator has a fixed seed, so a failure is
+ * reproducible; it prints the first plan that breaks a property.
+ *
+ * Properties, for each plan:
+ *   1. every figure is finite (no NaN/inf), times and memory are >= 0;
+ *   2. memory components sum to the total (most loaded GPU and every stage);
+ *   3. step time >= the pure compute (+ recompute) time of the critical stage;
+ *   4. tokens/s x step_s = tokens per step (= gb x seq);
+ *   5. more link bandwidth is never slower (one tier's bandwidth x1.5..4);
+ *   6. more GPU memory never turns a feasible plan infeasible (capacity x1.5);
+ *   7. ZeRO stage k+1 never needs more memory than stage k (same plan otherwise; HSDP plans,
+ *      which need stage 3, are compared 3 against nothing) — with the one bounded physical
+ *      exception at 2 -> 3 explained at check_zero;
+ *   8. MFU <= 1 and HFU >= MFU.
+ * Floating-point comparisons allow a relative 1e-9 for rounding of the same sums taken in a
+ * different order; nothing else is tolerated.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "meshplan/meshplan.h"
+
+#define PLANS_WANTED 100000
+#define REL 1e-9
+
+/* splitmix64 (Steele, Lea, Flood 2014): a fixed-seed generator, the same on every platform. */
+static uint64_t g_rng = 0x6d657368706c616eULL; /* "meshplan" */
+static uint64_t rnd(void)
+{
+    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+static int64_t pick(int64_t n) { return (int64_t)(rnd() % (uint64_t)n); }
+static int64_t pick_of(const int64_t *v, size_t n) { return v[pick((int64_t)n)]; }
+
+static mp_estimate g_e0, g_e1; /* large: off the stack */
+static long g_zero3_excess;     /* 2 -> 3 comparisons that used the bounded exception */
+static char g_where[512];       /* the plan being checked, for failure messages */
+
+static void fail_at(const char *what, double a, double b)
+{
+    fail_msg("%s (%.17g vs %.17g)\n  at %s", what, a, b, g_where);
+}
+
+static void check_finite(double x, const char *what)
+{
+    if (!isfinite(x) || x < 0)
+        fail_at(what, x, 0);
+}
+
+static void check_memory(const mp_memory *m)
+{
+    const double parts[] = {m->weights, m->gradients, m->optimizer, m->activations, m->logits,
+                            m->buffers};
+    double sum = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        check_finite(parts[i], "memory component not finite or negative");
+        sum += parts[i];
+    }
+    check_finite(m->total, "memory total");
+    check_finite(m->allocator_margin, "allocator margin");
+    if (fabs(sum - m->total) > REL * m->total)
+        fail_at("memory components do not sum to the total", sum, m->total);
+}
+
+/* Properties 1-4 and 8 on one estimate. */
+static void check_one(const mp_plan *p, const mp_cluster *c, const mp_estimate *e)
+{
+    check_memory(&e->memory);
+    int ns = e->nstages < MP_MAX_STAGES ? e->nstages : MP_MAX_STAGES;
+    for (int i = 0; i < ns; i++)
+        check_memory(&e->per_stage[i]);
+    const mp_time *t = &e->time;
+    const double times[] = {t->compute, t->recompute, t->tp_comm, t->cp_comm, t->ep_comm,
+                            t->pp_comm, t->pp_bubble, t->dp_comm_exposed, t->optimizer,
+                            t->dp_comm_total};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+        check_finite(times[i], "time component not finite or negative");
+    const double figs[] = {e->step_s, e->tokens_per_step, e->tokens_per_s, e->tokens_per_s_per_gpu,
+                           e->model_flops_per_step, e->hardware_flops_per_step,
+                           e->model_tflops_per_gpu, e->hardware_tflops_per_gpu, e->mfu, e->hfu,
+                           e->peak_flops_per_s};
+    for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
+        check_finite(figs[i], "throughput figure not finite or negative");
+    const mp_step_parts *sp = &e->parts;
+    const double parts[] = {sp->layer_fwd_s, sp->layer_bwd_s, sp->layer_recompute_s,
+                            sp->layer_tp_fwd_s, sp->layer_tp_recompute_s, sp->layer_cp_s,
+                            sp->head_fwd_s, sp->head_bwd_s, sp->p2p_s, sp->grad_reduce_s,
+                            sp->param_gather_s, sp->zero3_layer_gather_s, sp->zero3_layer_reduce_s,
+                            sp->zero3_extra_s, sp->hsdp_replicate_s, sp->optimizer_s};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        check_finite(parts[i], "step part not finite or negative");
+    /* 3: the step holds at least the critical stage's compute and recompute. */
+    if (e->step_s < (t->compute + t->recompute) * (1 - REL))
+        fail_at("step time below its compute + recompute time", e->step_s, t->compute + t->recompute);
+    /* 4 */
+    double tokens = (double)p->gb * (double)p->seq;
+    if (fabs(e->tokens_per_step - tokens) > REL * tokens)
+        fail_at("tokens per step is not gb x seq", e->tokens_per_step, tokens);
+    if (fabs(e->tokens_per_s * e->step_s - tokens) > REL * tokens)
+        fail_at("tokens/s x step_s != tokens per step", e->tokens_per_s * e->step_s, tokens);
+    if (fabs(e->tokens_per_s_per_gpu * (double)c->num_gpus - e->tokens_per_s) > REL * e->tokens_per_s)
+        fail_at("tokens/s per GPU x GPUs != tokens/s", e->tokens_per_s_per_gpu * (double)c->num_gpus,
+                e->tokens_per_s);
+    /* 8 */
+    if (e->mfu > 1.0)
+        fail_at("MFU above 1", e->mfu, 1.0);
+    if (e->hfu < e->mfu * (1 - REL))
+        fail_at("HFU below MFU", e->hfu, e->mfu);
+    if (e->feasible != (e->memory.total <= e->memory.capacity))
+        fail_at("feasible flag disagrees with memory", e->memory.total, e->memory.capacity);
+}
+
+static mp_status estimate(const mp_model *m, const mp_cluster *c, const mp_plan *p, mp_estimate *e)
+{
+    mp_diag d = {0};
+    mp_status st = mp_estimate_plan(m, c, p, NULL, e, &d);
+    if (st != MP_OK && st != MP_ERR_INPUT)
+        fail_msg("estimate: %s: %s\n  at %s", mp_status_str(st), d.text, g_where);
+    return st;
+}
+
+/* A random plan for model m on n GPUs of node size gpn (many cannot be formed: resolve sorts
+ * them out, as it would for a user). */
+static void random_plan(const mp_model *m, int64_t n, int gpn, mp_plan *p)
+{
+    static const int64_t small[] = {1, 1, 1, 2, 4, 8};
+    static const int64_t pps[] = {1, 1, 2, 4, 8, 16, 3, 5};
+    static const int64_t seqs[] = {512, 1024, 2048, 4096, 8192, 16384};
+    mp_plan_init_default(p);
+    p->tp = pick_of(small, 6);
+    if (p->tp > gpn)
+        p->tp = 1;
+    p->pp = pick_of(pps, 8);
+    p->cp = pick(4) == 0 ? 2 : 1;
+    p->vpp = (p->pp > 1 && pick(3) == 0) ? 1 + pick(4) : 0;
+    p->mb = pick_of(small, 6);
+    p->seq = pick(3) == 0 ? 0 : pick_of(seqs, 6); /* 0: the model's default */
+    p->zero = (int)pick(4);
+    p->sp = (int)pick(3) - 1;                      /* -1: not given */
+    p->recompute = (mp_recompute)pick(MP_RC_COUNT);
+    p->precision = pick(4) == 0 ? MP_DT_FP8 : pick(5) == 0 ? MP_DT_FP16 : MP_DT_BF16;
+    p->flash = pick(5) != 0;
+    if (pick(3) == 0) {
+        p->schedule = (mp_schedule)pick(MP_SCHED_COUNT);
+        p->schedule_given = 1;
+    }
+    if (m->moe_experts > 0 && pick(2) == 0)
+        p->ep = pick_of(small, 6);
+    int64_t mp_deg = p->tp * p->pp * p->cp;
+    if (n % mp_deg == 0) {
+        int64_t dp = n / mp_deg;
+        if (pick(4) == 0)
+            p->dp = dp;
+        if (pick(4) != 0)
+            p->gb = p->mb * dp * (1 + pick(16));
+        if (p->zero == 3 && dp > 1 && pick(4) == 0) {
+            int64_t h = dp % 2 == 0 ? 2 : dp;
+            p->hsdp = pick(2) == 0 ? h : dp;
+        }
+    }
+}
+
+/* 5: scale one tier's bandwidth; the step must not get slower. */
+static void check_bandwidth(const mp_model *m, const mp_cluster *c, const mp_plan *p)
+{
+    mp_cluster faster = *c;
+    int t = (int)pick(c->ntiers);
+    double f = 1.5 + 2.5 * (double)(rnd() % 1000) / 1000.0;
+    faster.tier[t].bw_Bps *= f;
+    if (estimate(m, &faster, p, &g_e1) != MP_OK)
+        fail_msg("faster cluster rejected the plan at %s", g_where);
+    if (g_e1.step_s > g_e0.step_s * (1 + REL)) {
+        char why[160];
+        snprintf(why, sizeof why, "tier %d (%s) bandwidth x%.2f made the step slower", t,
+                 c->tier[t].link, f);
+        fail_at(why, g_e1.step_s, g_e0.step_s);
+    }
+}
+
+/* 6: more memory per GPU keeps a feasible plan feasible. */
+static void check_capacity(const mp_model *m, const mp_cluster *c, const mp_plan *p)
+{
+    if (!g_e0.feasible)
+        return;
+    mp_cluster bigger = *c;
+    bigger.gpu.memory_bytes *= 1.5;
+    if (estimate(m, &bigger, p, &g_e1) != MP_OK)
+        fail_msg("bigger GPU rejected the plan at %s", g_where);
+    if (!g_e1.feasible)
+        fail_at("more GPU memory made a feasible plan infeasible", g_e1.memory.total,
+                g_e1.memory.capacity);
+}
+
+/* 7: the same plan one ZeRO stage up needs no more memory.
+ *
+ * Stated exactly for 0 -> 1 -> 2, for the model states (weights + gradients + optimizer) at
+ * every step, and for the total at 2 -> 3 with one physical exception, bounded here: ZeRO-3
+ * keeps each layer's 16-bit shard (2/d bytes per parameter) while it computes on a gathered full
+ * copy of at most two layers (FSDP, Zhao et al. 2023 Sec. 3.2), so on a stage of one or two
+ * layers (three with d = 2) the shard and the gathered copy together exceed ZeRO-2's unsharded
+ * weights. The excess can never be more than those shards: 2 bytes x g layers x (parameters of
+ * a layer / tp) / d, with g = min(2, layers of the stage). Anything above that bound fails. */
+static void check_zero(const mp_model *m, const mp_cluster *c, const mp_plan *p)
+{
+    if (p->zero >= 3 || p->hsdp)
+        return;
+    mp_plan q = *p;
+    q.zero = p->zero + 1;
+    if (estimate(m, c, &q, &g_e1) != MP_OK)
+        fail_msg("ZeRO-%d rejected at %s", q.zero, g_where);
+    mp_param_count pc;
+    mp_model_params(m, (int)p->tp, &pc);
+    const double d = (double)(p->dp * p->cp);
+    const double lmin = (double)(m->layers / p->pp);
+    int ns = p->pp < MP_MAX_STAGES ? (int)p->pp : MP_MAX_STAGES;
+    for (int i = -1; i < ns; i++) {
+        const mp_memory *a = i < 0 ? &g_e0.memory : &g_e0.per_stage[i];
+        const mp_memory *b = i < 0 ? &g_e1.memory : &g_e1.per_stage[i];
+        char why[160];
+        double sa = a->weights + a->gradients + a->optimizer, sb = b->weights + b->gradients + b->optimizer;
+        if (i >= 0 && sb > sa * (1 + REL)) { /* per stage: the most loaded may be another stage */
+            snprintf(why, sizeof why, "%s%d: ZeRO-%d model states above ZeRO-%d", i < 0 ? "max/stage " : "stage ",
+                     i, q.zero, p->zero);
+            fail_at(why, sb, sa);
+        }
+        double allowed = 0.0;
+        if (q.zero == 3 && d > 1) {
+            double nl = i < 0 ? lmin : (double)(m->layers / p->pp + (i < m->layers % p->pp));
+            double g = nl < 2 ? nl : 2;
+            if (i < 0)
+                g = 2; /* the most loaded GPU may be any stage */
+            allowed = 2.0 * g * (double)pc.per_layer / (double)p->tp / d;
+        }
+        if (i < 0 && allowed > 0 && b->total > a->total * (1 + REL))
+            g_zero3_excess++;
+        if (b->total > a->total * (1 + REL) + allowed) {
+            snprintf(why, sizeof why, "%s%d: ZeRO-%d needs more memory than ZeRO-%d%s",
+                     i < 0 ? "max/stage " : "stage ", i, q.zero, p->zero,
+                     allowed > 0 ? " by more than the gathered layers' shards" : "");
+            fail_at(why, b->total, a->total + allowed);
+        }
+    }
+}
+
+static void test_invariants_random_plans(void **state)
+{
+    (void)state;
+    /* GPUs that form a cluster from the catalog (all of them should). */
+    const char *gpus[64];
+    size_t ngpus = 0;
+    for (size_t i = 0; i < mp_catalog_gpu_count(g_cat) && ngpus < 64; i++) {
+        mp_cluster c;
+        const char *k = mp_catalog_gpu_at(g_cat, i)->key;
+        if (mp_cluster_from_catalog(g_cat, k, 8, 0, NULL, &c, NULL) == MP_OK)
+            gpus[ngpus++] = k;
+    }
+    assert_true(ngpus >= 10);
+    size_t nmodels = mp_catalog_model_count(g_cat);
+    assert_true(nmodels >= 10);
+
+    long checked = 0, tried = 0, infeasible = 0, no_precision = 0, zero_pairs = 0, bw = 0, cap = 0;
+    while (checked < PLANS_WANTED) {
+        assert_true(++tried < 50L * PLANS_WANTED); /* the generator must mostly produce valid plans */
+        const mp_model *m = mp_catalog_model_at(g_cat, (size_t)pick((int64_t)nmodels));
+        const char *gk = gpus[pick((int64_t)ngpus)];
+        const mp_node *node = mp_catalog_node_for_gpu(g_cat, gk);
+        int gpn = node ? node->gpus_per_node : 8;
+        static const int64_t nodes[] = {1, 2, 4, 8, 16, 32, 64, 128, 3, 6, 12, 1024};
+        int64_t n = gpn * pick_of(nodes, sizeof nodes / sizeof nodes[0]);
+        mp_cluster c;
+        if (mp_cluster_from_catalog(g_cat, gk, n, 0, NULL, &c, NULL) != MP_OK)
+            continue;
+        mp_plan p;
+        random_plan(m, n, gpn, &p);
+        if (mp_plan_resolve(&p, m, n, NULL) != MP_OK)
+            continue;
+        char ps[256];
+        mp_plan_format(&p, ps, sizeof ps);
+        snprintf(g_where, sizeof g_where, "model %s, %lld x %s, plan %s", m->key, (long long)n, gk, ps);
+        if (estimate(m, &c, &p, &g_e0) != MP_OK) {
+            no_precision++; /* e.g. fp8 on a GPU without fp8: bad input, not a prediction */
+            continue;
+        }
+        checked++;
+        infeasible += !g_e0.feasible;
+        check_one(&p, &c, &g_e0);
+        check_bandwidth(m, &c, &p);
+        bw++;
+        if (g_e0.feasible)
+            cap++;
+        check_capacity(m, &c, &p);
+        if (p.zero < 3 && !p.hsdp)
+            zero_pairs++;
+        check_zero(m, &c, &p);
+    }
+    printf("invariants: %ld random valid plans checked (%ld generated; %ld infeasible, %ld refused "
+           "for precision); %ld bandwidth, %ld capacity and %ld ZeRO-stage comparisons (%ld of them "
+           "ZeRO-2 -> 3 with a larger total, within the gathered layers' shards)\n",
+           checked, tried, infeasible, no_precision, bw, cap, zero_pairs, g_zero3_excess);
+    assert_true(checked >= PLANS_WANTED);
+    assert_true(infeasible > 0 && infeasible < checked); /* both kinds were exercised */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_invariants_random_plans),
+    };
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
+}
