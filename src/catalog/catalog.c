@@ -286,6 +286,41 @@ static void parse_model(reader *r, const json_t *o, mp_model *m)
     get_source(r, o, m->source, sizeof m->source);
 }
 
+/* ---- the fields each kind of entry may have (data/SCHEMA.md); anything else is a typo that
+ * would otherwise silently fall back to a default (kv_head_count -> kv_heads = heads) ---- */
+
+static const char *const gpu_fields[] = {
+    "key", "name", "memory_bytes", "mem_bw_Bps", "measured_mem_bw_Bps", "peak_flops_per_s",
+    "measured_matmul_flops_per_s", "sm_count", "tdp_W", "scaleup_link", "attention_flops_frac",
+    "source", "notes", NULL};
+static const char *const link_fields[] = {
+    "key", "kind", "bw_Bps", "latency_s", "efficiency_frac", "in_network_reduction", "source",
+    "notes", NULL};
+static const char *const node_fields[] = {
+    "key", "gpu", "gpus_per_node_count", "scaleup_link", "scaleup_topology", "scaleout_link",
+    "nics_per_node_count", "power_overhead_W", "source", "notes", NULL};
+static const char *const model_fields[] = {
+    "key", "name", "layers_count", "hidden_count", "heads_count", "kv_heads_count",
+    "head_dim_count", "ffn_hidden_count", "glu", "vocab_count", "vocab_pad_multiple_count",
+    "tied_embeddings", "position", "seq_len_count", "norm", "bias", "dropout",
+    "moe_experts_count", "moe_topk_count", "moe_ffn_hidden_count", "moe_shared_experts_count",
+    "moe_dense_layers_count", "source", "notes", NULL};
+
+/* Report every member of o not in known (names starting with '_' are comments, allowed). */
+static void check_fields(reader *r, const json_t *o, const char *const *known)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v) {
+        int ok = k[0] == '_';
+        for (const char *const *f = known; !ok && *f; f++)
+            ok = strcmp(k, *f) == 0;
+        if (!ok)
+            bad(r, k, v, "a field of data/SCHEMA.md (this name is unknown; names starting with _ "
+                         "are comments)");
+    }
+}
+
 /* ---- merging ---- */
 
 #define FIND(arr, n, k)                                  \
@@ -337,7 +372,8 @@ static void parse_model_v(reader *r, const json_t *o, void *e) { parse_model(r, 
 /* Merge one array (json_array under `field`) into base[0..*n). Works on a copy (tmp) so the
  * catalog is unchanged on error. */
 static int merge_array(const json_t *root, const char *field, void *base, size_t stride,
-                       size_t *n, parse_fn parse, const char *origin, mp_diag *diag, int *overflow)
+                       size_t *n, parse_fn parse, const char *const *known, const char *origin,
+                       mp_diag *diag, int *overflow)
 {
     const json_t *arr = json_object_get(root, field);
     if (!arr)
@@ -378,6 +414,7 @@ static int merge_array(const json_t *root, const char *field, void *base, size_t
         }
         char *e = (char *)base + at * stride;
         mp_strlcpy(e, keybuf, MP_KEY_CAP);
+        check_fields(&r, o, known);
         parse(&r, o, e);
         mp_strlcpy(e, keybuf, MP_KEY_CAP);
     }
@@ -387,10 +424,18 @@ static int merge_array(const json_t *root, const char *field, void *base, size_t
 mp_status mp_catalog_merge_json(mp_catalog *c, const char *json_text, size_t len,
                                 const char *origin, mp_diag *diag)
 {
+    if (mp_is_blank(json_text, len)) {
+        mp_diag_add(diag, "%s: empty: expected a JSON object with gpus, links, nodes or models arrays",
+                    origin);
+        return MP_ERR_PARSE;
+    }
     json_error_t err;
     json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &err);
     if (!root) {
-        mp_diag_add(diag, "%s: line %d, column %d: %s", origin, err.line, err.column, err.text);
+        char at[80];
+        mp_text_line(json_text, len, err.line, at, sizeof at);
+        mp_diag_add(diag, "%s: line %d, column %d: %s%s%s%s", origin, err.line, err.column, err.text,
+                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;
     }
     if (!json_is_object(root)) {
@@ -418,13 +463,13 @@ mp_status mp_catalog_merge_json(mp_catalog *c, const char *json_text, size_t len
     *tmp = *c;
     int overflow = 0;
     errors += merge_array(root, "gpus", tmp->gpus, sizeof tmp->gpus[0], &tmp->ngpus, parse_gpu_v,
-                          origin, diag, &overflow);
+                          gpu_fields, origin, diag, &overflow);
     errors += merge_array(root, "links", tmp->links, sizeof tmp->links[0], &tmp->nlinks,
-                          parse_link_v, origin, diag, &overflow);
+                          parse_link_v, link_fields, origin, diag, &overflow);
     errors += merge_array(root, "nodes", tmp->nodes, sizeof tmp->nodes[0], &tmp->nnodes,
-                          parse_node_v, origin, diag, &overflow);
+                          parse_node_v, node_fields, origin, diag, &overflow);
     errors += merge_array(root, "models", tmp->models, sizeof tmp->models[0], &tmp->nmodels,
-                          parse_model_v, origin, diag, &overflow);
+                          parse_model_v, model_fields, origin, diag, &overflow);
     json_decref(root);
     mp_status st = MP_OK;
     if (errors == 0) {
@@ -450,10 +495,17 @@ mp_status mp_catalog_merge_json(mp_catalog *c, const char *json_text, size_t len
 mp_status mp_model_from_catalog_json(const char *json_text, size_t len, mp_model *out,
                                      mp_diag *diag)
 {
+    if (mp_is_blank(json_text, len)) {
+        mp_diag_add(diag, "model file: empty: expected a JSON object in the models.json entry schema");
+        return MP_ERR_PARSE;
+    }
     json_error_t err;
     json_t *o = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &err);
     if (!o) {
-        mp_diag_add(diag, "model file: line %d, column %d: %s", err.line, err.column, err.text);
+        char at[80];
+        mp_text_line(json_text, len, err.line, at, sizeof at);
+        mp_diag_add(diag, "model file: line %d, column %d: %s%s%s%s", err.line, err.column, err.text,
+                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;
     }
     reader r = {"model file", "model", "", diag, 0};
@@ -463,6 +515,7 @@ mp_status mp_model_from_catalog_json(const char *json_text, size_t len, mp_model
     } else {
         get_str(&r, o, "key", 0, out->key, sizeof out->key);
         r.key = out->key;
+        check_fields(&r, o, model_fields);
         parse_model(&r, o, out);
     }
     json_decref(o);

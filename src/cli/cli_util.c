@@ -172,6 +172,7 @@ int cli_load_catalog(const cli_args *a, mp_catalog **cat)
             free(buf);
         }
         if (st != MP_OK) {
+            fprintf(stderr, "meshplan: catalog = \"%s\": not a valid catalog file:\n", file);
             cli_print_diag(&d);
             mp_catalog_destroy(*cat);
             *cat = NULL;

@@ -28,6 +28,7 @@ int cmd_validate(int argc, char **argv)
         st = mp_validate_csv(cat, buf, len, a.positional[0], NULL, &v, &d);
     free(buf);
     if (st != MP_OK) {
+        fprintf(stderr, "meshplan: validate \"%s\": not a valid runs CSV file:\n", a.positional[0]);
         cli_print_diag(&d);
         mp_catalog_destroy(cat);
         return cli_exit_for(st);

@@ -118,3 +118,35 @@ void mp_utf8_scrub(char *s)
         i += k;
     }
 }
+
+void mp_text_line(const char *text, size_t len, int line, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    if (!text || line < 1)
+        return;
+    size_t i = 0;
+    for (int l = 1; l < line && i < len; i++)
+        if (text[i] == '\n')
+            l++;
+    while (i < len && (text[i] == ' ' || text[i] == '\t'))
+        i++;
+    size_t n = 0;
+    while (i < len && text[i] != '\n' && text[i] != '\r' && n + 1 < cap) {
+        unsigned char c = (unsigned char)text[i++];
+        out[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    out[n] = '\0';
+    if (i < len && text[i] != '\n' && text[i] != '\r' && cap >= 4)
+        memcpy(out + (n >= 3 ? n - 3 : 0), "...", 4);
+    mp_utf8_scrub(out);
+}
+
+int mp_is_blank(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r')
+            return 0;
+    return 1;
+}

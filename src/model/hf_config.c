@@ -590,6 +590,10 @@ mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out
         mp_diag_add(diag, "config.json: no text or no output model given");
         return MP_ERR_INPUT;
     }
+    if (mp_is_blank(json_text, len)) {
+        mp_diag_add(diag, "config.json: empty: expected a JSON object");
+        return MP_ERR_PARSE;
+    }
     json_error_t err;
     json_t *root = json_loadb(json_text ? json_text : "", len, JSON_REJECT_DUPLICATES, &err);
     if (!root) {
@@ -597,7 +601,10 @@ mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out
             mp_diag_add(diag, "config.json: out of memory");
             return MP_ERR_NOMEM;
         }
-        mp_diag_add(diag, "config.json: line %d, column %d: %s", err.line, err.column, err.text);
+        char at[80];
+        mp_text_line(json_text, len, err.line, at, sizeof at);
+        mp_diag_add(diag, "config.json: line %d, column %d: %s%s%s%s", err.line, err.column,
+                    err.text, at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;
     }
     if (!json_is_object(root)) {

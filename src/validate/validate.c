@@ -236,13 +236,19 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
         return MP_ERR_PARSE;
     }
     int idx[C_COUNT];
+    int missing = 0;
     for (int c = 0; c < C_COUNT; c++) {
         idx[c] = -1;
         for (int i = 0; i < nh; i++)
-            if (strcmp(fields[i], col_names[c]) == 0)
+            if (strcmp(fields[i], col_names[c]) == 0) {
+                if (idx[c] >= 0) { /* which of the two would be read is a guess: refuse */
+                    mp_diag_add(diag, "%s: header: column \"%s\" appears twice (columns %d and %d)",
+                                origin, col_names[c], idx[c] + 1, i + 1);
+                    missing++;
+                }
                 idx[c] = i;
+            }
     }
-    int missing = 0;
     for (size_t k = 0; k < sizeof required_cols / sizeof required_cols[0]; k++)
         if (idx[required_cols[k]] < 0) {
             mp_diag_add(diag, "%s: header has no column \"%s\"", origin, col_names[required_cols[k]]);
