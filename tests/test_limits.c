@@ -197,6 +197,21 @@ static void test_out_of_range_errors(void **state)
     assert_int_equal(mp_model_check(&big, &d), MP_ERR_INPUT);
     assert_diag_has(&d, "too-big: layers 1024, hidden 1073741824");
     assert_diag_has(&d, "parameters: expected at most 1e18");
+
+    /* More layers than an int holds per stage (fuzz_model_json found 1.8e11 layers of width 24:
+     * 1.4e15 parameters, within 1e18, printed as -1305424330 layers per stage). */
+    big.layers = ((int64_t)1 << 24) + 1;
+    big.hidden = 24;
+    big.heads = 8;
+    big.kv_heads = 8;
+    big.head_dim = 3;
+    big.ffn_hidden = 96;
+    mp_diag_clear(&d);
+    assert_int_equal(mp_model_check(&big, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "too-big.layers = 16777217: expected at most 2^24 (16777216)");
+    big.layers = (int64_t)1 << 24;
+    mp_diag_clear(&d);
+    assert_int_equal(mp_model_check(&big, &d), MP_OK);
 }
 
 /* Every growable buffer has a cap, and hitting it is an error, not a truncated answer. */

@@ -22,7 +22,7 @@ typedef enum { MP_POS_LEARNED, MP_POS_ROPE, MP_POS_ALIBI, MP_POS_COUNT } mp_posi
 typedef struct {
     char key[MP_KEY_CAP];
     char name[MP_NAME_CAP];
-    int64_t layers;        /* L, >= 1 */
+    int64_t layers;        /* L, 1..2^24 */
     int64_t hidden;        /* h, >= 1 */
     int64_t heads;         /* a, >= 1 */
     int64_t kv_heads;      /* 1..heads, divides heads */
@@ -43,7 +43,8 @@ typedef struct {
 } mp_model;
 
 /** Check a model's dimensions. Returns MP_OK or MP_ERR_INPUT with one diag line per bad field
- *  ("model.kv_heads = 5: must divide heads (32)"). */
+ *  ("model.kv_heads = 5: must divide heads (32)"). Every dimension is in [1, 2^40], layers at
+ *  most 2^24, and the parameter count at most 1e18. */
 mp_status mp_model_check(const mp_model *m, mp_diag *diag);
 
 /** Vocabulary size after padding to a multiple of (vocab_pad_multiple * tp). tp >= 1. */

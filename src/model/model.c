@@ -6,6 +6,7 @@
 #include "meshplan/model.h"
 
 #define MP_DIM_MAX ((int64_t)1 << 40)
+#define MP_LAYERS_MAX ((int64_t)1 << 24)
 
 mp_status mp_model_check(const mp_model *m, mp_diag *diag)
 {
@@ -22,6 +23,12 @@ mp_status mp_model_check(const mp_model *m, mp_diag *diag)
 #undef POS
     if (bad)
         return MP_ERR_INPUT;
+    if (m->layers > MP_LAYERS_MAX) {
+        /* Layer counts are per-stage ints in mp_estimate; no model has more than a few hundred. */
+        mp_diag_add(diag, "%s.layers = %lld: expected at most 2^24 (16777216)", k,
+                    (long long)m->layers);
+        return MP_ERR_INPUT;
+    }
     if (m->vocab_pad_multiple > 65536) {
         mp_diag_add(diag, "%s.vocab_pad_multiple = %lld: expected at most 65536", k,
                     (long long)m->vocab_pad_multiple);

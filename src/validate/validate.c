@@ -355,10 +355,17 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
                 snprintf(why, sizeof why, "num_gpus = \"%.40s\": expected a positive integer", cell[C_NGPUS]);
                 bad = 1;
             } else {
-                if (int_cell(cell[C_GPN], &gpn) != 1)
-                    gpn = 0;
+                int gst = int_cell(cell[C_GPN], &gpn);
+                if (gst == 0)
+                    gpn = 0; /* not stated: the GPU's usual node */
+                else if (gst < 0 || gpn < 1 || gpn > (1 << 20)) {
+                    snprintf(why, sizeof why, "gpus_per_node = \"%.40s\": expected an integer in [1, 2^20]",
+                             cell[C_GPN]);
+                    bad = 1;
+                }
                 mp_diag cd = {0};
-                if (mp_cluster_from_catalog(cat, cell[C_GPU], ngpus, (int)gpn, NULL, &cl, &cd) != MP_OK) {
+                if (!bad &&
+                    mp_cluster_from_catalog(cat, cell[C_GPU], ngpus, (int)gpn, NULL, &cl, &cd) != MP_OK) {
                     snprintf(why, sizeof why, "%.250s", cd.text);
                     bad = 1;
                 }
