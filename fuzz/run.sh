@@ -39,12 +39,12 @@ for c in clang clang-14 clang-15 clang-16; do
     [ -n "$CC" ] && break
     command -v "$c" >/dev/null 2>&1 && CC=$c
 done
-[ -n "$CC" ] || skip "no clang found (apt-get install clang libclang-rt-14-dev)"
+[ -n "$CC" ] || skip "no clang found (scripts/setup.sh --fuzz installs clang and libclang-rt-14-dev)"
 probe=$(mktemp -d "${TMPDIR:-/tmp}/fuzzprobe.XXXXXX")
 printf '#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
 if ! "$CC" -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then
     rm -rf "$probe"
-    skip "$CC cannot link -fsanitize=fuzzer (libFuzzer runtime missing: apt-get install libclang-rt-14-dev)"
+    skip "$CC cannot link -fsanitize=fuzzer (libFuzzer runtime missing: scripts/setup.sh --fuzz)"
 fi
 rm -rf "$probe"
 

@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # scripts/setup.sh — install the build dependencies (Debian/Ubuntu) when they are missing.
 # Installs nothing when everything is already there. Works as root, or through sudo.
+#   scripts/setup.sh [--fuzz] [--valgrind]
+# --fuzz also installs clang and its libFuzzer runtime (fuzz/run.sh); --valgrind installs
+# valgrind (scripts/valgrind.sh). Neither is needed to build or test.
 set -euo pipefail
 
 PKGS=(cmake gcc libc6-dev make pkg-config libjansson-dev libcmocka-dev python3)
+for opt in "$@"; do
+    case "$opt" in
+        --fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
+        --valgrind) PKGS+=(valgrind) ;;
+        *) echo "setup: unknown option $opt (expected --fuzz or --valgrind)" >&2; exit 2 ;;
+    esac
+done
 
 missing=()
 for p in "${PKGS[@]}"; do
