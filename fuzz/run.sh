@@ -12,7 +12,8 @@
 # fuzz/seeds/, fuzz/dicts/, data/, tests/data/, tests/bad_inputs/ and ../shared/validation/).
 # A crash, leak, timeout or sanitizer report leaves its input in $FUZZ_BUILD/artifacts/ and
 # makes the script exit 1; reproduce with `$FUZZ_BUILD/fuzz/fuzz_<target> <file>`.
-# Summary line per target: seconds, runs, corpus files and bytes, status.
+# Summary line per target: wall and CPU seconds, runs, corpus files and bytes, status (also
+# appended to $FUZZ_BUILD/summary.txt with the date).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -123,24 +124,26 @@ maxlen_for() {
 run_one() {
     local t=$1 log=$B/fuzz_$1.log extra=()
     [ "$t" = cli ] && extra+=(-close_fd_mask=2)
-    local start=$(date +%s)
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
-    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    "$B/fuzz/fuzz_$t" "$B/corpus/$t" "$S/$t" -max_total_time="$SECS" -timeout=10 \
+    local start=$(date +%s) TIMEFORMAT='%U %S'
+    { time ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+      UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+      "$B/fuzz/fuzz_$t" "$B/corpus/$t" "$S/$t" -max_total_time="$SECS" -timeout=10 \
         -rss_limit_mb=2048 -max_len="$(maxlen_for "$t")" -dict="$(dict_for "$t")" \
         -artifact_prefix="$B/artifacts/${t}-" -print_final_stats=1 ${extra[@]+"${extra[@]}"} \
-        >"$log" 2>&1
+        >"$log" 2>&1 ; } 2>"$B/cpu_$t.txt"
     local rc=$? secs=$(( $(date +%s) - start ))
+    local cpu=$(awk '{ printf "%d", $1 + $2 }' "$B/cpu_$t.txt" 2>/dev/null)
     local runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
     local files=$(find "$B/corpus/$t" -type f | wc -l)
     local bytes=$(du -sb "$B/corpus/$t" | cut -f1)
     local status=ok
     [ $rc -ne 0 ] && status="FAILED (exit $rc; see $log and $B/artifacts/)"
-    printf 'fuzz: %-13s %5d s %10s runs  corpus %5d files %9d bytes  %s\n' "$t" "$secs" \
-        "${runs:-?}" "$files" "$bytes" "$status" | tee -a "$B/summary.txt"
+    printf 'fuzz: %-13s %5d s (%5s s CPU) %10s runs  corpus %5d files %9d bytes  %s\n' "$t" \
+        "$secs" "${cpu:-?}" "${runs:-?}" "$files" "$bytes" "$status" | tee -a "$B/summary.txt"
     [ $rc -eq 0 ]
 }
 
+echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(git rev-parse --short HEAD 2>/dev/null) ${SECS} s per target" >>"$B/summary.txt"
 fail=0
 pids=()
 for t in "${TARGETS[@]}"; do
