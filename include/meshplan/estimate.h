@@ -56,6 +56,10 @@ typedef struct {
     double gemm_sustained_frac;      /* of the measured best GEMM rate (clocks under load, shapes) */
     double attention_sustained_frac; /* of the catalogued fused-attention rate */
     double memory_bound_sustained_frac; /* of measured HBM bandwidth, for element-wise kernels */
+    /* 1: leave the bottleneck and reasons texts empty (every number is still computed). For
+     * callers that evaluate millions of plans and re-evaluate the few they report (the search);
+     * formatting them is about a third of an evaluation. Default 0. */
+    int skip_text;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);

@@ -29,6 +29,7 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
     o->gemm_sustained_frac = 0.85;
     o->attention_sustained_frac = 0.5;
     o->memory_bound_sustained_frac = 0.6;
+    o->skip_text = 0;
 }
 
 /* ---- compute-time helpers -------------------------------------------------------------- */
@@ -528,7 +529,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         }
     }
     e->feasible = e->memory.total <= e->memory.capacity;
-    if (!e->feasible) {
+    if (!e->feasible && !opts->skip_text) {
         add_reason(e, "memory: %.1f GiB needed on the most loaded GPU, capacity %.1f GiB",
                    e->memory.total / 1073741824.0, e->memory.capacity / 1073741824.0);
     }
@@ -549,7 +550,9 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     for (size_t i = 1; i < sizeof parts / sizeof parts[0]; i++)
         if (parts[i].t > parts[bi].t)
             bi = i;
-    if (!e->feasible) {
+    if (opts->skip_text) {
+        /* texts left empty on request (mp_estimate_opts.skip_text) */
+    } else if (!e->feasible) {
         snprintf(e->bottleneck, sizeof e->bottleneck, "memory (%.1f of %.1f GiB)",
                  e->memory.total / 1073741824.0, e->memory.capacity / 1073741824.0);
     } else if (bi == 0 && comm_sum < 0.25 * e->step_s) {
