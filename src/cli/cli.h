@@ -50,8 +50,29 @@ int cli_load_catalog(const cli_args *a, mp_catalog **cat);
 /** --model: a catalog key, a Hugging Face config.json or a model JSON; 0 or an exit code. */
 int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m);
 
+/* --- search and scale (cli_search.c) --- */
+/** --gpus N or A:B (A, 2A, 4A, ... <= B) into counts (at most cap); 0 or EXIT_INPUT. */
+int cli_parse_gpu_range(const char *s, long long *counts, int cap, int *n);
+/** One cluster per count from --gpu, --gpus-per-node, --scale-out; 0 or an exit code. */
+int cli_search_clusters(const cli_args *a, const mp_catalog *cat, const long long *counts, int n,
+                        mp_cluster *clusters);
+/** Search options from --gb --seq --precision --fix --objective --tokens --price-gpu-hour --top
+ *  --threads --no-prune; 0 or EXIT_INPUT after printing the problem. */
+int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o);
+/** A progress bar on stderr, drawn only when stderr is a terminal and after the first second. */
+typedef struct {
+    int enabled, drawn;
+    double t0, last;
+    const char *label;
+} cli_progress;
+void cli_progress_init(cli_progress *p, const char *label);
+void cli_progress_cb(void *ctx, double frac, uint64_t done); /* an mp_progress_fn */
+void cli_progress_done(cli_progress *p);
+
 int cmd_predict(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
+int cmd_search(int argc, char **argv);
+int cmd_scale(int argc, char **argv);
 
 #endif

@@ -4,6 +4,8 @@
  *                     [--catalog FILE] --plan "tp=8,pp=4,..." [--json]
  *   meshplan validate FILE.csv [--json] [--catalog FILE]
  *   meshplan catalog  [gpus|links|nodes|models] [--json]
+ *   meshplan search   --model M --gpu G --gpus N|A:B --gb B [...] [--json|--csv]
+ *   meshplan scale    --model M --gpu G --gpus A:B --gb B [...] [--json|--csv]
  *
  * Exit codes: 0 success, 2 bad usage or bad input (the message names the field, the value and
  * what was expected), 1 internal error.
@@ -22,6 +24,12 @@ static const char *usage_text =
     "            M is a catalog key, a Hugging Face config.json or a model JSON file.\n"
     "  validate  FILE.csv [--json] [--catalog FILE]   predict published runs, report the error\n"
     "  catalog   [gpus|links|nodes|models] [--json] [--catalog FILE]\n"
+    "  search    --model M --gpu G --gpus N|A:B --gb B [--seq S] [--precision P] [--fix \"tp=8,...\"]\n"
+    "            [--objective throughput|time-to-train|cost|energy] [--tokens T] [--price-gpu-hour USD]\n"
+    "            [--top K] [--threads T] [--rank \"plan\"] [--no-prune] [--json|--csv]\n"
+    "            every valid plan evaluated; the best, the Pareto frontiers, the rejections and why\n"
+    "  scale     --model M --gpu G --gpus A:B --gb B [search options] [--json|--csv]\n"
+    "            best plan per GPU count (doubling), strong- and weak-scaling efficiency\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
@@ -40,6 +48,8 @@ int main(int argc, char **argv)
         {"predict", cmd_predict},
         {"validate", cmd_validate},
         {"catalog", cmd_catalog},
+        {"search", cmd_search},
+        {"scale", cmd_scale},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name))
