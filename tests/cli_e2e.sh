@@ -301,5 +301,98 @@ else
     echo "skip - validate runs.csv ($RUNS is absent)"
 fi
 
+
+# --- search and scale ----------------------------------------------------------------------------
+S7="--model llama2-7b $H100 --gpus 8 --gb 16 --seq 4096"
+run search $S7 --json --top 5
+check "search --json: top sorted, counts add up, explanation" "rc_is 0" "no_nonfinite" "json_check '
+for k in (\"top\", \"pareto_memory\", \"pareto_cost\", \"counts\", \"explanation\", \"objective\", \"job\"):
+    assert k in d, \"missing key \" + k
+assert len(d[\"top\"]) == 5, len(d[\"top\"])
+s = [t[\"score\"] for t in d[\"top\"]]
+assert s == sorted(s), s
+c = d[\"counts\"]
+assert c[\"evaluated\"] + c[\"over_memory_proven\"] == c[\"plans\"], c
+assert c[\"feasible\"] + c[\"over_memory\"] + c[\"failed\"] == c[\"plans\"], c
+for t in d[\"top\"]:
+    for k in (\"plan\", \"step_s\", \"tokens_per_s\", \"mfu\", \"headroom_bytes\", \"bottleneck\"): assert k in t, k
+    assert t[\"headroom_bytes\"] >= 0 and t[\"bottleneck\"]
+assert d[\"explanation\"][\"text\"], d[\"explanation\"]
+assert d[\"pareto_memory\"][0][\"tokens_per_s\"] == d[\"top\"][0][\"tokens_per_s\"]
+'"
+W7=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["top"][0]["plan"]); print(repr(d["top"][0]["memory_bytes"]))' "$OUT" 2>/dev/null)
+
+run search $S7
+check "search, text: top plans, frontier, rejections, why" "rc_is 0" "no_nonfinite" \
+    "grep -q '^top ' $OUT || { WHY='no top list'; false; }" \
+    "grep -q 'Pareto frontier, throughput vs memory headroom' $OUT || { WHY='no frontier'; false; }" \
+    "grep -q '^rejected:' $OUT || { WHY='no rejections'; false; }" \
+    "grep -q '^why #1: ' $OUT || { WHY='no explanation'; false; }"
+
+run search $S7 --csv --price-gpu-hour 2.5
+check "search --csv: header, top and both frontiers" "rc_is 0" "no_nonfinite" \
+    "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); s=set(x[\"set\"] for x in r); assert s == {\"top\",\"pareto_memory\",\"pareto_cost\"}, s; assert all(float(x[\"step_s\"]) > 0 for x in r)' $OUT || { WHY='bad CSV'; false; }"
+
+run search $S7 --objective energy
+check "search --objective energy: exit 2, needs the energy model" "rc_is 2" \
+    "stderr_has 'energy objective needs the energy model (issue 6)'"
+run search $S7 --objective cost
+check "search --objective cost without a price: exit 2" "rc_is 2" "stderr_has price-gpu-hour"
+run search --model llama2-7b $H100 --gpus 8
+check "search without --gb: exit 2" "rc_is 2" "stderr_has gb"
+run search --model llama2-7b $H100 --gpus 64:8 --gb 16
+check "search --gpus 64:8: exit 2" "rc_is 2" "stderr_has 64:8"
+run search $S7 --json --csv
+check "search --json --csv: exit 2" "rc_is 2" "stderr_has exclude"
+run search $S7 --rank "tp=3"
+check "search --rank with a plan that cannot be formed: exit 2" "rc_is 2" "stderr_has heads"
+run search $S7 --fix "tp=2,recompute=full" --json --top 3
+check "search --fix pins keys" "rc_is 0" "json_check '
+assert all(t[\"tp\"] == 2 and t[\"recompute\"] == \"full\" for t in d[\"top\"]), d[\"top\"]
+'"
+
+# The decision at the memory threshold through a --catalog override of memory_bytes: with exactly
+# the winner's need it stays the winner; one representable value less and another plan wins.
+if [ -n "$W7" ]; then
+    WPLAN=$(printf '%s\n' "$W7" | sed -n 1p)
+    WNEED=$(printf '%s\n' "$W7" | sed -n 2p)
+    for side in at below; do
+        python3 - "$ROOT/data/gpus.json" "$WNEED" "$side" >"$TMP/gpu-$side.json" <<'PYEOF'
+import json, math, sys
+g = [x for x in json.load(open(sys.argv[1]))["gpus"] if x["key"] == "h100-sxm5-80gb"][0]
+need = float(sys.argv[2])
+g["memory_bytes"] = need if sys.argv[3] == "at" else math.nextafter(need, 0.0)
+print(json.dumps({"gpus": [g]}))
+PYEOF
+    done
+    run search $S7 --json --top 1 --catalog "$TMP/gpu-at.json"
+    check "memory threshold: capacity = the winner's need keeps it" "rc_is 0" "json_check '
+assert d[\"top\"][0][\"plan\"] == \"$WPLAN\", d[\"top\"][0][\"plan\"]
+'"
+    run search $S7 --json --top 1 --catalog "$TMP/gpu-below.json"
+    check "memory threshold: one value below, another plan wins" "rc_is 0" "json_check '
+assert d[\"top\"][0][\"plan\"] != \"$WPLAN\"
+assert d[\"top\"][0][\"memory_bytes\"] < $WNEED
+'"
+else
+    CMD="search $S7 --json"
+    fail "memory threshold" "no winner from the first search"
+fi
+
+run scale --model llama2-7b $H100 --gpus 8:32 --gb 64 --seq 4096 --json
+check "scale --json: one point per count, efficiency 1 at the first" "rc_is 0" "no_nonfinite" "json_check '
+p = d[\"points\"]
+assert [x[\"gpus\"] for x in p] == [8, 16, 32], p
+assert abs(p[0][\"strong\"][\"efficiency\"] - 1) < 1e-12 and abs(p[0][\"weak\"][\"efficiency\"] - 1) < 1e-12
+assert [x[\"weak\"][\"gb\"] for x in p] == [16, 32, 64]
+for x in p:
+    for k in (\"strong\", \"weak\"):
+        assert 0 < x[k][\"efficiency\"] <= 1.05, x
+'"
+run scale --model llama2-7b $H100 --gpus 8:32 --gb 64 --seq 4096 --csv
+check "scale --csv" "rc_is 0" "no_nonfinite" \
+    "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r) == 3 and float(r[2][\"strong_efficiency\"]) > 0' $OUT || { WHY='bad CSV'; false; }"
+run scale --model llama2-7b $H100 --gpus 8:32 --gb 64 --seq 4096
+check "scale, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -323,7 +323,7 @@ static void test_same_result_with_any_thread_count(void **state)
             mp_search_result many;
             o.threads = threads[t];
             search(m, &c, 1, &o, &many);
-            assert_int_equal(many.threads, threads[t]);
+            assert_true(many.threads == threads[t] || many.threads == 1); /* 1: no OpenMP */
             assert_same_result(&one, &many, 1);
             mp_search_result_free(&many);
         }

@@ -420,7 +420,8 @@ static mp_status merge_frontier(tstate *ts, int nt, int kind, mp_search_entry **
     size_t k = 0;
     for (int i = 0; i < nt; i++) {
         frontier *f = kind == FR_MEMORY ? &ts[i].fm : &ts[i].fc;
-        memcpy(all + k, f->a, (size_t)f->n * sizeof *all);
+        if (f->n)
+            memcpy(all + k, f->a, (size_t)f->n * sizeof *all);
         k += (size_t)f->n;
     }
     qsort(all, total, sizeof *all, entry_qsort_cmp);
@@ -529,10 +530,10 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
     }
     qsort(order, nshapes, sizeof *order, order_cmp);
 
-    int nt = o->threads;
 #ifdef _OPENMP
-    if (nt <= 0)
-        nt = omp_get_max_threads();
+    int nt = o->threads > 0 ? o->threads : omp_get_max_threads();
+#else
+    int nt = 1; /* built without OpenMP: serial, same results */
 #endif
     if (nt <= 0)
         nt = 1;
@@ -624,7 +625,8 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
     if (!nomem) {
         size_t k = 0;
         for (int i = 0; i < nt; i++) {
-            memcpy(out->top + k, ts[i].heap, (size_t)ts[i].nheap * sizeof *out->top);
+            if (ts[i].nheap)
+                memcpy(out->top + k, ts[i].heap, (size_t)ts[i].nheap * sizeof *out->top);
             k += (size_t)ts[i].nheap;
         }
         qsort(out->top, nall, sizeof *out->top, entry_qsort_cmp);

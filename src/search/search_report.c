@@ -301,7 +301,9 @@ char *mp_search_report_json(const mp_model *m, const mp_cluster *clusters, int n
     }
     json_object_set_new(root, "wall_s", num(r->wall_s));
     json_object_set_new(root, "threads", json_integer(r->threads));
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    /* 17 significant digits: every number reads back exactly (a threshold test feeds the
+     * winner's memory need back as a capacity). */
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(root);
     return s;
 }
