@@ -6,8 +6,8 @@
  * The job of the issue: Llama 3.1 405B on 16,384 H100 SXM5 80GB, global batch 2048 x 8192
  * tokens. For each thread count: the wall time of the full search (pruned, as `meshplan search`
  * runs it) and of the exhaustive one (every plan evaluated), plans evaluated, evaluations per
- * second per core (evaluated / wall / threads), and a checksum of the winner so runs can be
- * compared. */
+ * second per core (evaluated / wall / threads), and the winner so runs can be compared. Each
+ * figure is the best of 3 runs (the machine may be shared; the best run is the least disturbed). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,10 +47,18 @@ int main(int argc, char **argv)
             o.threads = threads[k];
             o.prune = prune;
             mp_search_result r;
-            if (mp_search(m, &c, 1, &o, &r, &d) != MP_OK) {
-                fprintf(stderr, "search failed: %s\n", d.text);
-                return 1;
+            double best = 1e300;
+            for (int rep = 0; rep < 3; rep++) {
+                if (mp_search(m, &c, 1, &o, &r, &d) != MP_OK) {
+                    fprintf(stderr, "search failed: %s\n", d.text);
+                    return 1;
+                }
+                if (r.wall_s < best)
+                    best = r.wall_s;
+                if (rep < 2)
+                    mp_search_result_free(&r);
             }
+            r.wall_s = best;
             char plan[512] = "none";
             if (r.ntop)
                 mp_plan_format(&r.top[0].plan, plan, sizeof plan);

@@ -16,6 +16,7 @@
 #include "test_util.h"
 
 #include "meshplan/meshplan.h"
+#include "search/search_internal.h" /* sp_contains, checked against mp_plan_resolve */
 
 static const mp_model *model(const char *key)
 {
@@ -197,6 +198,9 @@ static void test_space_is_what_resolve_accepts(void **state)
 
     /* The raw grid: every value of every key, valid or not, through mp_plan_resolve. */
     key_list want = {NULL, 0, 0, &m, gpus};
+    sp_space space;
+    assert_int_equal(sp_space_init(&space, &m, &o, NULL), MP_OK);
+    size_t contains_checked = 0;
     const int64_t deg[] = {1, 2, 3, 4, 8, 16};
     const int64_t hsdp[] = {0, 1, 2, 3, 4, 8};
     size_t tried = 0;
@@ -223,11 +227,24 @@ static void test_space_is_what_resolve_accepts(void **state)
                                         p.hsdp = hsdp[h];
                                         p.recompute = (mp_recompute)rc;
                                         tried++;
-                                        if (mp_plan_resolve(&p, &m, gpus, NULL) == MP_OK)
+                                        int ok = mp_plan_resolve(&p, &m, gpus, NULL) == MP_OK;
+                                        if (ok)
                                             push_key(&want, &p);
+                                        /* Membership (used to rank a given plan) agrees with
+                                         * resolve on every grid point, sampled 1 in 7. */
+                                        if (tried % 7 == 0) {
+                                            contains_checked++;
+                                            if (sp_contains(&space, gpus, &p) != ok) {
+                                                char s[512];
+                                                mp_plan_format(&p, s, sizeof s);
+                                                fail_msg("sp_contains(%s) = %d, resolve %s", s, !ok,
+                                                         ok ? "accepts it" : "does not");
+                                            }
+                                        }
                                     }
     sort_unique(&want);
     assert_true(tried > 100000);
+    assert_true(contains_checked > 10000);
     if (want.n != got.n)
         fail_msg("resolve accepts %zu distinct plans of the grid, the search space has %zu",
                  want.n, got.n);
@@ -536,6 +553,32 @@ static void test_pins_and_bad_options(void **state)
     memset(&d, 0, sizeof d);
     assert_int_equal(mp_search(m, &c, 1, &o, &r, &d), MP_ERR_INPUT);
     assert_non_null(strstr(d.text, "price"));
+    /* Ranking a plan the bounds skipped: in the space, does not fit. With 24 GiB, tp = pp = 1
+     * and ZeRO 0 hold 18 bytes x 6.7e9 parameters: proven over memory without evaluation. */
+    {
+        const mp_model *m7;
+        mp_cluster c7;
+        mp_search_opts o7;
+        setup_job(&jobs[1], &m7, &c7, &o7);
+        mp_plan rp;
+        mp_plan_init_default(&rp);
+        assert_int_equal(mp_plan_parse("tp=1,pp=1,zero=0,mb=1,gb=16,seq=4096", &rp, NULL), MP_OK);
+        assert_int_equal(mp_plan_resolve(&rp, m7, 8, NULL), MP_OK);
+        o7.rank_plan = &rp;
+        search(m7, &c7, 1, &o7, &r);
+        assert_true(r.counts.over_memory_proven > 0);
+        assert_true(r.rank_in_space);
+        assert_false(r.rank_feasible);
+        assert_int_equal(r.rank, 0);
+        mp_search_result_free(&r);
+        /* Pinned out of the space: not in it, still evaluated. */
+        o7.pin.tp = 2;
+        o7.rank_plan = &rp;
+        search(m7, &c7, 1, &o7, &r);
+        assert_false(r.rank_in_space);
+        assert_true(r.rank_entry.memory_bytes > 24 * 1073741824.0);
+        mp_search_result_free(&r);
+    }
     /* Nothing fits: an answer, with the plan that came closest. */
     mp_search_opts_init(&o);
     o.pin.gb = 32;

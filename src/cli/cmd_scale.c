@@ -204,25 +204,25 @@ int cmd_scale(int argc, char **argv)
     } else {
         printf("scale: %s on %s, gb %lld (strong scaling: fixed; weak scaling: gb x N / %lld), "
                "objective %s\n\n", m.key, clusters[0].gpu.key, gb, nmax, mp_objective_name(o.objective));
-        printf("%6s | %-62s %11s %9s %6s %6s | %6s %11s %9s %6s\n", "gpus", "strong: best plan",
+        printf("%6s | %-72s %11s %9s %6s %6s | %7s %11s %9s %6s\n", "gpus", "strong: best plan",
                "tokens/s", "tok/s/GPU", "MFU", "eff", "weak gb", "tokens/s", "tok/s/GPU", "eff");
         for (int i = 0; i < n; i++) {
             char plan[256] = "none fits in memory";
             const scale_point *s = &strong[i], *w = &weak[i];
             if (s->ok)
                 compact_plan(&s->best.plan, plan, sizeof plan);
-            printf("%6lld | %-62s", counts[i], plan);
+            printf("%6lld | %-72s", counts[i], plan);
             if (s->ok)
                 printf(" %11.4g %9.4g %5.1f%% %5.1f%%", s->best.tokens_per_s,
                        s->best.tokens_per_s / (double)counts[i], 100.0 * s->best.mfu, 100.0 * s->eff);
             else
                 printf(" %11s %9s %6s %6s", "-", "-", "-", "-");
             if (!w->gb)
-                printf(" | %6s %11s %9s %6s\n", "-", "-", "-", "-");
+                printf(" | %7s %11s %9s %6s\n", "-", "-", "-", "-");
             else if (!w->ok)
-                printf(" | %6lld %11s %9s %6s\n", w->gb, "none fits", "-", "-");
+                printf(" | %7lld %11s %9s %6s\n", w->gb, "none fits", "-", "-");
             else
-                printf(" | %6lld %11.4g %9.4g %5.1f%%\n", w->gb, w->best.tokens_per_s,
+                printf(" | %7lld %11.4g %9.4g %5.1f%%\n", w->gb, w->best.tokens_per_s,
                        w->best.tokens_per_s / (double)counts[i], 100.0 * w->eff);
         }
         printf("\nefficiency = tokens/s per GPU relative to the smallest count with a plan that fits "

@@ -103,15 +103,6 @@ static int entry_qsort_cmp(const void *a, const void *b)
     return mp_search_entry_cmp((const mp_search_entry *)a, (const mp_search_entry *)b);
 }
 
-static int same_plan(const mp_plan *p, const mp_plan *q)
-{
-    return p->tp == q->tp && p->pp == q->pp && p->vpp == q->vpp && p->dp == q->dp &&
-           p->cp == q->cp && p->ep == q->ep && p->sp == q->sp && p->mb == q->mb &&
-           p->gb == q->gb && p->seq == q->seq && p->zero == q->zero && p->hsdp == q->hsdp &&
-           p->recompute == q->recompute && p->precision == q->precision &&
-           p->flash == q->flash && p->schedule == q->schedule;
-}
-
 /* Fill everything but the bottleneck text from an estimate. */
 static mp_status fill_entry(const mp_model *m, const mp_cluster *c, int ci, const mp_search_opts *o,
                             const mp_plan *p, const mp_estimate *e, mp_search_entry *en)
@@ -247,7 +238,6 @@ typedef struct {
     frontier fm, fc;
     mp_search_counts counts;
     uint64_t rank_better;
-    int rank_found;
     int have_least;
     mp_search_entry least;
     int nomem;
@@ -307,8 +297,6 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
         t->counts.failed++;
         return -1;
     }
-    if (sc->rank_ref && t->ci == sc->o->rank_cluster && same_plan(p, &sc->rank_ref->plan))
-        t->rank_found = 1;
     if (!e->feasible) {
         t->counts.over_memory++;
         if (!t->have_least || en.memory_bytes < t->least.memory_bytes ||
@@ -521,6 +509,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
             goto fail;
         }
         out->rank_feasible = out->rank_entry.feasible;
+        out->rank_in_space = sp_contains(&space, clusters[o->rank_cluster].num_gpus, o->rank_plan);
         sc.rank_ref = &out->rank_entry;
     }
 
@@ -595,6 +584,9 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         free(ax);
     }
 
+    if (o->progress)
+        o->progress(o->progress_ctx, 1.0, done_plans);
+
     /* Merge. */
     int nomem = 0;
     size_t nall = 0;
@@ -608,7 +600,6 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         out->counts.over_memory_proven += c->over_memory_proven;
         out->counts.failed += c->failed;
         out->rank += ts[i].rank_better;
-        out->rank_in_space |= ts[i].rank_found;
         if (ts[i].have_least &&
             (!out->have_least_memory || ts[i].least.memory_bytes < out->least_memory.memory_bytes ||
              (ts[i].least.memory_bytes == out->least_memory.memory_bytes &&

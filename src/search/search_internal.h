@@ -66,6 +66,10 @@ mp_status sp_shapes(const sp_space *s, int cluster, int64_t gpus, sp_shape **sha
 /* The axis values below a shape (returns the number of plans). */
 uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax);
 
+/* 1 if the resolved plan p is one of the space's plans on gpus GPUs (decided from the rules and
+ * axis values, not by visiting: a plan in a pruned subtree is still in the space). */
+int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p);
+
 /* Walk every plan below the shape, pruning when w->prune. Returns 0, or -2 if visit stopped. */
 int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker *w);
 

@@ -317,6 +317,53 @@ int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker 
     return 0;
 }
 
+int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
+{
+    const mp_plan *pin = &s->o->pin;
+    if (p->tp < 1 || p->cp < 1 || p->pp < 1 || p->dp < 1 || p->tp * p->cp * p->pp * p->dp != gpus)
+        return 0;
+    if ((pin->tp && pin->tp != p->tp) || (pin->cp && pin->cp != p->cp) ||
+        (pin->pp && pin->pp != p->pp) || (pin->dp && pin->dp != p->dp))
+        return 0;
+    if (shape_rules(s, p->tp, p->cp, p->pp, p->dp))
+        return 0;
+    /* The job. */
+    if (p->gb != s->gb || p->seq != s->seq || p->precision != s->base.precision ||
+        p->flash != s->base.flash)
+        return 0;
+    sp_axes *ax = malloc(sizeof *ax);
+    if (!ax)
+        return 0;
+    sp_shape sh = {0, p->tp, p->cp, p->pp, p->dp, 0};
+    sp_shape_axes(s, &sh, ax);
+    int ok = p->vpp >= ax->vpp_lo && p->vpp <= ax->vpp_hi;
+    mp_schedule sched = pin->schedule_given ? pin->schedule
+                        : p->vpp > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
+    ok = ok && p->schedule == sched;
+    int in = 0;
+    for (int i = 0; i < ax->nshard; i++)
+        in |= ax->shard_zero[i] == p->zero && ax->shard_hsdp[i] == p->hsdp;
+    ok = ok && in;
+    in = 0;
+    for (int i = 0; i < ax->nep; i++)
+        in |= ax->ep[i] == p->ep;
+    ok = ok && in;
+    in = 0;
+    for (int i = 0; i < ax->nsp; i++)
+        in |= ax->sp[i] == p->sp;
+    ok = ok && in;
+    in = 0;
+    for (int i = 0; i < ax->nrc; i++)
+        in |= ax->rc[i] == p->recompute;
+    ok = ok && in;
+    in = 0;
+    for (int i = 0; i < ax->nmb; i++)
+        in |= ax->mb[i] == p->mb;
+    ok = ok && in;
+    free(ax);
+    return ok;
+}
+
 /* ---- the public enumerator ------------------------------------------------------------- */
 
 typedef struct {
