@@ -119,11 +119,12 @@ int main(int argc, char **argv)
     qsort(gain, (size_t)ranked, sizeof *gain, cmp_dbl);
     qsort(pct, (size_t)ranked, sizeof *pct, cmp_dbl);
     if (ranked)
-        printf("\nsummary: %d published plans ranked (%d do not fit meshplan's memory model); %d are "
-               "meshplan's #1; median rank percentile %.2f%%; median predicted gain of #1 over the "
-               "published plan %.1f%% (max %.1f%%); %.1f s of search\n",
-               ranked, infeasible, first, pct[ranked / 2], 100.0 * (gain[ranked / 2] - 1.0),
-               100.0 * (gain[ranked - 1] - 1.0), wall);
+        printf("\nsummary: %d published plans searched; %d fit meshplan's memory model and are "
+               "ranked, %d do not; %d ranked #1; median rank percentile %.2f%% (rank / feasible "
+               "plans); median predicted gain of meshplan's #1 over the published plan %.1f%% "
+               "(max %.1f%%); %.1f s of search\n",
+               ranked + infeasible, ranked, infeasible, first, pct[ranked / 2],
+               100.0 * (gain[ranked / 2] - 1.0), 100.0 * (gain[ranked - 1] - 1.0), wall);
     free(gain);
     free(pct);
     free(rows);

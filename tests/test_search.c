@@ -579,6 +579,23 @@ static void test_pins_and_bad_options(void **state)
         assert_true(r.rank_entry.memory_bytes > 24 * 1073741824.0);
         mp_search_result_free(&r);
     }
+    /* A space too large to search: refused, naming the size, before any evaluation. With 2^31
+     * layers, pp = 2 alone allows 2^30 values of vpp. */
+    {
+        mp_model big = *m;
+        big.layers = (int64_t)1 << 31;
+        big.hidden = 64;
+        big.heads = 8;
+        big.kv_heads = 8;
+        big.head_dim = 8;
+        big.ffn_hidden = 128;
+        big.vocab = 128;
+        mp_search_opts_init(&o);
+        o.pin.gb = 32;
+        memset(&d, 0, sizeof d);
+        assert_int_equal(mp_search(&big, &c, 1, &o, &r, &d), MP_ERR_RANGE);
+        assert_non_null(strstr(d.text, "pin some keys"));
+    }
     /* Nothing fits: an answer, with the plan that came closest. */
     mp_search_opts_init(&o);
     o.pin.gb = 32;

@@ -36,6 +36,9 @@
 #define MP_SEARCH_MAX_TOP 1000
 /** Most points kept on one Pareto frontier (a cap; result.truncated says when it was hit). */
 #define MP_SEARCH_MAX_FRONTIER 65536
+/** Most plans in one space (about 10 minutes on two cores); larger spaces are refused with
+ *  MP_ERR_RANGE — pin some keys. */
+#define MP_SEARCH_MAX_PLANS 1000000000ULL
 /** Most GPU counts searched at once. */
 #define MP_SEARCH_MAX_CLUSTERS 64
 
@@ -190,7 +193,8 @@ typedef struct {
 /** Search the plans of model m on each of the clusters (1..MP_SEARCH_MAX_CLUSTERS, e.g. one GPU
  *  count or a doubling range). Errors: MP_ERR_INPUT (gb missing, a bad option or pin, the model
  *  or precision unsupported, the energy objective without opts.energy: "energy objective needs
- *  the energy model (issue 6)"), MP_ERR_NOMEM. A space with no feasible plan is an answer
+ *  the energy model (issue 6)"), MP_ERR_RANGE (more than MP_SEARCH_MAX_PLANS plans), MP_ERR_NOMEM.
+ *  A space with no feasible plan is an answer
  *  (ntop == 0, have_least_memory). Free with mp_search_result_free. */
 mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters,
                     const mp_search_opts *opts, mp_search_result *out, mp_diag *diag);

@@ -452,6 +452,11 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
     size_t nshapes = 0, cap = 0;
     for (int ci = 0; ci < nclusters && st == MP_OK; ci++)
         st = sp_shapes(&space, ci, clusters[ci].num_gpus, &shapes, &nshapes, &cap, &out->counts);
+    if (st == MP_OK && out->counts.plans > MP_SEARCH_MAX_PLANS) {
+        mp_diag_add(diag, "search: the space has %llu plans, more than %llu: pin some keys (--fix)",
+                    (unsigned long long)out->counts.plans, (unsigned long long)MP_SEARCH_MAX_PLANS);
+        st = MP_ERR_RANGE;
+    }
     mp_estimate *scratch = malloc(sizeof *scratch);
     order_item *order = malloc((nshapes + 1) * sizeof *order);
     if (st == MP_OK && (!scratch || !order))

@@ -157,7 +157,8 @@ mp_status sp_shapes(const sp_space *s, int cluster, int64_t gpus, sp_shape **sha
                 sh.size = sp_shape_axes(s, &sh, ax);
                 if (!sh.size)
                     continue; /* the pins leave nothing below it */
-                counts->plans += sh.size;
+                counts->plans = counts->plans > UINT64_MAX - sh.size ? UINT64_MAX
+                                                                      : counts->plans + sh.size;
                 if (*n == *cap) {
                     size_t nc = *cap ? 2 * *cap : 256;
                     sp_shape *g = realloc(*shapes, nc * sizeof *g);
@@ -244,8 +245,12 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
                 ax->mb[ax->nmb++] = dv[i];
     }
     uint64_t nvpp = ax->vpp_hi >= ax->vpp_lo ? (uint64_t)(ax->vpp_hi - ax->vpp_lo + 1) : 0;
-    return (uint64_t)ax->nshard * (uint64_t)ax->nep * nvpp * (uint64_t)ax->nsp *
-           (uint64_t)ax->nrc * (uint64_t)ax->nmb;
+    const uint64_t f[] = {(uint64_t)ax->nshard, (uint64_t)ax->nep, nvpp, (uint64_t)ax->nsp,
+                          (uint64_t)ax->nrc, (uint64_t)ax->nmb};
+    uint64_t n = 1;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        n = (f[i] && n > UINT64_MAX / f[i]) ? UINT64_MAX : n * f[i]; /* saturating */
+    return n;
 }
 
 /* Memory is non-decreasing in mb for fixed other keys (the pruning of the mb loop): with G =
@@ -408,6 +413,11 @@ mp_status mp_search_enumerate(const mp_model *m, int64_t gpus, const mp_search_o
     sp_axes *ax = malloc(sizeof *ax);
     if (st == MP_OK && !ax)
         st = MP_ERR_NOMEM;
+    if (st == MP_OK && counts->plans > MP_SEARCH_MAX_PLANS) {
+        mp_diag_add(diag, "search: the space has %llu plans, more than %llu: pin some keys (--fix)",
+                    (unsigned long long)counts->plans, (unsigned long long)MP_SEARCH_MAX_PLANS);
+        st = MP_ERR_RANGE;
+    }
     enum_walker ew = {{enum_visit, enum_skip, 0}, visit, ctx};
     for (size_t i = 0; st == MP_OK && i < n; i++) {
         sp_shape_axes(&s, &shapes[i], ax);
