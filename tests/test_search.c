@@ -275,8 +275,8 @@ typedef struct {
 static const job jobs[] = {
     {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, 0, 1},
     {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, 24, 1},
-    {"llama3-8b", "a100-sxm4-40gb", 16, 32, 8192, 0, 1},
-    {"gpt3-175b", "a100-sxm4-80gb", 64, 64, 2048, 0, 0},
+    {"llama3-8b", "a100-sxm4-40gb", 16, 32, 8192, 0, 0},
+    {"llama2-70b", "h100-sxm5-80gb", 16, 16, 4096, 0, 1},
     {"llama2-13b", "h100-sxm5-80gb", 32, 64, 4096, 40, 1},
 };
 
@@ -303,7 +303,7 @@ static void test_pruning_never_drops_a_feasible_plan(void **state)
         mp_search_opts o;
         setup_job(&jobs[k], &m, &c, &o);
         mp_search_result pruned, full;
-        o.threads = 1;
+        o.threads = 2;
         o.prune = 1;
         search(m, &c, 1, &o, &pruned);
         o.prune = 0;

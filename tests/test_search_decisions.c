@@ -52,6 +52,8 @@ static void test_memory_capacity_threshold(void **state)
     mp_search_opts_init(&o);
     o.pin.gb = 16;
     o.pin.seq = 4096;
+    /* Recompute pinned to none (the winner's) only to keep ~40 searches fast under sanitizers. */
+    o.pin.recompute = MP_RC_NONE;
 
     /* Unlimited memory: the fastest plan W and the ranking behind it. Capacity changes which
      * plans fit, not their step times, and headroom (capacity - need) orders plans the same at
@@ -129,6 +131,7 @@ static void test_link_bandwidth_threshold(void **state)
     mp_search_opts_init(&o);
     o.pin.gb = 32;
     o.pin.seq = 4096;
+    o.pin.recompute = MP_RC_NONE; /* both winners' (as above: speed) */
     o.top_n = 1;
     const double bw0 = c.tier[1].bw_Bps; /* 50 GB/s per GPU (8 x 400 Gb/s for 8 GPUs) */
     double hi = bw0, lo = bw0 / 1000;

@@ -221,10 +221,8 @@ typedef struct {
     const mp_cluster *clusters;
     const mp_search_opts *o;
     const mp_estimate_opts *eo;  /* hot loop: the caller's assumptions, texts skipped */
-    const sp_space *space;
     int k;                       /* top list size */
     const mp_search_entry *rank_ref; /* evaluated rank plan, or NULL */
-    uint64_t total_plans;
 } search_ctx;
 
 typedef struct {
@@ -496,7 +494,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
             goto fail;
     }
 
-    /* The hot loop computes every number but formats no text (a third of an evaluation); the
+    /* The hot loop computes every number but formats no text (over half of an evaluation); the
      * plans reported are re-evaluated with the caller's options. */
     mp_estimate_opts hot;
     if (o->estimate)
@@ -504,7 +502,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
     else
         mp_estimate_opts_init(&hot);
     hot.skip_text = 1;
-    search_ctx sc = {m, clusters, o, &hot, &space, o->top_n, NULL, out->counts.plans};
+    search_ctx sc = {m, clusters, o, &hot, o->top_n, NULL};
     if (o->rank_plan) {
         mp_diag rd = {0};
         if (evaluate_full(m, &clusters[o->rank_cluster], o->rank_cluster, o, o->rank_plan, scratch,
