@@ -101,6 +101,10 @@ static void assert_same_result(const mp_search_result *a, const mp_search_result
     assert_same_entries(a->pareto_cost, a->npareto_cost, b->pareto_cost, b->npareto_cost, "pareto_cost");
     assert_int_equal(a->rank, b->rank);
     assert_int_equal(a->rank_in_space, b->rank_in_space);
+    assert_int_equal(a->winner_ties, b->winner_ties);
+    assert_int_equal(a->next_distinct_rank, b->next_distinct_rank);
+    if (a->next_distinct_rank)
+        assert_same_entries(&a->next_distinct, 1, &b->next_distinct, 1, "next_distinct");
     assert_int_equal(a->have_explanation, b->have_explanation);
     if (a->have_explanation)
         assert_string_equal(a->explanation.text, b->explanation.text);
@@ -362,6 +366,20 @@ static void test_top_is_sorted_and_ranks_agree(void **state)
     assert_true(r.ntop == 50);
     for (int i = 1; i < r.ntop; i++)
         assert_true(mp_search_entry_cmp(&r.top[i - 1], &r.top[i]) < 0);
+    /* Ties: #1's score is shared by winner_ties plans (here cp 1, 2, 4 with mb 2, 4, 8 process
+     * the same tokens per GPU); the first plan that scores differently is the next one in the
+     * list, whatever the thread count. */
+    {
+        uint64_t ties = 0;
+        while (ties < (uint64_t)r.ntop && r.top[ties].score == r.top[0].score)
+            ties++;
+        assert_true(ties >= 2 && ties < (uint64_t)r.ntop);
+        assert_int_equal(r.winner_ties, ties);
+        assert_int_equal(r.next_distinct_rank, ties + 1);
+        assert_same_entries(&r.next_distinct, 1, &r.top[ties], 1, "first distinct");
+        assert_true(r.explanation.tied);
+        assert_false(r.explanation_next.tied);
+    }
     /* The score of throughput is seconds per token: step / (gb * seq). */
     assert_close(r.top[0].score, r.top[0].step_s / (16.0 * 4096.0), 1e-12);
     /* Ranking the plan at position i gives rank i + 1, found in the space. */
@@ -491,8 +509,8 @@ static void test_explanation_names_the_largest_difference(void **state)
     mp_search_result r;
     search(m, &c, 1, &o, &r);
     assert_true(r.have_explanation);
-    const mp_search_explanation *x = r.next_distinct ? &r.explanation_next : &r.explanation;
-    const mp_search_entry *b = &r.top[r.next_distinct ? r.next_distinct : 1];
+    const mp_search_explanation *x = r.next_distinct_rank ? &r.explanation_next : &r.explanation;
+    const mp_search_entry *b = r.next_distinct_rank ? &r.next_distinct : &r.top[1];
     assert_false(x->tied);
     assert_true(strlen(x->text) > 40);
     /* Recompute the time terms of both plans and find the largest difference by hand. */

@@ -18,7 +18,7 @@
  * frontiers are merged under one total order (mp_search_entry_cmp). tests/test_search.c checks
  * both against exhaustive enumeration.
  *
- * Sizes: Llama 3 405B on 16,384 GPUs is ~2.4 million plans (bench/bench_search.c).
+ * Sizes: Llama 3 405B on 16,384 GPUs at gb 2048 x 8192 is 3.1 million plans (bench/bench_search.c).
  */
 #ifndef MESHPLAN_SEARCH_H
 #define MESHPLAN_SEARCH_H
@@ -178,8 +178,11 @@ typedef struct {
     mp_search_entry least_memory;
     int have_explanation;            /* ntop >= 2: why #1 beats #2 */
     mp_search_explanation explanation;
-    int next_distinct;               /* #2 ties with #1: index in top of the first plan that scores
-                                        differently (explained in explanation_next), else 0 */
+    uint64_t winner_ties;            /* plans with #1's score, #1 included */
+    uint64_t next_distinct_rank;     /* when #2 ties with #1: the rank of the first plan that scores
+                                        differently (winner_ties + 1), explained against #1 in
+                                        explanation_next; 0 when #2 does not tie or none exists */
+    mp_search_entry next_distinct;
     mp_search_explanation explanation_next;
     /* opts.rank_plan: */
     int rank_in_space;               /* the plan is one of the space's plans */

@@ -16,6 +16,7 @@
  * MP_SEARCH_MAX_FRONTIER points at most.
  */
 #define _POSIX_C_SOURCE 199309L
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -236,6 +237,11 @@ typedef struct {
     frontier fm, fc;
     mp_search_counts counts;
     uint64_t rank_better;
+    /* The best plan (A), how many share its score, and the best plan scoring worse than A (B):
+     * merged, they give the first plan that scores differently from #1, however many tie. */
+    int have_a, have_b;
+    mp_search_entry a, b;
+    uint64_t a_ties;
     int have_least;
     mp_search_entry least;
     int nomem;
@@ -305,6 +311,22 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
         return 0;
     }
     t->counts.feasible++;
+    if (!t->have_a || en.score < t->a.score) {
+        if (t->have_a && (!t->have_b || mp_search_entry_cmp(&t->a, &t->b) < 0)) {
+            t->b = t->a; /* the old best now scores worse than the new one */
+            t->have_b = 1;
+        }
+        t->a = en;
+        t->have_a = 1;
+        t->a_ties = 1;
+    } else if (en.score == t->a.score) {
+        t->a_ties++;
+        if (mp_search_entry_cmp(&en, &t->a) < 0)
+            t->a = en;
+    } else if (!t->have_b || mp_search_entry_cmp(&en, &t->b) < 0) {
+        t->b = en;
+        t->have_b = 1;
+    }
     heap_push(t, &en);
     fr_insert(&t->fm, &en);
     if (sc->o->price_per_gpu_hour > 0)
@@ -632,6 +654,30 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
                             &out->truncated) != MP_OK))
             nomem = 1;
     }
+    /* #1's score s*, the plans sharing it, and the best plan scoring worse (see tstate). */
+    int have_distinct = 0;
+    {
+        int have_best = 0;
+        double best = 0;
+        for (int i = 0; i < nt; i++)
+            if (ts[i].have_a && (!have_best || ts[i].a.score < best)) {
+                best = ts[i].a.score;
+                have_best = 1;
+            }
+        for (int i = 0; i < nt && have_best; i++) {
+            if (!ts[i].have_a)
+                continue;
+            if (ts[i].a.score == best)
+                out->winner_ties += ts[i].a_ties;
+            const mp_search_entry *cand[2] = {&ts[i].a, ts[i].have_b ? &ts[i].b : NULL};
+            for (int k = 0; k < 2; k++)
+                if (cand[k] && cand[k]->score > best &&
+                    (!have_distinct || mp_search_entry_cmp(cand[k], &out->next_distinct) < 0)) {
+                    out->next_distinct = *cand[k];
+                    have_distinct = 1;
+                }
+        }
+    }
     for (int i = 0; i < nt; i++)
         tstate_free(&ts[i]);
     free(ts);
@@ -652,14 +698,13 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->top[1], 2,
                           &out->explanation, NULL) == MP_OK)
         out->have_explanation = 1;
-    if (out->have_explanation && out->explanation.tied) {
-        for (int i = 2; i < out->ntop; i++)
-            if (out->top[i].score != out->top[0].score) {
-                if (mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->top[i],
-                                      i + 1, &out->explanation_next, NULL) == MP_OK)
-                    out->next_distinct = i;
-                break;
-            }
+    if (out->have_explanation && out->explanation.tied && have_distinct) {
+        out->next_distinct_rank = out->winner_ties + 1;
+        fill_bottlenecks(&sc, &out->next_distinct, 1, scratch);
+        if (mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->next_distinct,
+                              out->next_distinct_rank > INT_MAX ? INT_MAX : (int)out->next_distinct_rank,
+                              &out->explanation_next, NULL) != MP_OK)
+            out->next_distinct_rank = 0;
     }
     free(scratch);
     free(order);
@@ -809,11 +854,11 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
             appendf(t, cap, "%.4g vs %.4g J per token. ", a->energy_J_per_token, b->energy_J_per_token);
             break;
         default:
-            appendf(t, cap, "%.4g vs %.4g tokens/s (%.1f%% more). ", a->tokens_per_s, b->tokens_per_s,
+            appendf(t, cap, "%.6g vs %.6g tokens/s (%.3g%% more). ", a->tokens_per_s, b->tokens_per_s,
                     100.0 * (a->tokens_per_s / b->tokens_per_s - 1.0));
             break;
         }
-        appendf(t, cap, "Step %.4g s vs %.4g s; the term that differs most is %s: %.4g s vs %.4g s",
+        appendf(t, cap, "Step %.6g s vs %.6g s; the term that differs most is %s: %.4g s vs %.4g s",
                 ea->step_s, eb->step_s, x->term, x->term_winner_s, x->term_runner_up_s);
         /* The second largest time difference, when it is a sizeable offset. */
         size_t b2 = bt == 0 ? 1 : 0;

@@ -148,9 +148,13 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
 
     if (r->have_explanation)
         fprintf(f, "\nwhy #1: %s\n", r->explanation.text);
-    if (r->next_distinct)
-        fprintf(f, "against #%d, the first plan that scores differently: %s\n", r->next_distinct + 1,
-                r->explanation_next.text);
+    if (r->next_distinct_rank) {
+        char plan[512];
+        mp_plan_format(&r->next_distinct.plan, plan, sizeof plan);
+        fprintf(f, "%llu plans share #1's score. Against #%llu, the first that scores differently "
+                "(%s): %s\n", (unsigned long long)r->winner_ties,
+                (unsigned long long)r->next_distinct_rank, plan, r->explanation_next.text);
+    }
     if (o->rank_plan) {
         char plan[512];
         mp_plan_format(o->rank_plan, plan, sizeof plan);
@@ -179,7 +183,7 @@ static json_t *num(double x)
     return isfinite(x) ? json_real(x) : json_null();
 }
 
-static json_t *entry_json(const mp_search_entry *e, int rank)
+static json_t *entry_json(const mp_search_entry *e, json_int_t rank)
 {
     const mp_plan *p = &e->plan;
     char plan[512];
@@ -224,7 +228,7 @@ static json_t *list_json(const mp_search_entry *a, int n, int ranked)
     return arr;
 }
 
-static json_t *explanation_json(const mp_search_explanation *x, int against)
+static json_t *explanation_json(const mp_search_explanation *x, json_int_t against)
 {
     json_t *jx = json_object();
     json_object_set_new(jx, "against", json_integer(against));
@@ -285,9 +289,14 @@ char *mp_search_report_json(const mp_model *m, const mp_cluster *clusters, int n
                         r->have_least_memory ? entry_json(&r->least_memory, 0) : json_null());
     json_object_set_new(root, "explanation",
                         r->have_explanation ? explanation_json(&r->explanation, 2) : json_null());
+    json_object_set_new(root, "winner_ties", json_integer((json_int_t)r->winner_ties));
     json_object_set_new(root, "explanation_next",
-                        r->next_distinct ? explanation_json(&r->explanation_next, r->next_distinct + 1)
-                                         : json_null());
+                        r->next_distinct_rank
+                            ? explanation_json(&r->explanation_next, (json_int_t)r->next_distinct_rank)
+                            : json_null());
+    json_object_set_new(root, "next_distinct",
+                        r->next_distinct_rank ? entry_json(&r->next_distinct, (json_int_t)r->next_distinct_rank)
+                                              : json_null());
     if (o->rank_plan) {
         json_t *jr = json_object();
         json_object_set_new(jr, "in_space", json_boolean(r->rank_in_space));
