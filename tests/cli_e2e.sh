@@ -284,6 +284,20 @@ assert len(d[\"rows\"]) == 0, \"row predicted: %r\" % d[\"rows\"]
 assert [x[\"id\"] for x in d[\"skipped\"]] == [\"big1\"], d[\"skipped\"]
 '"
 
+# Found by a new user: silent substitutions are refused.
+run predict --model llama3-8b --gpu v100-sxm2-32gb --gpus 8 --plan "precision=bf16"
+check "bf16 on a GPU without bf16 is refused" "rc_is 2" "stderr_has bf16" "stderr_has v100-sxm2-32gb"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --gpus-per-node 16
+check "gpus-per-node above gpus is refused" "rc_is 2" "stderr_has gpus-per-node" "stderr_has 16"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=1,sp=1"
+check "sp=1 without tp is refused" "rc_is 2" "stderr_has plan.sp"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=99999999999999999999"
+check "an integer too large names the range" "rc_is 2" "stderr_has plan.tp" "stderr_has 16777216"
+run predict --model mixtral-8x7b --gpu h100-sxm5-80gb --gpus 8
+check "MoE models are refused until MoE is modelled" "rc_is 2" "stderr_has mixtral-8x7b" "stderr_has experts"
+run predict --model llama3-70b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=3,pp=3"
+check "every reason line carries the prefix" "rc_is 2" "stderr_has 'meshplan: plan.tp = 3: must divide heads'"
+
 RUNS="$ROOT/../shared/validation/runs.csv"
 if [ -f "$RUNS" ]; then
     run validate "$RUNS" --json

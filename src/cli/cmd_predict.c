@@ -39,6 +39,10 @@ int cmd_predict(int argc, char **argv)
         return rc;
     if (a.gpus_per_node && (rc = cli_parse_count("gpus-per-node", a.gpus_per_node, 1, 1 << 20, &gpn)))
         return rc;
+    if (gpn > ngpus) {
+        fprintf(stderr, "meshplan: gpus-per-node = %lld: expected at most gpus (%lld)\n", gpn, ngpus);
+        return EXIT_INPUT;
+    }
 
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))
@@ -50,6 +54,13 @@ int cmd_predict(int argc, char **argv)
     mp_diag d = {0};
     if ((rc = cli_load_model(cat, a.model, &m)))
         goto done;
+    if (m.moe_experts > 0) {
+        /* Until MoE is modelled (issue 7), refuse rather than answer as if it were dense. */
+        fprintf(stderr, "meshplan: model = \"%s\": a mixture-of-experts model (%lld experts, top-%lld); "
+                        "MoE is not modelled yet\n", a.model, (long long)m.moe_experts, (long long)m.moe_topk);
+        rc = EXIT_INPUT;
+        goto done;
+    }
     mp_status st = mp_cluster_from_catalog(cat, a.gpu, ngpus, (int)gpn, a.scale_out, &cl, &d);
     if (st != MP_OK) {
         rc = cli_exit_for(st);

@@ -161,8 +161,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         return MP_ERR_INPUT;
     }
     const mp_gpu *g = &c->gpu;
-    if (g->peak_flops_per_s[p->precision] <= 0 &&
-        !(p->precision == MP_DT_BF16 && g->peak_flops_per_s[MP_DT_FP16] > 0)) {
+    if (g->peak_flops_per_s[p->precision] <= 0) {
         mp_diag_add(diag, "plan.precision = %s: %s has no %s tensor cores", mp_dtype_name(p->precision),
                     g->key, mp_dtype_name(p->precision));
         return MP_ERR_INPUT;

@@ -34,8 +34,13 @@ static int parse_int(const char *key, const char *val, int64_t min, int64_t max,
     char *end = NULL;
     errno = 0;
     long long x = strtoll(val, &end, 10);
-    if (!val[0] || *end || errno == ERANGE) {
+    if (!val[0] || *end) {
         mp_diag_add(diag, "plan.%s = \"%s\": expected an integer", key, val);
+        return 0;
+    }
+    if (errno == ERANGE) {
+        mp_diag_add(diag, "plan.%s = %s: expected an integer in [%lld, %lld]", key, val,
+                    (long long)min, (long long)max);
         return 0;
     }
     if (x < min || x > max) {
@@ -229,8 +234,8 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
             FAIL("plan.hsdp = %lld: HSDP shards parameters (zero = 3), got zero = %d",
                  (long long)p->hsdp, p->zero);
     }
-    if (p->sp && p->tp == 1)
-        p->sp = 0; /* SP is a no-op without TP */
+    if (p->sp > 0 && p->tp == 1)
+        FAIL("plan.sp = 1: sequence parallelism needs tp > 1 (tp = 1)");
 #undef FAIL
     return bad ? MP_ERR_INPUT : MP_OK;
 }

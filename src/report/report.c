@@ -8,12 +8,25 @@
 
 #define GiB 1073741824.0
 
+/* Byte counts as JSON integers (exact up to 2^63; the estimator keeps them finite). */
+static json_t *bytes_json(double b)
+{
+    return b < 9.2e18 ? json_integer((json_int_t)llround(b)) : json_real(b);
+}
+
 static json_t *mem_json(const mp_memory *m)
 {
-    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "weights", m->weights, "gradients",
-                     m->gradients, "optimizer", m->optimizer, "activations", m->activations,
-                     "logits", m->logits, "buffers", m->buffers, "total", m->total, "capacity",
-                     m->capacity, "allocator_margin", m->allocator_margin);
+    json_t *o = json_object();
+    json_object_set_new(o, "weights", bytes_json(m->weights));
+    json_object_set_new(o, "gradients", bytes_json(m->gradients));
+    json_object_set_new(o, "optimizer", bytes_json(m->optimizer));
+    json_object_set_new(o, "activations", bytes_json(m->activations));
+    json_object_set_new(o, "logits", bytes_json(m->logits));
+    json_object_set_new(o, "buffers", bytes_json(m->buffers));
+    json_object_set_new(o, "total", bytes_json(m->total));
+    json_object_set_new(o, "capacity", bytes_json(m->capacity));
+    json_object_set_new(o, "allocator_margin", bytes_json(m->allocator_margin));
+    return o;
 }
 
 char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_plan *p,
