@@ -313,8 +313,8 @@ static void test_properties(void **state)
     mp_run_mc m1, m2;
     mp_run_params q = p;
     q.fail_per_s *= 2;
-    assert_int_equal(mp_run_simulate(&p, 10000, 5, &m1, &d), MP_OK);
-    assert_int_equal(mp_run_simulate(&q, 10000, 5, &m2, &d), MP_OK);
+    assert_int_equal(mp_run_simulate(&p, 4000, 5, &m1, &d), MP_OK);
+    assert_int_equal(mp_run_simulate(&q, 4000, 5, &m2, &d), MP_OK);
     assert_true(m2.goodput_mean < m1.goodput_mean);
 
     for (int reopt = 0; reopt < 2; reopt++) {
@@ -331,7 +331,7 @@ static void test_properties(void **state)
     }
     q = p;
     q.ckpt_s = 15.0;
-    assert_int_equal(mp_run_simulate(&q, 10000, 5, &m2, &d), MP_OK);
+    assert_int_equal(mp_run_simulate(&q, 4000, 5, &m2, &d), MP_OK);
     assert_true(m2.goodput_mean > m1.goodput_mean);
 }
 
