@@ -17,6 +17,8 @@
 #define D2H_BPS 25e9
 /* Target chance that a hardware failure finds no healthy spare (--spare-nodes auto). */
 #define SPARE_TARGET 0.01
+/* Most failures simulated in one command (all trials together). */
+#define SIM_MAX_FAILURES 2e8
 
 /* A finite number in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 static int parse_number(const char *name, const char *s, double min, double max, double *out)
@@ -268,8 +270,25 @@ int cmd_run(int argc, char **argv)
     };
     mp_run_expect ex;
     mp_run_mc mc;
-    if ((st = mp_run_expected(&rp, &ex, &d)) != MP_OK ||
-        (st = mp_run_simulate(&rp, (int)trials, (uint64_t)seed, &mc, &d)) != MP_OK) {
+    if ((st = mp_run_expected(&rp, &ex, &d)) != MP_OK) {
+        rc = cli_exit_for(st);
+        goto done;
+    }
+    /* The simulation costs ~1e-7 s per failure: keep it under ~20 s. */
+    if (ex.failures > SIM_MAX_FAILURES) {
+        fprintf(stderr, "meshplan: the run would see %.3g interruptions (checkpoint interval %g s, "
+                        "one failure every %g s): too many to simulate; give a shorter "
+                        "--checkpoint-interval-s or fewer --tokens\n", ex.failures, tau, mtbf_s);
+        rc = EXIT_INPUT;
+        goto done;
+    }
+    if (ex.failures * (double)trials > SIM_MAX_FAILURES) {
+        long long t2 = (long long)(SIM_MAX_FAILURES / fmax(ex.failures, 1.0));
+        fprintf(stderr, "meshplan: note: %lld trials of %.3g interruptions each would take too "
+                        "long; simulating %lld trials\n", trials, ex.failures, t2 > 0 ? t2 : 1);
+        trials = t2 > 0 ? t2 : 1;
+    }
+    if ((st = mp_run_simulate(&rp, (int)trials, (uint64_t)seed, &mc, &d)) != MP_OK) {
         rc = cli_exit_for(st);
         goto done;
     }
