@@ -264,6 +264,65 @@ check "catalog --json parses" "rc_is 0" \
 run catalog nosuch
 check "catalog nosuch" "rc_is 2" "stderr_has nosuch"
 
+# --- run: energy, cost, failures, goodput --------------------------------------------------------
+PLAN405="tp=8,pp=16,vpp=2,mb=1,gb=2048,seq=8192,zero=1,recompute=full"
+run run --model llama3-405b $H100 --gpus 16384 --plan "$PLAN405" --tokens 15.6e12 --trials 200 --seed 7 --json
+check "run llama3-405b on 16384 H100 --json" "rc_is 0" "no_nonfinite" "json_check '
+for k in (\"energy_J_per_step\", \"energy_J_per_mtoken\", \"power_W\", \"energy_MWh\", \"co2e_t\",
+          \"gpu_hours\", \"cost_usd\", \"failures\", \"checkpoint\", \"goodput\", \"wall_clock_s\"):
+    assert k in d, \"missing key \" + k
+for k in (\"gpu_avg\", \"gpu_peak\", \"node_avg\", \"node_peak\", \"facility_avg\"):
+    assert d[\"power_W\"][k] > 0, \"power_W.\" + k
+for k in (\"interruptions_per_day\", \"by_cause\"): assert k in d[\"failures\"], \"failures.\" + k
+for k in (\"bytes\", \"save_s\", \"interval_s\", \"optimal_interval_s\"):
+    assert d[\"checkpoint\"][k] > 0, \"checkpoint.\" + k
+w = d[\"wall_clock_s\"]
+assert w[\"p10\"] <= w[\"mean\"] <= w[\"p90\"], w
+assert 0 < d[\"goodput\"] <= 1
+# C6: 54 days of this job see 419 unexpected interruptions (Llama 3), +-15%
+n54 = d[\"failures\"][\"interruptions_per_day\"] * 54
+assert abs(n54 - 419) <= 0.15 * 419, n54
+assert abs(d[\"failures\"][\"by_cause\"][\"faulty_gpu\"] * 54 - 148) <= 0.15 * 148
+assert d[\"power_W\"][\"gpu_peak\"] <= 700 and d[\"power_W\"][\"gpu_avg\"] < d[\"power_W\"][\"gpu_peak\"]
+assert d[\"power_model\"][\"unseen_gpu\"] is False
+assert abs(d[\"checkpoint\"][\"optimal_interval_s\"] - d[\"checkpoint\"][\"interval_s\"]) < 1e-6
+'"
+cp "$OUT" "$TMP/run1.json"
+run run --model llama3-405b $H100 --gpus 16384 --plan "$PLAN405" --tokens 15.6e12 --trials 200 --seed 7 --json
+check "run is reproducible with a seed" "rc_is 0" "cmp -s \"$OUT\" \"$TMP/run1.json\""
+run run --model llama3-8b --gpu b200 --gpus 64 --plan "tp=1,mb=1,gb=64,seq=8192,zero=3" --tokens 1e11 --capex-per-gpu 40000 --power-cap-W 800 --async-checkpoint --spare-nodes 0 --json
+check "run on an unseen GPU with capital costs, a cap, async checkpoints, no spares" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"power_model\"][\"unseen_gpu\"] is True
+assert d[\"power_W\"][\"gpu_peak\"] <= 800
+assert d[\"cost\"][\"mode\"] == \"capital+energy\" and d[\"cost\"][\"energy_usd\"] > 0
+assert d[\"checkpoint\"][\"async\"] is True and d[\"checkpoint\"][\"block_s\"] < d[\"checkpoint\"][\"save_s\"]
+assert d[\"failures\"][\"spare_nodes\"] == 0
+'"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1,recompute=selective" --tokens 1e12
+check "run, text" "rc_is 0" "stdout_nonempty" "no_nonfinite" "grep -q goodput \"$OUT\"" "grep -q \"interruptions per day\" \"$OUT\""
+printf '{"source": "my fleet", "observed": {"gpus_count": 512, "days": 30}, "causes": [{"name": "gpu", "component": "gpu", "per": "gpu", "count": 9, "needs_spare": true}]}' >"$TMP/faults.json"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1,recompute=selective" --tokens 1e12 --failures "$TMP/faults.json" --json
+check "run --failures FILE" "rc_is 0" "json_check '
+f = d[\"failures\"]
+assert f[\"source\"] == \"my fleet\"
+assert abs(f[\"interruptions_per_day\"] - 64 * 9 / 512 / 30) < 1e-9, f
+'"
+printf '{"causes": [{"name": "gpu", "component": "gpus", "per": "gpu", "count": 9, "needs_spare": true}]}' >"$TMP/badfaults.json"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --failures "$TMP/badfaults.json"
+check "run --failures with a bad component" "rc_is 2" "stderr_has badfaults.json" "stderr_has component"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens lots
+check "run --tokens not a number" "rc_is 2" "stderr_has tokens" "stderr_has lots"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1"
+check "run without --tokens" "rc_is 2" "stderr_has tokens"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --pue 0.8
+check "run --pue below 1" "rc_is 2" "stderr_has pue"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --power-cap-W 100
+check "run --power-cap-W below active idle" "rc_is 2" "stderr_has power-cap-W"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --failures "$TMP/no-such-faults.json"
+check "run --failures missing file" "rc_is 2" "stderr_has no-such-faults.json"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --trials 0
+check "run --trials 0" "rc_is 2" "stderr_has trials"
+
 # --- validate -----------------------------------------------------------------------------------
 run validate "$TMP/no-such-file.csv"
 check "validate a missing file" "rc_is 2" "stderr_has no-such-file.csv"

@@ -4,6 +4,7 @@
  *                     [--catalog FILE] --plan "tp=8,pp=4,..." [--json]
  *   meshplan validate FILE.csv [--json] [--catalog FILE]
  *   meshplan catalog  [gpus|links|nodes|models] [--json]
+ *   meshplan run      --model M --gpu G --gpus N --plan "..." --tokens T [--json] [options]
  *
  * Exit codes: 0 success, 2 bad usage or bad input (the message names the field, the value and
  * what was expected), 1 internal error.
@@ -22,6 +23,14 @@ static const char *usage_text =
     "            M is a catalog key, a Hugging Face config.json or a model JSON file.\n"
     "  validate  FILE.csv [--json] [--catalog FILE]   predict published runs, report the error\n"
     "  catalog   [gpus|links|nodes|models] [--json] [--catalog FILE]\n"
+    "  run       --model M --gpu G --gpus N --plan \"...\" --tokens T   a whole training run:\n"
+    "            energy, power, cost, failures, checkpoints, goodput. Options: [--json]\n"
+    "            [--price-gpu-hour 2.5 | --capex-per-gpu USD [--amortization-years 4]\n"
+    "            [--price-kwh 0.08]] [--pue 1.2] [--grid-gco2-per-kwh 400] [--power-cap-W W]\n"
+    "            [--host-util 0.2] [--checkpoint-GBps 500] [--async-checkpoint]\n"
+    "            [--checkpoint-interval-s S] [--restart-s 600] [--repair-h 24]\n"
+    "            [--spare-nodes auto|N] [--failures default|FILE] [--failure-scale 1]\n"
+    "            [--trials 1000] [--seed 1] [--gpus-per-node K] [--scale-out LINK] [--catalog FILE]\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
@@ -40,6 +49,7 @@ int main(int argc, char **argv)
         {"predict", cmd_predict},
         {"validate", cmd_validate},
         {"catalog", cmd_catalog},
+        {"run", cmd_run},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name))
