@@ -322,6 +322,10 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         double k = (double)(pp - 1) * t_mb_all;
         switch (p->schedule) {
         case MP_SCHED_INTERLEAVED: bubble = k / v; break;
+        /* GPipe over v chunks per rank runs breadth-first (all micro-batches through chunk 0,
+         * then chunk 1, ...): the fill and drain shrink by v as well (Lamy-Poirier 2023,
+         * "Breadth-First Pipeline Parallelism"; the timeline simulator reproduces it). */
+        case MP_SCHED_GPIPE: bubble = k / v; break;
         case MP_SCHED_ZB: bubble = (double)(pp - 1) * fmax(t_mb_all - 2.0 * t_mb_w_stage, 0.0); break;
         default: bubble = k; break;
         }
