@@ -3,7 +3,8 @@
  *
  * Flow (DESIGN.md): catalog -> model + cluster (topo) + plan -> estimate -> report.
  *   mp_catalog_create, mp_catalog_model / mp_model_from_hf_json, mp_cluster_from_catalog,
- *   mp_plan_parse + mp_plan_resolve, mp_estimate_plan, mp_report_estimate_json.
+ *   mp_plan_parse + mp_plan_resolve, mp_estimate_plan, mp_report_estimate_json;
+ *   mp_sim_run + mp_sim_write_trace for the event-by-event timeline of one step.
  * Every function that can fail returns mp_status and explains itself in an mp_diag.
  */
 #ifndef MESHPLAN_H
@@ -21,5 +22,6 @@
 #include "meshplan/estimate.h"
 #include "meshplan/validate.h"
 #include "meshplan/report.h"
+#include "meshplan/sim.h"
 
 #endif

@@ -53,5 +53,6 @@ int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m);
 int cmd_predict(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 #endif

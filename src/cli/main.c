@@ -4,6 +4,7 @@
  *                     [--catalog FILE] --plan "tp=8,pp=4,..." [--json]
  *   meshplan validate FILE.csv [--json] [--catalog FILE]
  *   meshplan catalog  [gpus|links|nodes|models] [--json]
+ *   meshplan trace    --model M --gpu G --gpus N --plan "..." [-o step.json] [--json] ...
  *
  * Exit codes: 0 success, 2 bad usage or bad input (the message names the field, the value and
  * what was expected), 1 internal error.
@@ -22,6 +23,11 @@ static const char *usage_text =
     "            M is a catalog key, a Hugging Face config.json or a model JSON file.\n"
     "  validate  FILE.csv [--json] [--catalog FILE]   predict published runs, report the error\n"
     "  catalog   [gpus|links|nodes|models] [--json] [--catalog FILE]\n"
+    "  trace     --model M --gpu G --gpus N --plan \"...\" [-o step.json] [--json]\n"
+    "            [--contention F] [--tp-overlap] [--p2p-overlap] [--analytical-rules]\n"
+    "            [--straggler-rank R] [--straggler-compute X] [--straggler-link X] [--max-events N]\n"
+    "            simulate one step event by event; write its Chrome trace (Perfetto) and\n"
+    "            print the simulated step next to the analytical one\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
@@ -40,6 +46,7 @@ int main(int argc, char **argv)
         {"predict", cmd_predict},
         {"validate", cmd_validate},
         {"catalog", cmd_catalog},
+        {"trace", cmd_trace},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name))
