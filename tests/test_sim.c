@@ -383,7 +383,7 @@ static void check_trace(const char *text, const job *j, double step_s)
     size_t n = json_array_size(ev);
     slice *sl = calloc(n + 1, sizeof *sl);
     assert_non_null(sl);
-    size_t ns = 0, fwd = 0, procs = 0;
+    size_t ns = 0, fwd = 0, procs = 0, flows = 0;
     int64_t end_max = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(ev, i);
@@ -393,6 +393,11 @@ static void check_trace(const char *text, const job *j, double step_s)
         if (!strcmp(ph, "M")) {
             if (!strcmp(json_string_value(json_object_get(e, "name")), "process_name"))
                 procs++;
+            continue;
+        }
+        if (!strcmp(ph, "s") || !strcmp(ph, "f")) { /* flow arrows of pipeline sends */
+            assert_true(json_is_integer(json_object_get(e, "id")));
+            flows++;
             continue;
         }
         assert_string_equal(ph, "X");
@@ -417,6 +422,7 @@ static void check_trace(const char *text, const job *j, double step_s)
         }
     }
     assert_int_equal(procs, (size_t)j->p.pp);
+    assert_true(flows % 2 == 0 && (j->p.pp == 1 || flows > 0));
     /* Every micro-batch's forward of every layer (and the LM head) is a slice. */
     assert_int_equal(fwd, (size_t)(j->e.microbatches * (j->m.layers + 1)));
     assert_close((double)end_max * 1e-9, step_s, 1e-9);

@@ -54,9 +54,9 @@
  *  wave spills into a second) and share HBM bandwidth. */
 #define MP_SIM_DEFAULT_CONTENTION_FRAC 0.189
 
-/** Default cap on processed events (a step of Llama 3 405B on 16,384 GPUs, pp 16, 128
- *  micro-batches takes ~0.2 million). */
-#define MP_SIM_DEFAULT_MAX_EVENTS 20000000
+/** Default cap on processed events, and on tasks (about 100 bytes each): a step of Llama 3 405B
+ *  on 16,384 GPUs, pp 16, 128 micro-batches takes ~70 thousand (ZeRO-3: ~150 thousand). */
+#define MP_SIM_DEFAULT_MAX_EVENTS 10000000
 
 /** Options. mp_sim_opts_init sets the defaults given beside each field. */
 typedef struct {

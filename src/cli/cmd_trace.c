@@ -38,7 +38,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static json_t *time_json(const mp_time *t, double step_s)
+static json_t *time_json(const mp_time *t)
 {
     json_t *o = json_object();
     json_object_set_new(o, "compute", json_real(t->compute));
@@ -51,7 +51,6 @@ static json_t *time_json(const mp_time *t, double step_s)
     json_object_set_new(o, "dp_comm_exposed", json_real(t->dp_comm_exposed));
     json_object_set_new(o, "optimizer", json_real(t->optimizer));
     json_object_set_new(o, "dp_comm_total", json_real(t->dp_comm_total));
-    (void)step_s;
     return o;
 }
 
@@ -187,7 +186,7 @@ int cmd_trace(int argc, char **argv)
         json_t *o = json_object();
         json_t *js = json_object();
         json_object_set_new(js, "step_s", json_real(r.step_s));
-        json_object_set_new(js, "time_s", time_json(s, r.step_s));
+        json_object_set_new(js, "time_s", time_json(s));
         json_object_set_new(js, "bubble_frac", json_real(r.bubble_frac));
         json_object_set_new(js, "critical_stage", json_integer(r.critical_stage));
         json_object_set_new(js, "tasks", json_integer(r.tasks));
@@ -196,7 +195,7 @@ int cmd_trace(int argc, char **argv)
         json_object_set_new(o, "simulated", js);
         json_t *ja = json_object();
         json_object_set_new(ja, "step_s", json_real(e->step_s));
-        json_object_set_new(ja, "time_s", time_json(a, e->step_s));
+        json_object_set_new(ja, "time_s", time_json(a));
         json_object_set_new(o, "analytical", ja);
         json_object_set_new(o, "difference_pct", json_real(diff_pct));
         json_t *jo = json_object();

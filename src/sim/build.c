@@ -452,12 +452,14 @@ typedef struct {
 
 /* Segments of [a, b) explained by task id (which ended at b) and, before it started, by what it
  * waited for in turn. Returns the new count. */
-static int chain_segments(const sim_graph *g, int64_t a, int64_t b, int32_t id, seg *out, int n)
+static int chain_segments(const sim_graph *g, int rank, int64_t a, int64_t b, int32_t id, seg *out,
+                          int n)
 {
     while (b > a && id >= 0 && n < MAX_SEGS) {
         const sim_task *x = &g->t[id];
-        if (SK_IS_COMPUTE(x->kind)) {
-            /* Another stage's compute (this stage's own ended before a): the pipeline. */
+        int is_send = x->kind == SK_SEND_FWD || x->kind == SK_SEND_BWD;
+        if (SK_IS_COMPUTE(x->kind) || (x->rank != rank && !is_send)) {
+            /* Another stage's work (this stage's own compute ended before a): the pipeline. */
             out[n++] = (seg){a, b, C_BUBBLE};
             return n;
         }
@@ -494,17 +496,17 @@ static int cmp_i64(const void *x, const void *y)
 /* Charge the wait [a, b) before task id started: every instant goes to the highest-priority
  * category among the dependencies still running then (followed back along what each waited
  * for): TP, CP, a pipeline transfer, the pipeline (another stage's compute), then DP/ZeRO. */
-static void charge_wait(const sim_graph *g, int64_t a, int64_t b, int32_t id, double *cat)
+static void charge_wait(const sim_graph *g, int rank, int64_t a, int64_t b, int32_t id, double *cat)
 {
     seg sg[MAX_SEGS];
     int n = 0;
     int32_t sp = stream_prev(g, id);
     if (sp >= 0 && g->t[sp].end_ns > a)
-        n = chain_segments(g, a, g->t[sp].end_ns, sp, sg, n);
+        n = chain_segments(g, rank, a, g->t[sp].end_ns, sp, sg, n);
     for (int32_t k = g->pred_off[id]; k < g->pred_off[id + 1]; k++) {
         int32_t pidx = g->pred_of[k];
         if (g->t[pidx].end_ns > a)
-            n = chain_segments(g, a, g->t[pidx].end_ns < b ? g->t[pidx].end_ns : b, pidx, sg, n);
+            n = chain_segments(g, rank, a, g->t[pidx].end_ns < b ? g->t[pidx].end_ns : b, pidx, sg, n);
     }
     int64_t pts[2 * MAX_SEGS + 2];
     int np = 0;
@@ -541,7 +543,7 @@ static void breakdown(const sim_graph *g, int rank, int64_t step_ns, mp_time *t)
             int32_t id = g->q[q];
             const sim_task *x = &g->t[id];
             if (x->start_ns > cursor)
-                charge_wait(g, cursor, x->start_ns, id, cat);
+                charge_wait(g, rank, cursor, x->start_ns, id, cat);
             int c = x->kind == SK_RECOMPUTE ? C_RECOMPUTE : x->kind == SK_OPTIMIZER ? C_OPT : C_COMPUTE;
             cat[c] += (double)(x->end_ns - x->start_ns);
             if (x->end_ns > cursor)
@@ -556,7 +558,7 @@ static void breakdown(const sim_graph *g, int rank, int64_t step_ns, mp_time *t)
             if (g->t[i].rank == rank && g->t[i].end_ns == step_ns)
                 tail = (int32_t)i;
         seg sg[MAX_SEGS];
-        int n = chain_segments(g, cursor, step_ns, tail, sg, 0);
+        int n = chain_segments(g, rank, cursor, step_ns, tail, sg, 0);
         for (int i = 0; i < n; i++)
             cat[sg[i].cat] += (double)(sg[i].hi - sg[i].lo);
     }
@@ -795,7 +797,6 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                 nl_vs[ch * P + s] = nl / Vv + (ch < nl % Vv ? 1 : 0);
         }
         for (int vsi = 0; vsi < b->nvs && !b->fail; vsi++) {
-            int s = vsi % P;
             int64_t nl = nl_vs[vsi];
             int first = vsi == 0, lastv = vsi == b->nvs - 1;
             vstage *Vs = &b->vs[vsi];
@@ -837,7 +838,6 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                 if (u.fwd > 0 || u.bwd > 0 || u.params > 0)
                     Vs->u[Vs->n++] = u;
             }
-            (void)s;
         }
         free(nl_vs);
     }
@@ -924,8 +924,7 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
         }
         double opt_s = pt->optimizer_s * (opts->analytical_rules || stage_params_max <= 0
                                               ? 1.0 : stage_params[s] / stage_params_max);
-        int32_t opt = chain(b, s, SS_OPT, SK_OPTIMIZER, slow(b, s, SS_OPT, to_ns(b, opt_s)), b->last_dp[s]);
-        (void)opt;
+        chain(b, s, SS_OPT, SK_OPTIMIZER, slow(b, s, SS_OPT, to_ns(b, opt_s)), b->last_dp[s]);
     }
     free(stage_params);
     b->stage_params = NULL;

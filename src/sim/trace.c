@@ -5,7 +5,8 @@
  * One process per pipeline stage (pid = stage), named with the ranks it stands for; one thread
  * per stream (tid = stream). Every task is a complete event ("ph": "X") with ts and dur in
  * microseconds, printed exactly from the integer nanoseconds. Tasks of one stream run one at a
- * time, so the slices of one thread never overlap. Written with fprintf rather than jansson: a
+ * time, so the slices of one thread never overlap. Pipeline sends carry flow arrows to the
+ * task of the receiving stage that waited for them. Written with fprintf rather than jansson: a
  * step of Llama 3 405B has ~10^5 slices and a JSON tree of them would cost more than the
  * simulation.
  */
@@ -149,6 +150,25 @@ mp_status mp_sim_write_trace(const mp_sim *s, FILE *f, const char *title, mp_dia
         const sim_task *x = &g->t[i];
         if (x->end_ns > x->start_ns)
             put_task(f, s, x);
+    }
+    /* Flow arrows: each pipeline send to the first task of the receiving stage it releases
+     * (flow events "s" and "f", bound to the enclosing slices). */
+    for (int64_t i = 0; i < g->n; i++) {
+        const sim_task *x = &g->t[i];
+        if ((x->kind != SK_SEND_FWD && x->kind != SK_SEND_BWD) || x->end_ns <= x->start_ns)
+            continue;
+        for (int32_t k = 0; k < x->succ_n; k++) {
+            const sim_task *y = &g->t[g->succ[x->succ_off + k]];
+            if (y->rank != x->peer || y->end_ns <= y->start_ns)
+                continue;
+            fprintf(f, ",\n{\"ph\":\"s\",\"id\":%" PRId64 ",\"name\":\"p2p\",\"cat\":\"pp\",\"pid\":%d,"
+                       "\"tid\":%d,\"ts\":", i, x->rank, x->stream);
+            put_us(f, x->start_ns);
+            fprintf(f, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRId64 ",\"name\":\"p2p\",\"cat\":\"pp\","
+                       "\"pid\":%d,\"tid\":%d,\"ts\":", i, y->rank, y->stream);
+            put_us(f, y->start_ns);
+            fputs("}", f);
+        }
     }
     fputs("\n]}\n", f);
     if (ferror(f)) {
