@@ -322,6 +322,61 @@ run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=819
 check "run --failures missing file" "rc_is 2" "stderr_has no-such-faults.json"
 run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --trials 0
 check "run --trials 0" "rc_is 2" "stderr_has trials"
+# --- trace --------------------------------------------------------------------------------------
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" -o "$TMP/step.json"
+check "trace llama3-70b writes a trace and prints both step times" "rc_is 0" "no_nonfinite" \
+    "grep -q 'simulated step' \"\$OUT\" || { WHY='no simulated step line'; false; }" \
+    "grep -q 'analytical' \"\$OUT\" || { WHY='no analytical column'; false; }"
+TRACE_OUT=$OUT
+OUT=$TMP/step.json
+check "trace file is Chrome trace JSON with stages, threads and slices" "json_check '
+ev = d[\"traceEvents\"]
+names = set(e[\"args\"][\"name\"] for e in ev if e[\"ph\"] == \"M\" and e[\"name\"] == \"thread_name\")
+for t in (\"compute\", \"TP\", \"PP send\", \"DP/ZeRO\"): assert t in names, \"no thread \" + t
+procs = [e for e in ev if e[\"ph\"] == \"M\" and e[\"name\"] == \"process_name\"]
+assert len(procs) == 4, \"%d processes, expected 4 stages\" % len(procs)
+x = [e for e in ev if e[\"ph\"] == \"X\"]
+assert any(e[\"cat\"] == \"compute\" and \"micro_batch\" in e[\"args\"] and \"chunk\" in e[\"args\"] for e in x)
+assert any(e[\"cat\"] == \"dp\" and e[\"args\"][\"bytes\"] > 0 and e[\"args\"][\"algorithm\"] for e in x)
+last = {}
+for e in sorted(x, key=lambda e: (e[\"pid\"], e[\"tid\"], e[\"ts\"])):
+    k = (e[\"pid\"], e[\"tid\"])
+    assert e[\"ts\"] >= last.get(k, 0) - 1e-6, \"overlap on %r at %r\" % (k, e[\"ts\"])
+    last[k] = e[\"ts\"] + e[\"dur\"]
+'"
+OUT=$TRACE_OUT
+
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,mb=1,gb=256,seq=8192,schedule=zb" --json \
+    --analytical-rules
+check "trace --json --analytical-rules: simulated within 1% of analytical" "rc_is 0" "no_nonfinite" "json_check '
+s, a = d[\"simulated\"], d[\"analytical\"]
+assert abs(s[\"step_s\"] - a[\"step_s\"]) <= 0.01 * a[\"step_s\"], (s[\"step_s\"], a[\"step_s\"])
+t = s[\"time_s\"]
+parts = sum(t[k] for k in (\"compute\", \"recompute\", \"tp_comm\", \"cp_comm\", \"ep_comm\", \"pp_comm\",
+                          \"pp_bubble\", \"dp_comm_exposed\", \"optimizer\"))
+assert abs(parts - s[\"step_s\"]) <= 1e-6 * s[\"step_s\"], (parts, s[\"step_s\"])
+assert d[\"options\"][\"contention_frac\"] == 0
+assert d[\"trace\"] is None
+'"
+
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,mb=1,gb=256,seq=8192" --straggler-rank 700 \
+    --straggler-compute 1.5 --json
+check "trace with a straggler names its stage" "rc_is 0" "json_check '
+assert d[\"options\"][\"straggler_stage\"] == 2, d[\"options\"]
+'"
+
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --contention -0.5
+check "trace --contention -0.5 exits 2" "rc_is 2" "stderr_has contention"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --straggler-rank 1024
+check "trace --straggler-rank out of range exits 2" "rc_is 2" "stderr_has straggler-rank"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,vpp=2,mb=1,gb=256,seq=8192,schedule=zb"
+check "trace zb with vpp 2 exits 2 naming the schedule" "rc_is 2" "stderr_has schedule"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --max-events 50
+check "trace over the event cap exits 2 naming max_events" "rc_is 2" "stderr_has max_events"
+run trace --model llama3-70b $H100 --gpus 1024
+check "trace without --plan exits 2" "rc_is 2" "stderr_has plan"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" -o "$TMP/no/such/dir/x.json"
+check "trace -o into a missing directory exits 2" "rc_is 2" "stderr_has x.json"
 
 # --- validate -----------------------------------------------------------------------------------
 run validate "$TMP/no-such-file.csv"

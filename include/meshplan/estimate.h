@@ -66,12 +66,14 @@ void mp_estimate_opts_init(mp_estimate_opts *o);
 typedef struct {
     double layer_fwd_s;        /* one layer's forward compute (GEMMs, attention, element-wise) */
     double layer_bwd_s;        /* its backward compute */
+    double layer_bwd_weight_s; /* weight-gradient share of layer_bwd_s (the wgrad GEMMs; ZB-H1's W) */
     double layer_recompute_s;  /* recomputation in backward (0, attention core, or a forward) */
     double layer_tp_fwd_s;     /* TP/SP collectives of one forward pass of one layer */
     double layer_tp_recompute_s; /* TP collectives of the recompute forward (full recompute) */
     double layer_cp_s;         /* exposed CP exchange of one forward pass of one layer */
     double head_fwd_s;         /* LM head GEMM forward (last stage) */
     double head_bwd_s;         /* LM head backward and cross-entropy (last stage) */
+    double head_bwd_weight_s;  /* weight-gradient share of head_bwd_s (its wgrad GEMM) */
     double p2p_s;              /* one pipeline send/recv of one micro-batch's activations */
     double grad_reduce_s;      /* ZeRO-0 all-reduce or ZeRO-1/2 reduce-scatter of a stage's gradients */
     double param_gather_s;     /* ZeRO-1/2 all-gather of a stage's updated parameters */

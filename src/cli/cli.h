@@ -54,5 +54,6 @@ int cmd_predict(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 #endif

@@ -5,6 +5,7 @@
  *   meshplan validate FILE.csv [--json] [--catalog FILE]
  *   meshplan catalog  [gpus|links|nodes|models] [--json]
  *   meshplan run      --model M --gpu G --gpus N --plan "..." --tokens T [--json] [options]
+ *   meshplan trace    --model M --gpu G --gpus N --plan "..." [-o step.json] [--json] ...
  *
  * Exit codes: 0 success, 2 bad usage or bad input (the message names the field, the value and
  * what was expected), 1 internal error.
@@ -31,6 +32,11 @@ static const char *usage_text =
     "            [--checkpoint-interval-s S] [--restart-s 600] [--repair-h 24]\n"
     "            [--spare-nodes auto|N] [--failures default|FILE] [--failure-scale 1]\n"
     "            [--trials 1000] [--seed 1] [--gpus-per-node K] [--scale-out LINK] [--catalog FILE]\n"
+    "  trace     --model M --gpu G --gpus N --plan \"...\" [-o step.json] [--json]\n"
+    "            [--contention F] [--tp-overlap] [--p2p-overlap] [--analytical-rules]\n"
+    "            [--straggler-rank R] [--straggler-compute X] [--straggler-link X] [--max-events N]\n"
+    "            simulate one step event by event; write its Chrome trace (Perfetto) and\n"
+    "            print the simulated step next to the analytical one\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
@@ -50,6 +56,7 @@ int main(int argc, char **argv)
         {"validate", cmd_validate},
         {"catalog", cmd_catalog},
         {"run", cmd_run},
+        {"trace", cmd_trace},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name))
