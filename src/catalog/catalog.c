@@ -280,6 +280,15 @@ static void parse_model(reader *r, const json_t *o, mp_model *m)
     m->moe_ffn_hidden = get_int(r, o, "moe_ffn_hidden_count", 0, 0, 0);
     m->moe_shared_experts = get_int(r, o, "moe_shared_experts_count", 0, 0, 0);
     m->moe_dense_layers = get_int(r, o, "moe_dense_layers_count", 0, 0, 0);
+    m->moe_layer_freq = get_int(r, o, "moe_layer_freq_count", 0, 0, 0);
+    m->q_lora_rank = get_int(r, o, "q_lora_rank_count", 0, 0, 0);
+    m->kv_lora_rank = get_int(r, o, "kv_lora_rank_count", 0, 0, 0);
+    m->qk_rope_head_dim = get_int(r, o, "qk_rope_head_dim_count", 0, 0, 0);
+    m->qk_nope_head_dim = get_int(r, o, "qk_nope_head_dim_count", 0, 0, 0);
+    m->v_head_dim = get_int(r, o, "v_head_dim_count", 0, 0, 0);
+    m->attn_window = get_int(r, o, "attn_window_count", 0, 0, 0);
+    m->attn_window_layers = get_int(r, o, "attn_window_layers_count", 0, 0, 0);
+    m->mtp_layers = get_int(r, o, "mtp_layers_count", 0, 0, 0);
     if (m->head_dim == 0 && m->heads > 0)
         m->head_dim = m->hidden / m->heads;
     get_source(r, o, m->source, sizeof m->source);
