@@ -186,6 +186,10 @@ static void parse_gpu(reader *r, const json_t *o, mp_gpu *g)
     if (g->attention_flops_frac > 1)
         bad(r, "attention_flops_frac", json_object_get(o, "attention_flops_frac"),
             "a fraction in (0, 1]");
+    g->attention_fa3_flops_frac = get_num(r, o, "attention_fa3_flops_frac", 0, 1, 0);
+    if (g->attention_fa3_flops_frac > 1)
+        bad(r, "attention_fa3_flops_frac", json_object_get(o, "attention_fa3_flops_frac"),
+            "a fraction in (0, 1]");
     get_str(r, o, "scaleup_link", 0, g->scaleup_link, sizeof g->scaleup_link);
     get_source(r, o, g->source, sizeof g->source);
     if (g->peak_flops_per_s[MP_DT_BF16] <= 0 && g->peak_flops_per_s[MP_DT_FP16] <= 0)
