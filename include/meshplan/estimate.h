@@ -59,6 +59,10 @@ typedef struct {
     /* Added later. */
     double moe_imbalance;            /* routed tokens of the busiest GPU / mean when the plan
                                         does not say (plan key imbalance), >= 1 */
+    double moe_copy_overhead_s;      /* time per routed (token, expert) copy per MoE layer,
+                                        forward + backward, beyond the bytes and FLOPs counted:
+                                        the token dispatcher's bookkeeping (fitted, see
+                                        docs/model.md "Calibration"), >= 0 */
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);

@@ -134,7 +134,9 @@ typedef struct {
     int64_t activated;        /* used by one token: embedding, layers with top-k + shared
                                  experts and router, final norm, LM head; not MTP
                                  (DeepSeek-V3's "37B activated" convention) */
-    int64_t activated_matmul_layers; /* matmul weights one token passes in the layers */
+    int64_t activated_matmul_layers; /* matmul weights one token passes in the layers (the
+                                        FLOP basis: attention, dense FFNs, top-k + shared
+                                        experts; not the router) */
 } mp_param_count;
 
 /** Fill out with the model's parameter counts for a given tp (which only affects padding). */
@@ -143,8 +145,10 @@ void mp_model_params(const mp_model *m, int tp, mp_param_count *out);
 /** FLOPs of one token at sequence length seq (multiply-add = 2 FLOPs).
  *  model_per_token: 6*N_matmul + 6*h*V + 12*L*(a*d)*s — forward + backward, attention counted
  *  non-causally, as Narayanan et al. 2021 (Sec. 5.1) and MosaicML/torchtitan MFU do.
- *  N_matmul counts only activated weights: for MoE layers the router, the top-k routed and the
- *  shared experts (Fedus et al. 2021; DeepSeek-AI 2024), so MFU is against activated FLOPs.
+ *  N_matmul counts only activated weights: for MoE layers the top-k routed and the shared
+ *  experts (Fedus et al. 2021; DeepSeek-AI 2024), so MFU is against activated FLOPs; the router
+ *  is left out as Megatron-LM does (2*h*E per token, < 0.5%), so a token's FLOPs do not depend
+ *  on the number of experts.
  *  MLA uses its own widths: 2*s*(heads*(nope+rope)) for QK^T and 2*s*heads*v for the values;
  *  windowed layers count min(window, s) keys; MTP modules add their layer, projection and one
  *  more LM-head pass.

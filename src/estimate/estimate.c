@@ -43,6 +43,10 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
      * validation/runs.csv) and what auxiliary-loss-free balancing approaches (DeepSeek-AI 2024
      * Sec. 2.1.2). Real routers are less even: raise it with the plan key imbalance. */
     o->moe_imbalance = 1.0;
+    /* Fitted on the six MoE rows of validation/runs.csv (bench/fit_calibration; docs/model.md
+     * "Calibration"): what Megatron-Core's dropless token dispatcher costs per (token, expert)
+     * copy beyond its HBM and NVLink bytes. */
+    o->moe_copy_overhead_s = 150e-9;
 }
 
 /* ---- compute-time helpers -------------------------------------------------------------- */
@@ -410,6 +414,10 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         double per_copy = 2.0 * (2.0 * h + (ep > 1 ? 4.0 * h : 0.0) + (m->glu ? 3.0 : 2.0) * fl + h + h / k);
         lm.elem_s = T * elem_fwd_bytes_per_token(m, &ad, S * fe, tp, p->sp) / elem_Bps
                   + (Rt * per_copy + 16.0 * Tr * E) / elem_Bps;
+        /* The dispatcher's per-copy bookkeeping (routing-map to index conversion, sorts and
+         * scatters with indirection, the host sync for all-to-all split sizes), fitted: one
+         * third in forward, like the other per-layer work (backward = 2x forward). */
+        lm.elem_s += Rt * fmax(0.0, opts->moe_copy_overhead_s) / 3.0;
         if (fp8) {
             /* As for the dense layer: the output projection, the expert FC1 input (no norm in
              * front after the dispatch), expert FC2 and shared FC2 inputs; backward casts every

@@ -242,8 +242,10 @@ void mp_model_params(const mp_model *m, int tp, mp_param_count *out)
         out->routed_total = nmoe * m->moe_experts * out->expert;
         act_layer_moe = attn + norm + out->router_per_layer +
                         (m->moe_topk + m->moe_shared_experts) * out->expert;
-        act_matmul_moe = (int64_t)ad.matmul_params + out->router_per_layer +
-                         (m->moe_topk + m->moe_shared_experts) * ffn_weights(m, fe);
+        /* The FLOP basis leaves the router out (Megatron-LM's and Megatron-Bridge's FLOP
+         * formulas do; its 2*h*E FLOPs per token are < 0.5% and would make the FLOPs of a token
+         * depend on how many experts it did not use). */
+        act_matmul_moe = (int64_t)ad.matmul_params + (m->moe_topk + m->moe_shared_experts) * ffn_weights(m, fe);
     }
     int64_t layers_total = out->dense_layers * out->per_layer + nmoe * out->moe_per_layer;
     /* MTP module (DeepSeek-AI 2024 Sec. 2.2): two RMSNorms h, projection 2h x h, one layer of
@@ -297,8 +299,7 @@ void mp_model_flops(const mp_model *m, int64_t seq, mp_flops *out)
         const double D = (double)m->mtp_layers;
         int last_moe = mp_model_moe_layers_in(m, m->layers - 1, 1) > 0;
         double layer_matmul = last_moe
-            ? ad.matmul_params + (double)pc.router_per_layer +
-              (double)(m->moe_topk + m->moe_shared_experts) * (double)ffn_weights(m, m->moe_ffn_hidden)
+            ? ad.matmul_params + (double)(m->moe_topk + m->moe_shared_experts) * (double)ffn_weights(m, m->moe_ffn_hidden)
             : (double)pc.matmul_per_layer;
         matmul += D * 2.0 * (layer_matmul + 2.0 * h * h);
         attn += D * keys_noncausal(s, 0) * per_key;
