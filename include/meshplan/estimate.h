@@ -125,7 +125,7 @@ typedef struct {
     /* Added later. */
     double attention_frac;        /* attention core's share of compute time (forward+backward) */
     double attention_flops_frac;  /* its share of the model FLOPs (causal work) */
-    double expert_params_per_gpu; /* routed-expert parameters held by the most loaded GPU */
+    double expert_params_per_gpu; /* routed-expert parameters on one GPU of the stage with most */
     double moe_load;              /* load factor used for the busiest GPU (1 = balanced) */
     /* Stage 0 .. min(pp, MP_MAX_STAGES)-1; entries past that are not written. Kept last so an
      * evaluation clears only the fields above (the search calls this millions of times). */

@@ -590,6 +590,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             }
         }
         dense_p /= tp;
+        if (exp_p > e->expert_params_per_gpu)
+            e->expert_params_per_gpu = exp_p;
         if (dense_p + exp_p > max_total) {
             max_total = dense_p + exp_p;
             max_dense = dense_p;
@@ -597,7 +599,6 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             max_lin = fmax(0.0, dense_p - nonlin / tp) + exp_p;
         }
     }
-    e->expert_params_per_gpu = max_exp;
 
     /* --- DP / ZeRO communication ---------------------------------------------------------- */
     /* Gradients are reduced over DP x CP ranks (stride tp); HSDP shards over hsdp ranks and
