@@ -513,7 +513,6 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     /* Slowest stage per micro-batch. */
     double t_mb = 0.0, t_mb_compute = 0.0, t_mb_rc = 0.0, t_mb_tp = 0.0, t_mb_cp = 0.0, t_mb_ep = 0.0;
     double t_mb_bwd_stage = 0.0, t_mb_fwd_stage = 0.0, t_mb_attn = 0.0;
-    int worst_stage = 0;
     for (int i = 0; i < pp; i++) {
         double nl, nm;
         stage_layers(m, pp, v, i, moe, &nl, &nm);
@@ -539,10 +538,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             t_mb_fwd_stage = nd * (dense_f + ld.tp_s + ld.cp_fwd_s) + nm * (moe_f + lm.tp_s + lm.ep_fwd_s + lm.cp_fwd_s) +
                              (last ? head_f + mtp_f : 0.0);
             t_mb_bwd_stage = tot - t_mb_fwd_stage;
-            worst_stage = i;
         }
     }
-    (void)worst_stage;
     /* Pipeline p2p on the critical path: a forward send/recv and a backward one per micro-batch
      * per model chunk (Megatron's blocking batched isend/irecv in steady 1F1B). */
     const double t_mb_pp = pp > 1 ? 2.0 * v * p2p_s : 0.0;
