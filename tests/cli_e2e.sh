@@ -407,10 +407,41 @@ run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=1,sp=1"
 check "sp=1 without tp is refused" "rc_is 2" "stderr_has plan.sp"
 run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=99999999999999999999"
 check "an integer too large names the range" "rc_is 2" "stderr_has plan.tp" "stderr_has 16777216"
-run predict --model mixtral-8x7b --gpu h100-sxm5-80gb --gpus 8
-check "MoE models are refused until MoE is modelled" "rc_is 2" "stderr_has mixtral-8x7b" "stderr_has experts"
 run predict --model llama3-70b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=3,pp=3"
 check "every reason line carries the prefix" "rc_is 2" "stderr_has 'meshplan: plan.tp = 3: must divide heads'"
+# --- MoE, long context, FP8 (issue 7) -------------------------------------------------------------
+run predict --model deepseek-v3 $H100 --gpus 2048 --plan "tp=1,pp=16,ep=64,etp=1,mb=1,gb=15360,seq=4096,precision=fp8" --json
+check "predict deepseek-v3 MoE with ep/etp --json" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"model\"][\"activated_params\"] < d[\"model\"][\"params\"] / 10, d[\"model\"]
+m = d[\"moe\"]
+assert m[\"ep\"] == 64 and m[\"etp\"] == 1 and m[\"experts\"] == 256, m
+assert m[\"a2a_bytes_per_moe_layer\"] > 0 and d[\"time_s\"][\"ep_comm\"] > 0
+'"
+run predict --model deepseek-v3 $H100 --gpus 2048 --plan "tp=1,pp=16,ep=64,etp=1,mb=1,gb=15360,seq=4096,precision=fp8"
+check "predict deepseek-v3, text names experts and MLA" "rc_is 0" "grep -q 'activated per token' \"\$OUT\"" \
+    "grep -q 'multi-head latent attention' \"\$OUT\"" "grep -q 'all-to-all per MoE layer' \"\$OUT\""
+run predict --model llama3-70b $H100 --gpus 1024 --plan "tp=8,cp=16,mb=1,gb=8,seq=131072,recompute=full" --json
+check "predict llama3-70b at 128K tokens with cp=16: attention dominates" "rc_is 0" "no_nonfinite" "json_check '
+a = d[\"attention\"]
+assert a[\"compute_time_frac\"] > 0.5 and a[\"flops_frac\"] > 0.5, a
+assert 0 < a[\"equal_matmul_seq\"] < 131072, a
+'"
+run predict --model llama3-70b $H100 --gpus 1024 --plan "tp=8,cp=16,mb=1,gb=8,seq=131072,cp_algo=allgather,attn_kernel=fa3" --json
+check "cp_algo=allgather and attn_kernel=fa3 accepted" "rc_is 0" "json_check '
+assert \"cp_algo=allgather\" in d[\"plan\"] and \"attn_kernel=fa3\" in d[\"plan\"], d[\"plan\"]
+'"
+run predict --model mixtral-8x7b $H100 --gpus 8 --plan "ep=8,etp=3"
+check "etp that does not divide the expert width" "rc_is 2" "stderr_has etp" "stderr_has moe_ffn_hidden"
+run predict --model mixtral-8x7b $H100 --gpus 8 --plan "ep=16"
+check "ep beyond the DP x CP ranks" "rc_is 2" "stderr_has ep"
+run predict --model llama3-8b $H100 --gpus 8 --plan "capacity_factor=abc"
+check "non-numeric capacity_factor" "rc_is 2" "stderr_has capacity_factor" "stderr_has abc"
+run predict --model llama3-8b $H100 --gpus 8 --plan "fp8_comm=1"
+check "fp8_comm without precision=fp8" "rc_is 2" "stderr_has fp8_comm"
+run predict --model "$ROOT/tests/data/hf/gpt-oss-120b.json" --gpu b200 --gpus 64 --plan "ep=8,etp=1,mb=4,gb=512,seq=4096,zero=1" --json
+check "gpt-oss-120b HF config.json (windows, experts_per_token) predicts" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"moe\"][\"topk\"] == 4 and d[\"moe\"][\"experts\"] == 128, d[\"moe\"]
+'"
 
 RUNS="$ROOT/../shared/validation/runs.csv"
 if [ -f "$RUNS" ]; then
@@ -422,6 +453,8 @@ for k in (\"n\", \"mean_abs_error_pct\", \"median_abs_error_pct\", \"max_abs_err
     assert k in s, \"missing summary.\" + k
 assert s[\"n\"] > 0 and s[\"n\"] == len(d[\"rows\"]), \"summary.n %r, %d rows\" % (s[\"n\"], len(d[\"rows\"]))
 assert s[\"median_abs_error_pct\"] <= s[\"max_abs_error_pct\"]
+moe = [x for x in d[\"rows\"] if x[\"id\"] in (\"mbridge2511_19\", \"mbridge2511_20\", \"mbridge2511_21\", \"mbridge2511_22\", \"mbridge2511_26\", \"mbridge2511_27\")]
+assert len(moe) == 6, \"MoE rows predicted: %d\" % len(moe)
 '"
     run validate "$RUNS"
     check "validate runs.csv, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"

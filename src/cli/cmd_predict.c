@@ -54,13 +54,6 @@ int cmd_predict(int argc, char **argv)
     mp_diag d = {0};
     if ((rc = cli_load_model(cat, a.model, &m)))
         goto done;
-    if (m.moe_experts > 0) {
-        /* Until MoE is modelled (issue 7), refuse rather than answer as if it were dense. */
-        fprintf(stderr, "meshplan: model = \"%s\": a mixture-of-experts model (%lld experts, top-%lld); "
-                        "MoE is not modelled yet\n", a.model, (long long)m.moe_experts, (long long)m.moe_topk);
-        rc = EXIT_INPUT;
-        goto done;
-    }
     mp_status st = mp_cluster_from_catalog(cat, a.gpu, ngpus, (int)gpn, a.scale_out, &cl, &d);
     if (st != MP_OK) {
         rc = cli_exit_for(st);
