@@ -264,6 +264,120 @@ check "catalog --json parses" "rc_is 0" \
 run catalog nosuch
 check "catalog nosuch" "rc_is 2" "stderr_has nosuch"
 
+# --- run: energy, cost, failures, goodput --------------------------------------------------------
+PLAN405="tp=8,pp=16,vpp=2,mb=1,gb=2048,seq=8192,zero=1,recompute=full"
+run run --model llama3-405b $H100 --gpus 16384 --plan "$PLAN405" --tokens 15.6e12 --trials 200 --seed 7 --json
+check "run llama3-405b on 16384 H100 --json" "rc_is 0" "no_nonfinite" "json_check '
+for k in (\"energy_J_per_step\", \"energy_J_per_mtoken\", \"power_W\", \"energy_MWh\", \"co2e_t\",
+          \"gpu_hours\", \"cost_usd\", \"failures\", \"checkpoint\", \"goodput\", \"wall_clock_s\"):
+    assert k in d, \"missing key \" + k
+for k in (\"gpu_avg\", \"gpu_peak\", \"node_avg\", \"node_peak\", \"facility_avg\"):
+    assert d[\"power_W\"][k] > 0, \"power_W.\" + k
+for k in (\"interruptions_per_day\", \"by_cause\"): assert k in d[\"failures\"], \"failures.\" + k
+for k in (\"bytes\", \"save_s\", \"interval_s\", \"optimal_interval_s\"):
+    assert d[\"checkpoint\"][k] > 0, \"checkpoint.\" + k
+w = d[\"wall_clock_s\"]
+assert w[\"p10\"] <= w[\"mean\"] <= w[\"p90\"], w
+assert 0 < d[\"goodput\"] <= 1
+# C6: 54 days of this job see 419 unexpected interruptions (Llama 3), +-15%
+n54 = d[\"failures\"][\"interruptions_per_day\"] * 54
+assert abs(n54 - 419) <= 0.15 * 419, n54
+assert abs(d[\"failures\"][\"by_cause\"][\"faulty_gpu\"] * 54 - 148) <= 0.15 * 148
+assert d[\"power_W\"][\"gpu_peak\"] <= 700 and d[\"power_W\"][\"gpu_avg\"] < d[\"power_W\"][\"gpu_peak\"]
+assert d[\"power_model\"][\"unseen_gpu\"] is False
+assert abs(d[\"checkpoint\"][\"optimal_interval_s\"] - d[\"checkpoint\"][\"interval_s\"]) < 1e-6
+'"
+cp "$OUT" "$TMP/run1.json"
+run run --model llama3-405b $H100 --gpus 16384 --plan "$PLAN405" --tokens 15.6e12 --trials 200 --seed 7 --json
+check "run is reproducible with a seed" "rc_is 0" "cmp -s \"$OUT\" \"$TMP/run1.json\""
+run run --model llama3-8b --gpu b200 --gpus 64 --plan "tp=1,mb=1,gb=64,seq=8192,zero=3" --tokens 1e11 --capex-per-gpu 40000 --power-cap-W 800 --async-checkpoint --spare-nodes 0 --json
+check "run on an unseen GPU with capital costs, a cap, async checkpoints, no spares" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"power_model\"][\"unseen_gpu\"] is True
+assert d[\"power_W\"][\"gpu_peak\"] <= 800
+assert d[\"cost\"][\"mode\"] == \"capital+energy\" and d[\"cost\"][\"energy_usd\"] > 0
+assert d[\"checkpoint\"][\"async\"] is True and d[\"checkpoint\"][\"block_s\"] < d[\"checkpoint\"][\"save_s\"]
+assert d[\"failures\"][\"spare_nodes\"] == 0
+'"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1,recompute=selective" --tokens 1e12
+check "run, text" "rc_is 0" "stdout_nonempty" "no_nonfinite" "grep -q goodput \"$OUT\"" "grep -q \"interruptions per day\" \"$OUT\""
+printf '{"source": "my fleet", "observed": {"gpus_count": 512, "days": 30}, "causes": [{"name": "gpu", "component": "gpu", "per": "gpu", "count": 9, "needs_spare": true}]}' >"$TMP/faults.json"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1,recompute=selective" --tokens 1e12 --failures "$TMP/faults.json" --json
+check "run --failures FILE" "rc_is 0" "json_check '
+f = d[\"failures\"]
+assert f[\"source\"] == \"my fleet\"
+assert abs(f[\"interruptions_per_day\"] - 64 * 9 / 512 / 30) < 1e-9, f
+'"
+printf '{"causes": [{"name": "gpu", "component": "gpus", "per": "gpu", "count": 9, "needs_spare": true}]}' >"$TMP/badfaults.json"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --failures "$TMP/badfaults.json"
+check "run --failures with a bad component" "rc_is 2" "stderr_has badfaults.json" "stderr_has component"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens lots
+check "run --tokens not a number" "rc_is 2" "stderr_has tokens" "stderr_has lots"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1"
+check "run without --tokens" "rc_is 2" "stderr_has tokens"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --pue 0.8
+check "run --pue below 1" "rc_is 2" "stderr_has pue"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --power-cap-W 100
+check "run --power-cap-W below active idle" "rc_is 2" "stderr_has power-cap-W"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --failures "$TMP/no-such-faults.json"
+check "run --failures missing file" "rc_is 2" "stderr_has no-such-faults.json"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --trials 0
+check "run --trials 0" "rc_is 2" "stderr_has trials"
+# --- trace --------------------------------------------------------------------------------------
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" -o "$TMP/step.json"
+check "trace llama3-70b writes a trace and prints both step times" "rc_is 0" "no_nonfinite" \
+    "grep -q 'simulated step' \"\$OUT\" || { WHY='no simulated step line'; false; }" \
+    "grep -q 'analytical' \"\$OUT\" || { WHY='no analytical column'; false; }"
+TRACE_OUT=$OUT
+OUT=$TMP/step.json
+check "trace file is Chrome trace JSON with stages, threads and slices" "json_check '
+ev = d[\"traceEvents\"]
+names = set(e[\"args\"][\"name\"] for e in ev if e[\"ph\"] == \"M\" and e[\"name\"] == \"thread_name\")
+for t in (\"compute\", \"TP\", \"PP send\", \"DP/ZeRO\"): assert t in names, \"no thread \" + t
+procs = [e for e in ev if e[\"ph\"] == \"M\" and e[\"name\"] == \"process_name\"]
+assert len(procs) == 4, \"%d processes, expected 4 stages\" % len(procs)
+x = [e for e in ev if e[\"ph\"] == \"X\"]
+assert any(e[\"cat\"] == \"compute\" and \"micro_batch\" in e[\"args\"] and \"chunk\" in e[\"args\"] for e in x)
+assert any(e[\"cat\"] == \"dp\" and e[\"args\"][\"bytes\"] > 0 and e[\"args\"][\"algorithm\"] for e in x)
+last = {}
+for e in sorted(x, key=lambda e: (e[\"pid\"], e[\"tid\"], e[\"ts\"])):
+    k = (e[\"pid\"], e[\"tid\"])
+    assert e[\"ts\"] >= last.get(k, 0) - 1e-6, \"overlap on %r at %r\" % (k, e[\"ts\"])
+    last[k] = e[\"ts\"] + e[\"dur\"]
+'"
+OUT=$TRACE_OUT
+
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,mb=1,gb=256,seq=8192,schedule=zb" --json \
+    --analytical-rules
+check "trace --json --analytical-rules: simulated within 1% of analytical" "rc_is 0" "no_nonfinite" "json_check '
+s, a = d[\"simulated\"], d[\"analytical\"]
+assert abs(s[\"step_s\"] - a[\"step_s\"]) <= 0.01 * a[\"step_s\"], (s[\"step_s\"], a[\"step_s\"])
+t = s[\"time_s\"]
+parts = sum(t[k] for k in (\"compute\", \"recompute\", \"tp_comm\", \"cp_comm\", \"ep_comm\", \"pp_comm\",
+                          \"pp_bubble\", \"dp_comm_exposed\", \"optimizer\"))
+assert abs(parts - s[\"step_s\"]) <= 1e-6 * s[\"step_s\"], (parts, s[\"step_s\"])
+assert d[\"options\"][\"contention_frac\"] == 0
+assert d[\"trace\"] is None
+'"
+
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,mb=1,gb=256,seq=8192" --straggler-rank 700 \
+    --straggler-compute 1.5 --json
+check "trace with a straggler names its stage" "rc_is 0" "json_check '
+assert d[\"options\"][\"straggler_stage\"] == 2, d[\"options\"]
+'"
+
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --contention -0.5
+check "trace --contention -0.5 exits 2" "rc_is 2" "stderr_has contention"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --straggler-rank 1024
+check "trace --straggler-rank out of range exits 2" "rc_is 2" "stderr_has straggler-rank"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,vpp=2,mb=1,gb=256,seq=8192,schedule=zb"
+check "trace zb with vpp 2 exits 2 naming the schedule" "rc_is 2" "stderr_has schedule"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --max-events 50
+check "trace over the event cap exits 2 naming max_events" "rc_is 2" "stderr_has max_events"
+run trace --model llama3-70b $H100 --gpus 1024
+check "trace without --plan exits 2" "rc_is 2" "stderr_has plan"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" -o "$TMP/no/such/dir/x.json"
+check "trace -o into a missing directory exits 2" "rc_is 2" "stderr_has x.json"
+
 # --- validate -----------------------------------------------------------------------------------
 run validate "$TMP/no-such-file.csv"
 check "validate a missing file" "rc_is 2" "stderr_has no-such-file.csv"
@@ -284,6 +398,51 @@ assert len(d[\"rows\"]) == 0, \"row predicted: %r\" % d[\"rows\"]
 assert [x[\"id\"] for x in d[\"skipped\"]] == [\"big1\"], d[\"skipped\"]
 '"
 
+# Found by a new user: silent substitutions are refused.
+run predict --model llama3-8b --gpu v100-sxm2-32gb --gpus 8 --plan "precision=bf16"
+check "bf16 on a GPU without bf16 is refused" "rc_is 2" "stderr_has bf16" "stderr_has v100-sxm2-32gb"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --gpus-per-node 16
+check "gpus-per-node above gpus is refused" "rc_is 2" "stderr_has gpus-per-node" "stderr_has 16"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=1,sp=1"
+check "sp=1 without tp is refused" "rc_is 2" "stderr_has plan.sp"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=99999999999999999999"
+check "an integer too large names the range" "rc_is 2" "stderr_has plan.tp" "stderr_has 16777216"
+run predict --model llama3-70b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=3,pp=3"
+check "every reason line carries the prefix" "rc_is 2" "stderr_has 'meshplan: plan.tp = 3: must divide heads'"
+# --- MoE, long context, FP8 (issue 7) -------------------------------------------------------------
+run predict --model deepseek-v3 $H100 --gpus 2048 --plan "tp=1,pp=16,ep=64,etp=1,mb=1,gb=15360,seq=4096,precision=fp8" --json
+check "predict deepseek-v3 MoE with ep/etp --json" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"model\"][\"activated_params\"] < d[\"model\"][\"params\"] / 10, d[\"model\"]
+m = d[\"moe\"]
+assert m[\"ep\"] == 64 and m[\"etp\"] == 1 and m[\"experts\"] == 256, m
+assert m[\"a2a_bytes_per_moe_layer\"] > 0 and d[\"time_s\"][\"ep_comm\"] > 0
+'"
+run predict --model deepseek-v3 $H100 --gpus 2048 --plan "tp=1,pp=16,ep=64,etp=1,mb=1,gb=15360,seq=4096,precision=fp8"
+check "predict deepseek-v3, text names experts and MLA" "rc_is 0" "grep -q 'activated per token' \"\$OUT\"" \
+    "grep -q 'multi-head latent attention' \"\$OUT\"" "grep -q 'all-to-all per MoE layer' \"\$OUT\""
+run predict --model llama3-70b $H100 --gpus 1024 --plan "tp=8,cp=16,mb=1,gb=8,seq=131072,recompute=full" --json
+check "predict llama3-70b at 128K tokens with cp=16: attention dominates" "rc_is 0" "no_nonfinite" "json_check '
+a = d[\"attention\"]
+assert a[\"compute_time_frac\"] > 0.5 and a[\"flops_frac\"] > 0.5, a
+assert 0 < a[\"equal_matmul_seq\"] < 131072, a
+'"
+run predict --model llama3-70b $H100 --gpus 1024 --plan "tp=8,cp=16,mb=1,gb=8,seq=131072,cp_algo=allgather,attn_kernel=fa3" --json
+check "cp_algo=allgather and attn_kernel=fa3 accepted" "rc_is 0" "json_check '
+assert \"cp_algo=allgather\" in d[\"plan\"] and \"attn_kernel=fa3\" in d[\"plan\"], d[\"plan\"]
+'"
+run predict --model mixtral-8x7b $H100 --gpus 8 --plan "ep=8,etp=3"
+check "etp that does not divide the expert width" "rc_is 2" "stderr_has etp" "stderr_has moe_ffn_hidden"
+run predict --model mixtral-8x7b $H100 --gpus 8 --plan "ep=16"
+check "ep beyond the DP x CP ranks" "rc_is 2" "stderr_has ep"
+run predict --model llama3-8b $H100 --gpus 8 --plan "capacity_factor=abc"
+check "non-numeric capacity_factor" "rc_is 2" "stderr_has capacity_factor" "stderr_has abc"
+run predict --model llama3-8b $H100 --gpus 8 --plan "fp8_comm=1"
+check "fp8_comm without precision=fp8" "rc_is 2" "stderr_has fp8_comm"
+run predict --model "$ROOT/tests/data/hf/gpt-oss-120b.json" --gpu b200 --gpus 64 --plan "ep=8,etp=1,mb=4,gb=512,seq=4096,zero=1" --json
+check "gpt-oss-120b HF config.json (windows, experts_per_token) predicts" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"moe\"][\"topk\"] == 4 and d[\"moe\"][\"experts\"] == 128, d[\"moe\"]
+'"
+
 RUNS="$ROOT/../shared/validation/runs.csv"
 if [ -f "$RUNS" ]; then
     run validate "$RUNS" --json
@@ -294,6 +453,8 @@ for k in (\"n\", \"mean_abs_error_pct\", \"median_abs_error_pct\", \"max_abs_err
     assert k in s, \"missing summary.\" + k
 assert s[\"n\"] > 0 and s[\"n\"] == len(d[\"rows\"]), \"summary.n %r, %d rows\" % (s[\"n\"], len(d[\"rows\"]))
 assert s[\"median_abs_error_pct\"] <= s[\"max_abs_error_pct\"]
+moe = [x for x in d[\"rows\"] if x[\"id\"] in (\"mbridge2511_19\", \"mbridge2511_20\", \"mbridge2511_21\", \"mbridge2511_22\", \"mbridge2511_26\", \"mbridge2511_27\")]
+assert len(moe) == 6, \"MoE rows predicted: %d\" % len(moe)
 '"
     run validate "$RUNS"
     check "validate runs.csv, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"

@@ -48,7 +48,8 @@ static int same_plan(const mp_plan *p, const mp_plan *q)
            p->cp == q->cp && p->ep == q->ep && p->sp == q->sp && p->mb == q->mb &&
            p->gb == q->gb && p->seq == q->seq && p->zero == q->zero && p->hsdp == q->hsdp &&
            p->recompute == q->recompute && p->precision == q->precision &&
-           p->flash == q->flash && p->schedule == q->schedule;
+           p->flash == q->flash && p->schedule == q->schedule && p->etp == q->etp &&
+           p->cp_algo == q->cp_algo;
 }
 
 static void assert_same_entries(const mp_search_entry *a, int na, const mp_search_entry *b, int nb,
@@ -112,21 +113,22 @@ static void assert_same_result(const mp_search_result *a, const mp_search_result
 
 /* ---- the space is what mp_plan_resolve accepts ------------------------------------------ */
 
+#define NKEY 14
 typedef struct {
-    int64_t k[12];
+    int64_t k[NKEY];
 } plan_key;
 
 static plan_key key_of(const mp_plan *p)
 {
     plan_key k = {{p->tp, p->cp, p->pp, p->dp, p->vpp, p->mb, p->sp, p->zero, p->hsdp, p->recompute,
-                   p->schedule, p->ep}};
+                   p->schedule, p->ep, p->etp, p->cp_algo}};
     return k;
 }
 
 static int key_cmp(const void *a, const void *b)
 {
     const plan_key *x = a, *y = b;
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < NKEY; i++)
         if (x->k[i] != y->k[i])
             return x->k[i] < y->k[i] ? -1 : 1;
     return 0;
@@ -216,7 +218,8 @@ static void test_space_is_what_resolve_accepts(void **state)
                         for (int sp = 0; sp <= 1; sp++)
                             for (int zero = 0; zero <= 3; zero++)
                                 for (size_t h = 0; h < 6; h++)
-                                    for (int rc = 0; rc < MP_RC_COUNT; rc++) {
+                                    for (int rc = 0; rc < MP_RC_COUNT; rc++)
+                                    for (int ca = 0; ca < MP_CP_ALGO_COUNT; ca++) {
                                         mp_plan p;
                                         mp_plan_init_default(&p);
                                         p.tp = deg[a];
@@ -230,6 +233,11 @@ static void test_space_is_what_resolve_accepts(void **state)
                                         p.zero = zero;
                                         p.hsdp = hsdp[h];
                                         p.recompute = (mp_recompute)rc;
+                                        /* The CP algorithm with cp = 1 does nothing: the space
+                                         * has ring only there (its one documented merge). */
+                                        if (deg[b] == 1 && ca)
+                                            continue;
+                                        p.cp_algo = (mp_cp_algo)ca;
                                         tried++;
                                         int ok = mp_plan_resolve(&p, &m, gpus, NULL) == MP_OK;
                                         if (ok)
@@ -248,7 +256,7 @@ static void test_space_is_what_resolve_accepts(void **state)
                                     }
     sort_unique(&want);
     assert_true(tried > 100000);
-    assert_true(contains_checked > 10000);
+    assert_true(contains_checked > 20000);
     if (want.n != got.n)
         fail_msg("resolve accepts %zu distinct plans of the grid, the search space has %zu",
                  want.n, got.n);
@@ -267,6 +275,93 @@ static void test_space_is_what_resolve_accepts(void **state)
     free(want.keys);
 }
 
+static void test_moe_space_is_what_resolve_accepts(void **state)
+{
+    (void)state;
+    /* A small MoE model: 6 experts (ep 4 fails), expert FFN 6 (etp 4 fails), 4 layers. */
+    mp_model m = *model("mixtral-8x7b");
+    m.layers = 4;
+    m.hidden = 64;
+    m.heads = 8;
+    m.kv_heads = 2;
+    m.head_dim = 8;
+    m.ffn_hidden = 24;
+    m.moe_experts = 6;
+    m.moe_topk = 2;
+    m.moe_ffn_hidden = 6;
+    m.vocab = 100;
+    m.seq_len = 16;
+    const int64_t gpus = 8, gb = 8;
+    mp_search_opts o;
+    mp_search_opts_init(&o);
+    o.pin.gb = gb;
+    key_list got = {NULL, 0, 0, &m, gpus};
+    mp_search_counts counts;
+    assert_int_equal(mp_search_enumerate(&m, gpus, &o, collect, &got, &counts, NULL), MP_OK);
+    size_t n_enumerated = got.n;
+    assert_int_equal(sort_unique(&got), n_enumerated);
+    key_list want = {NULL, 0, 0, &m, gpus};
+    const int64_t deg[] = {1, 2, 4, 8};
+    const int64_t eps[] = {1, 2, 3, 4, 6, 8};
+    const int64_t etps[] = {0, 1, 2, 3, 4, 6}; /* 0: not given (plan.c: tp) */
+    for (size_t a = 0; a < 4; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 4; c++)
+                for (int64_t vpp = 1; vpp <= 2; vpp++)
+                    for (int64_t mb = 1; mb <= 2; mb++)
+                        for (int zero = 0; zero <= 3; zero += 3)
+                            for (size_t e = 0; e < 6; e++)
+                                for (size_t t = 0; t < 6; t++) {
+                                    mp_plan p;
+                                    mp_plan_init_default(&p);
+                                    p.tp = deg[a];
+                                    p.cp = deg[b];
+                                    p.pp = deg[c];
+                                    p.vpp = vpp;
+                                    p.mb = mb;
+                                    p.gb = gb;
+                                    p.seq = m.seq_len;
+                                    p.sp = deg[a] > 1;
+                                    p.zero = zero;
+                                    p.ep = eps[e];
+                                    p.etp = etps[t];
+                                    if (mp_plan_resolve(&p, &m, gpus, NULL) == MP_OK)
+                                        push_key(&want, &p);
+                                }
+    sort_unique(&want);
+    /* The grid fixes sp = (tp > 1), one recompute mode, zero 0 and 3 without HSDP: compare with
+     * the enumerated plans that have those. */
+    key_list sub = {NULL, 0, 0, &m, gpus};
+    for (size_t i = 0; i < got.n; i++) {
+        const int64_t *k = got.keys[i].k;
+        if (k[6] == (k[0] > 1) && k[9] == MP_RC_NONE && (k[7] == 0 || k[7] == 3) && k[8] == 0 &&
+            k[4] <= 2 && k[5] <= 2 && k[13] == MP_CP_RING)
+        {
+            if (sub.n == sub.cap) {
+                sub.cap = sub.cap ? 2 * sub.cap : 1024;
+                sub.keys = realloc(sub.keys, sub.cap * sizeof *sub.keys);
+                assert_non_null(sub.keys);
+            }
+            sub.keys[sub.n++] = got.keys[i];
+        }
+    }
+    sort_unique(&sub);
+    if (want.n != sub.n)
+        fail_msg("resolve accepts %zu MoE plans of the grid, the space has %zu of them", want.n, sub.n);
+    for (size_t i = 0; i < want.n; i++)
+        assert_int_equal(key_cmp(&want.keys[i], &sub.keys[i]), 0);
+    /* Some layouts of each kind exist: ep > 1, etp != tp. */
+    int ep2 = 0, etp_ne_tp = 0;
+    for (size_t i = 0; i < want.n; i++) {
+        ep2 |= want.keys[i].k[11] > 1;
+        etp_ne_tp |= want.keys[i].k[12] != want.keys[i].k[0];
+    }
+    assert_true(ep2 && etp_ne_tp);
+    free(got.keys);
+    free(want.keys);
+    free(sub.keys);
+}
+
 /* ---- pruning and threads never change the answer ---------------------------------------- */
 
 typedef struct {
@@ -274,14 +369,19 @@ typedef struct {
     int64_t gpus, gb, seq;
     double capacity_gib; /* 0 = the GPU's own */
     int flash;
+    const char *fix;     /* pinned keys (a smaller space, the same for both runs), or NULL */
 } job;
 
 static const job jobs[] = {
-    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, 0, 1},
-    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, 24, 1},
-    {"llama3-8b", "a100-sxm4-40gb", 16, 32, 8192, 0, 0},
-    {"llama2-70b", "h100-sxm5-80gb", 16, 16, 4096, 0, 1},
-    {"llama2-13b", "h100-sxm5-80gb", 32, 64, 4096, 40, 1},
+    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, 0, 1, NULL},
+    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, 24, 1, NULL},
+    {"llama3-8b", "a100-sxm4-40gb", 16, 32, 8192, 0, 0, NULL},
+    {"llama2-70b", "h100-sxm5-80gb", 16, 16, 4096, 0, 1, NULL},
+    {"llama2-13b", "h100-sxm5-80gb", 16, 32, 4096, 40, 1, NULL},
+    /* MoE: the layers on a stage depend on vpp (dense/MoE layers per interleaved chunk). */
+    {"mixtral-8x7b", "h100-sxm5-80gb", 16, 16, 4096, 0, 1, "pp=4,recompute=none"},
+    /* Long context: CP ring and all-gather. */
+    {"llama3-8b", "h100-sxm5-80gb", 16, 16, 32768, 0, 1, NULL},
 };
 
 static void setup_job(const job *j, const mp_model **m, mp_cluster *c, mp_search_opts *o)
@@ -296,6 +396,8 @@ static void setup_job(const job *j, const mp_model **m, mp_cluster *c, mp_search
     o->pin.flash = j->flash;
     o->top_n = 50;
     o->price_per_gpu_hour = 2.0;
+    if (j->fix)
+        assert_int_equal(mp_plan_parse(j->fix, &o->pin, NULL), MP_OK);
 }
 
 static void test_pruning_never_drops_a_feasible_plan(void **state)
@@ -331,8 +433,10 @@ static void test_pruning_never_drops_a_feasible_plan(void **state)
 static void test_same_result_with_any_thread_count(void **state)
 {
     (void)state;
-    const int threads[] = {2, 3, 5};
-    for (size_t k = 0; k < sizeof jobs / sizeof jobs[0]; k += 2) {
+    const int threads[] = {2, 5};
+    const size_t which[] = {0, 5, 6}; /* dense, MoE, long context */
+    for (size_t w = 0; w < sizeof which / sizeof which[0]; w++) {
+        const size_t k = which[w];
         const mp_model *m;
         mp_cluster c;
         mp_search_opts o;
@@ -427,6 +531,7 @@ static void test_objectives_by_hand(void **state)
     o.tokens = 1e12;
     o.price_per_gpu_hour = 2.5;
     o.top_n = 5;
+    o.pin.recompute = MP_RC_NONE; /* a smaller space; the objectives are what is tested */
     mp_search_result thr, ttt, cost;
     search(m, cs, 4, &o, &thr);
     o.objective = MP_OBJ_TIME_TO_TRAIN;
@@ -505,7 +610,7 @@ static void test_explanation_names_the_largest_difference(void **state)
     const mp_model *m;
     mp_cluster c;
     mp_search_opts o;
-    setup_job(&jobs[4], &m, &c, &o);
+    setup_job(&jobs[1], &m, &c, &o);
     mp_search_result r;
     search(m, &c, 1, &o, &r);
     assert_true(r.have_explanation);
@@ -630,6 +735,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_space_is_what_resolve_accepts),
+        cmocka_unit_test(test_moe_space_is_what_resolve_accepts),
         cmocka_unit_test(test_pruning_never_drops_a_feasible_plan),
         cmocka_unit_test(test_same_result_with_any_thread_count),
         cmocka_unit_test(test_top_is_sorted_and_ranks_agree),

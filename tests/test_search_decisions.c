@@ -132,6 +132,10 @@ static void test_link_bandwidth_threshold(void **state)
     o.pin.gb = 32;
     o.pin.seq = 4096;
     o.pin.recompute = MP_RC_NONE; /* both winners' (as above: speed) */
+    /* cp 1: with cp 2 and all-gather attention the estimator gives exactly the step time of
+     * dp 16 over a band of bandwidths (a tie, decided by headroom), which would make the flip
+     * one between three plans. */
+    o.pin.cp = 1;
     o.top_n = 1;
     const double bw0 = c.tier[1].bw_Bps; /* 50 GB/s per GPU (8 x 400 Gb/s for 8 GPUs) */
     double hi = bw0, lo = bw0 / 1000;

@@ -36,6 +36,10 @@ typedef struct {
     double attention_flops_frac;                  /* fused attention fwd+bwd / bf16 peak, 0 = unknown */
     char scaleup_link[MP_KEY_CAP];
     char source[MP_SOURCE_CAP];
+    /* Added later. */
+    double attention_fa3_flops_frac;              /* FlashAttention-3 / cuDNN-9-class fused
+                                                     attention fwd+bwd / bf16 peak (Hopper and
+                                                     later), 0 = unknown */
 } mp_gpu;
 
 typedef enum { MP_LINK_SCALEUP, MP_LINK_SCALEOUT, MP_LINK_WAN, MP_LINK_KIND_COUNT } mp_link_kind;

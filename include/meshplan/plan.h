@@ -3,7 +3,12 @@
  * Plan string: comma-separated key=value pairs with the field's standard names:
  *   tp, pp, vpp, dp, cp, ep, sp (0/1), mb, gb, seq, zero (0-3), hsdp (shard group size),
  *   recompute (none|selective|full), precision (bf16|fp16|fp8), flash (0/1),
- *   schedule (1f1b|interleaved|gpipe|zb).
+ *   schedule (1f1b|interleaved|gpipe|zb),
+ *   and for MoE / long context / FP8: etp (expert tensor parallelism, default tp),
+ *   cp_algo (ring|allgather), capacity_factor (0 = dropless; else each expert's buffer holds
+ *   capacity_factor x its balanced share), imbalance (busiest GPU's routed tokens / mean, >= 1),
+ *   fp8_comm (0/1: MoE dispatch and ZeRO parameter all-gathers travel in fp8),
+ *   attn_kernel (fa2|fa3: fused-attention kernel generation).
  * A plan that cannot be formed (a degree that does not divide heads, KV heads or layers; degrees
  * whose product is not the GPU count; a batch not divisible by mb*dp) is bad input: every reason
  * is listed. Memory fit is not checked here — that is an answer of the estimator.
@@ -17,6 +22,21 @@
 #include "meshplan/status.h"
 
 typedef enum { MP_SCHED_1F1B, MP_SCHED_INTERLEAVED, MP_SCHED_GPIPE, MP_SCHED_ZB, MP_SCHED_COUNT } mp_schedule;
+
+/** Context-parallel attention: ring (K/V passed to the next rank cp-1 times, overlapped with
+ *  the attention of the chunk in hand; Liu et al. 2023, Megatron-Core "p2p") or all-gather
+ *  (K/V gathered before attention and dK/dV reduce-scattered after, not overlapped; Llama 3,
+ *  Dubey et al. 2024 Sec. 3.3.2, Megatron-Core "all_gather"). */
+typedef enum { MP_CP_RING, MP_CP_ALLGATHER, MP_CP_ALGO_COUNT } mp_cp_algo;
+
+const char *mp_cp_algo_name(mp_cp_algo a);
+
+/** Fused-attention kernel generation (with flash = 1): FlashAttention-2 class (the GPU's
+ *  attention_flops_frac; Dao 2023) or FlashAttention-3 / cuDNN 9 class on Hopper and later
+ *  (attention_fa3_flops_frac; Shah et al. 2024), which Transformer Engine uses by default. */
+typedef enum { MP_ATTN_FA2, MP_ATTN_FA3, MP_ATTN_KERNEL_COUNT } mp_attn_kernel;
+
+const char *mp_attn_kernel_name(mp_attn_kernel k);
 
 const char *mp_schedule_name(mp_schedule s);
 const char *mp_recompute_name(mp_recompute r);
@@ -35,6 +55,16 @@ typedef struct {
     int flash;          /* fused attention: 1 on (default), 0 off */
     mp_schedule schedule;
     int schedule_given; /* schedule key was present */
+    /* Added later; 0 = not given. */
+    int64_t etp;        /* expert tensor parallelism: each expert split over etp GPUs (tp when
+                           not given, Megatron-Core's default); etp*ep divides tp*cp*dp */
+    mp_cp_algo cp_algo; /* ring (default) or allgather */
+    double moe_capacity_factor; /* 0: dropless (Megatron-Core's default); > 0: token-dropping
+                                   with buffers padded to cf x the balanced share */
+    double moe_imbalance;       /* routed tokens of the busiest GPU / mean, >= 1; 0: the
+                                   estimator's default (mp_estimate_opts.moe_imbalance) */
+    int fp8_comm;               /* 1: fp8 MoE dispatch and fp8 parameter all-gathers */
+    mp_attn_kernel attn_kernel; /* fa2 (default) or fa3 */
 } mp_plan;
 
 /** Defaults: everything "not given", recompute none, bf16, flash on, 1F1B. */
@@ -50,8 +80,11 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag);
  *  sp = (tp > 1), zero = 0 (3 with hsdp), schedule interleaved when vpp > 1 else 1F1B. Checks: product tp*pp*cp*dp == gpus; heads % tp,
  *  kv_heads % tp (or tp % kv_heads for replicated KV), ffn_hidden % tp, pp*vpp <= layers
  *  (uneven splits are allowed and reported by the estimator), gb % (mb*dp),
- *  seq % (2*cp) for causal load balancing, ep divides experts and dp*cp, hsdp divides dp,
- *  vpp > 1 only with pp > 1. Returns MP_ERR_INPUT listing every reason. */
+ *  seq % (2*cp) for causal load balancing, ep divides experts, etp (default tp) divides
+ *  moe_ffn_hidden and etp*ep divides tp*cp*dp (the expert grid of Megatron-Core: within a
+ *  pipeline stage's tp*cp*dp ranks, expert-TP innermost, then EP, then expert-DP), hsdp
+ *  divides dp, vpp > 1 only with pp > 1, fp8_comm only with precision fp8. Returns
+ *  MP_ERR_INPUT listing every reason. */
 mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag);
 
 /** Write the plan back as a canonical plan string (all fields). Returns chars written as

@@ -5,16 +5,19 @@
  * mp_plan structs (no strings in the hot loop):
  *   degrees  tp, cp, pp over the divisors of the GPU count, dp = gpus / (tp*cp*pp); a degree shape
  *            that breaks a rule (mp_search_rule) is counted as rejected, with the rule;
- *   below    ZeRO stage 0-3 and HSDP shard groups (zero 3, every divisor of dp); ep (MoE models
- *            only: the divisors of the experts that divide dp*cp); vpp 1..layers/pp (schedule
- *            interleaved when vpp > 1, else 1F1B, unless pinned); sp 0/1 when tp > 1; recompute
- *            none|selective|full; mb every divisor of gb/dp — only valid values are generated.
+ *   below    ZeRO stage 0-3 and HSDP shard groups (zero 3, every divisor of dp); the expert
+ *            layout of MoE models (ep | experts, etp | moe_ffn_hidden, etp*ep | tp*cp*dp);
+ *            vpp 1..layers/pp (schedule interleaved when vpp > 1, else 1F1B, unless pinned);
+ *            sp 0/1 when tp > 1; recompute none|selective|full; CP ring or all-gather when
+ *            cp > 1; mb every divisor of gb/dp — only valid values are generated.
+ *   job      gb, seq, precision, flash, attn_kernel, fp8_comm, capacity_factor and imbalance
+ *            are the job's (from opts.pin), not searched.
  * Every plan is evaluated with mp_estimate_plan, in parallel with OpenMP. Pruning skips only
- * plans proven to be over memory (never a feasible one): a degree shape's ZeRO/HSDP/EP subtree
- * when the model states of the first plan evaluated there already exceed the capacity (weights,
- * gradients, optimizer and buffers do not depend on vpp, sp, recompute or mb), and the larger
- * micro-batches of a (vpp, sp, recompute) line once one does not fit (memory is non-decreasing
- * in mb). Results are identical with pruning off and with any thread count: top plans and
+ * plans proven to be over memory (never a feasible one): a (sharding, expert layout, vpp)
+ * subtree of a degree shape when the model states of its first plan already exceed the capacity
+ * (weights, gradients, optimizer and buffers do not depend on sp, recompute, the CP algorithm or
+ * mb), and the larger micro-batches of a line once one does not fit (memory is non-decreasing in
+ * mb). Results are identical with pruning off and with any thread count: top plans and
  * frontiers are merged under one total order (mp_search_entry_cmp). tests/test_search.c checks
  * both against exhaustive enumeration.
  *
@@ -95,9 +98,11 @@ typedef void (*mp_progress_fn)(void *ctx, double done_frac, uint64_t plans_done)
 /** Search options. Initialise with mp_search_opts_init, then set what you need. */
 typedef struct {
     /* The job and any pinned dimension. gb (> 0) is required; seq 0 = the model's default;
-     * precision and flash are the job's (defaults bf16, flash on). A dimension is free unless set:
-     * tp, pp, vpp, dp, cp, ep, mb, hsdp 0; sp -1; zero -1; recompute MP_RC_COUNT; schedule free
-     * unless schedule_given. Pinned values restrict the space to plans that have them. */
+     * precision, flash, attn_kernel, fp8_comm, moe_capacity_factor and moe_imbalance are the
+     * job's (defaults bf16, flash on, fa2, off, dropless, the estimator's). A dimension is free
+     * unless set: tp, pp, vpp, dp, cp, ep, etp, mb, hsdp 0; sp -1; zero -1; recompute
+     * MP_RC_COUNT; cp_algo MP_CP_ALGO_COUNT; schedule free unless schedule_given. Pinned values
+     * restrict the space to plans that have them. */
     mp_plan pin;
     mp_objective objective;          /* default MP_OBJ_THROUGHPUT */
     double tokens;                   /* token budget, > 0 for MP_OBJ_TIME_TO_TRAIN; 0 = none */
@@ -136,8 +141,8 @@ typedef struct {
 } mp_search_entry;
 
 /** The total order of the ranking: score ascending, then memory headroom descending, then fewer
- *  GPUs, then the plan keys tp, cp, pp, vpp, dp, ep, mb, sp, zero, hsdp, recompute, schedule
- *  ascending. Returns <0, 0 (same plan and cluster) or >0. */
+ *  GPUs, then the plan keys tp, cp, pp, vpp, dp, ep, etp, cp_algo, mb, sp, zero, hsdp,
+ *  recompute, schedule ascending. Returns <0, 0 (same plan and cluster) or >0. */
 int mp_search_entry_cmp(const mp_search_entry *a, const mp_search_entry *b);
 
 /** Counts over the space searched (sums over the clusters). */

@@ -186,6 +186,10 @@ static void parse_gpu(reader *r, const json_t *o, mp_gpu *g)
     if (g->attention_flops_frac > 1)
         bad(r, "attention_flops_frac", json_object_get(o, "attention_flops_frac"),
             "a fraction in (0, 1]");
+    g->attention_fa3_flops_frac = get_num(r, o, "attention_fa3_flops_frac", 0, 1, 0);
+    if (g->attention_fa3_flops_frac > 1)
+        bad(r, "attention_fa3_flops_frac", json_object_get(o, "attention_fa3_flops_frac"),
+            "a fraction in (0, 1]");
     get_str(r, o, "scaleup_link", 0, g->scaleup_link, sizeof g->scaleup_link);
     get_source(r, o, g->source, sizeof g->source);
     if (g->peak_flops_per_s[MP_DT_BF16] <= 0 && g->peak_flops_per_s[MP_DT_FP16] <= 0)
@@ -280,6 +284,15 @@ static void parse_model(reader *r, const json_t *o, mp_model *m)
     m->moe_ffn_hidden = get_int(r, o, "moe_ffn_hidden_count", 0, 0, 0);
     m->moe_shared_experts = get_int(r, o, "moe_shared_experts_count", 0, 0, 0);
     m->moe_dense_layers = get_int(r, o, "moe_dense_layers_count", 0, 0, 0);
+    m->moe_layer_freq = get_int(r, o, "moe_layer_freq_count", 0, 0, 0);
+    m->q_lora_rank = get_int(r, o, "q_lora_rank_count", 0, 0, 0);
+    m->kv_lora_rank = get_int(r, o, "kv_lora_rank_count", 0, 0, 0);
+    m->qk_rope_head_dim = get_int(r, o, "qk_rope_head_dim_count", 0, 0, 0);
+    m->qk_nope_head_dim = get_int(r, o, "qk_nope_head_dim_count", 0, 0, 0);
+    m->v_head_dim = get_int(r, o, "v_head_dim_count", 0, 0, 0);
+    m->attn_window = get_int(r, o, "attn_window_count", 0, 0, 0);
+    m->attn_window_layers = get_int(r, o, "attn_window_layers_count", 0, 0, 0);
+    m->mtp_layers = get_int(r, o, "mtp_layers_count", 0, 0, 0);
     if (m->head_dim == 0 && m->heads > 0)
         m->head_dim = m->hidden / m->heads;
     get_source(r, o, m->source, sizeof m->source);

@@ -28,7 +28,14 @@ int cli_exit_for(mp_status st)
 void cli_print_diag(const mp_diag *d)
 {
     if (d->len) {
-        fprintf(stderr, "meshplan: %s\n", d->text);
+        /* Every line gets the prefix, so each reason reads on its own. */
+        const char *line = d->text;
+        while (*line) {
+            const char *nl = strchr(line, '\n');
+            int n = nl ? (int)(nl - line) : (int)strlen(line);
+            fprintf(stderr, "meshplan: %.*s\n", n, line);
+            line += n + (nl ? 1 : 0);
+        }
         if (d->count > 1)
             fprintf(stderr, "meshplan: %d problems\n", d->count);
     }

@@ -39,6 +39,10 @@ int cmd_predict(int argc, char **argv)
         return rc;
     if (a.gpus_per_node && (rc = cli_parse_count("gpus-per-node", a.gpus_per_node, 1, 1 << 20, &gpn)))
         return rc;
+    if (gpn > ngpus) {
+        fprintf(stderr, "meshplan: gpus-per-node = %lld: expected at most gpus (%lld)\n", gpn, ngpus);
+        return EXIT_INPUT;
+    }
 
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))

@@ -6,6 +6,8 @@
  *   meshplan catalog  [gpus|links|nodes|models] [--json]
  *   meshplan search   --model M --gpu G --gpus N|A:B --gb B [...] [--json|--csv]
  *   meshplan scale    --model M --gpu G --gpus A:B --gb B [...] [--json|--csv]
+ *   meshplan run      --model M --gpu G --gpus N --plan "..." --tokens T [--json] [options]
+ *   meshplan trace    --model M --gpu G --gpus N --plan "..." [-o step.json] [--json] ...
  *
  * Exit codes: 0 success, 2 bad usage or bad input (the message names the field, the value and
  * what was expected), 1 internal error.
@@ -30,6 +32,19 @@ static const char *usage_text =
     "            every valid plan evaluated; the best, the Pareto frontiers, the rejections and why\n"
     "  scale     --model M --gpu G --gpus A:B --gb B [search options] [--json|--csv]\n"
     "            best plan per GPU count (doubling), strong- and weak-scaling efficiency\n"
+    "  run       --model M --gpu G --gpus N --plan \"...\" --tokens T   a whole training run:\n"
+    "            energy, power, cost, failures, checkpoints, goodput. Options: [--json]\n"
+    "            [--price-gpu-hour 2.5 | --capex-per-gpu USD [--amortization-years 4]\n"
+    "            [--price-kwh 0.08]] [--pue 1.2] [--grid-gco2-per-kwh 400] [--power-cap-W W]\n"
+    "            [--host-util 0.2] [--checkpoint-GBps 500] [--async-checkpoint]\n"
+    "            [--checkpoint-interval-s S] [--restart-s 600] [--repair-h 24]\n"
+    "            [--spare-nodes auto|N] [--failures default|FILE] [--failure-scale 1]\n"
+    "            [--trials 1000] [--seed 1] [--gpus-per-node K] [--scale-out LINK] [--catalog FILE]\n"
+    "  trace     --model M --gpu G --gpus N --plan \"...\" [-o step.json] [--json]\n"
+    "            [--contention F] [--tp-overlap] [--p2p-overlap] [--analytical-rules]\n"
+    "            [--straggler-rank R] [--straggler-compute X] [--straggler-link X] [--max-events N]\n"
+    "            simulate one step event by event; write its Chrome trace (Perfetto) and\n"
+    "            print the simulated step next to the analytical one\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
@@ -50,6 +65,8 @@ int main(int argc, char **argv)
         {"catalog", cmd_catalog},
         {"search", cmd_search},
         {"scale", cmd_scale},
+        {"run", cmd_run},
+        {"trace", cmd_trace},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name))

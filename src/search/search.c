@@ -66,6 +66,7 @@ void mp_search_opts_init(mp_search_opts *o)
     memset(o, 0, sizeof *o);
     mp_plan_init_default(&o->pin);
     o->pin.recompute = MP_RC_COUNT; /* free */
+    o->pin.cp_algo = MP_CP_ALGO_COUNT; /* free */
     o->objective = MP_OBJ_THROUGHPUT;
     o->top_n = 10;
     o->prune = 1;
@@ -88,6 +89,7 @@ int mp_search_entry_cmp(const mp_search_entry *a, const mp_search_entry *b)
     const mp_plan *p = &a->plan, *q = &b->plan;
     if ((c = cmp_i64(p->tp, q->tp)) || (c = cmp_i64(p->cp, q->cp)) || (c = cmp_i64(p->pp, q->pp)) ||
         (c = cmp_i64(p->vpp, q->vpp)) || (c = cmp_i64(p->dp, q->dp)) || (c = cmp_i64(p->ep, q->ep)) ||
+        (c = cmp_i64(p->etp, q->etp)) || (c = cmp_i64(p->cp_algo, q->cp_algo)) ||
         (c = cmp_i64(p->mb, q->mb)) || (c = cmp_i64(p->sp, q->sp)) || (c = cmp_i64(p->zero, q->zero)) ||
         (c = cmp_i64(p->hsdp, q->hsdp)) || (c = cmp_i64(p->recompute, q->recompute)) ||
         (c = cmp_i64(p->schedule, q->schedule)))
@@ -501,7 +503,8 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
             sp_shape_axes(&space, sh, ax);
             mp_plan p = space.base;
             p.tp = sh->tp; p.cp = sh->cp; p.pp = sh->pp; p.dp = sh->dp;
-            p.zero = ax->shard_zero[0]; p.hsdp = ax->shard_hsdp[0]; p.ep = ax->ep[0];
+            p.zero = ax->shard_zero[0]; p.hsdp = ax->shard_hsdp[0];
+            p.ep = ax->ep[0]; p.etp = ax->etp[0]; p.cp_algo = ax->cpa[0];
             p.vpp = ax->vpp_lo; p.sp = ax->sp[0]; p.recompute = ax->rc[0]; p.mb = ax->mb[0];
             p.schedule = o->pin.schedule_given ? o->pin.schedule
                          : p.vpp > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
@@ -778,7 +781,8 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
         {"gpus", (long long)a->gpus, (long long)b->gpus}, {"tp", (long long)p->tp, (long long)q->tp},
         {"cp", (long long)p->cp, (long long)q->cp}, {"pp", (long long)p->pp, (long long)q->pp},
         {"vpp", (long long)p->vpp, (long long)q->vpp}, {"dp", (long long)p->dp, (long long)q->dp},
-        {"ep", (long long)p->ep, (long long)q->ep}, {"mb", (long long)p->mb, (long long)q->mb},
+        {"ep", (long long)p->ep, (long long)q->ep}, {"etp", (long long)p->etp, (long long)q->etp},
+        {"mb", (long long)p->mb, (long long)q->mb},
         {"sp", p->sp, q->sp}, {"zero", p->zero, q->zero}, {"hsdp", (long long)p->hsdp, (long long)q->hsdp}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i].u != keys[i].v)
@@ -787,6 +791,9 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
     if (p->recompute != q->recompute)
         appendf(x->differs, sizeof x->differs, "%srecompute %s vs %s", x->differs[0] ? ", " : "",
                 mp_recompute_name(p->recompute), mp_recompute_name(q->recompute));
+    if (p->cp_algo != q->cp_algo)
+        appendf(x->differs, sizeof x->differs, "%scp_algo %s vs %s", x->differs[0] ? ", " : "",
+                mp_cp_algo_name(p->cp_algo), mp_cp_algo_name(q->cp_algo));
     if (p->schedule != q->schedule)
         appendf(x->differs, sizeof x->differs, "%sschedule %s vs %s", x->differs[0] ? ", " : "",
                 mp_schedule_name(p->schedule), mp_schedule_name(q->schedule));

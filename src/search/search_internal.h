@@ -10,6 +10,8 @@
 /* Divisors of any n <= 2^31 number at most 1600 (highly composite numbers), so these lists
  * cannot overflow for a GPU count <= 2^24 or a batch <= 2^30. */
 #define SP_MAX_DIVISORS 2048
+/* (ep, etp) pairs: divisors of the experts times divisors of moe_ffn_hidden, capped. */
+#define SP_MAX_EXPERT 4096
 
 /* A degree shape on one cluster. */
 typedef struct {
@@ -23,13 +25,15 @@ typedef struct {
     int nshard;
     int shard_zero[SP_MAX_DIVISORS + 4];
     int64_t shard_hsdp[SP_MAX_DIVISORS + 4];
-    int nep;
-    int64_t ep[SP_MAX_DIVISORS];
+    int nexp;                 /* expert layouts (ep, etp); dense models: (1, 1) */
+    int64_t ep[SP_MAX_EXPERT], etp[SP_MAX_EXPERT];
     int64_t vpp_lo, vpp_hi;   /* a contiguous range; empty when lo > hi */
     int nsp;
     int sp[2];
     int nrc;
     mp_recompute rc[MP_RC_COUNT];
+    int ncpa;                 /* CP attention: ring and all-gather when cp > 1 */
+    mp_cp_algo cpa[MP_CP_ALGO_COUNT];
     int nmb;
     int64_t mb[SP_MAX_DIVISORS];
 } sp_axes;

@@ -21,8 +21,10 @@ static void plan_cells(FILE *f, const mp_search_entry *e)
     else
         fprintf(f, "%4s", "-");
     fprintf(f, " %-9s", mp_recompute_name(p->recompute));
-    if (p->ep > 1)
-        fprintf(f, " ep%-3lld", (long long)p->ep);
+    if (p->ep > 1 || p->etp > 1)
+        fprintf(f, " ep%lld etp%lld", (long long)p->ep, (long long)p->etp);
+    if (p->cp_algo != MP_CP_RING)
+        fprintf(f, " cp:%s", mp_cp_algo_name(p->cp_algo));
 }
 
 static void plan_header(FILE *f)
@@ -199,6 +201,8 @@ static json_t *entry_json(const mp_search_entry *e, json_int_t rank)
     json_object_set_new(o, "vpp", json_integer((json_int_t)p->vpp));
     json_object_set_new(o, "dp", json_integer((json_int_t)p->dp));
     json_object_set_new(o, "ep", json_integer((json_int_t)p->ep));
+    json_object_set_new(o, "etp", json_integer((json_int_t)p->etp));
+    json_object_set_new(o, "cp_algo", json_string(mp_cp_algo_name(p->cp_algo)));
     json_object_set_new(o, "mb", json_integer((json_int_t)p->mb));
     json_object_set_new(o, "sp", json_integer(p->sp));
     json_object_set_new(o, "zero", json_integer(p->zero));
@@ -338,9 +342,10 @@ static void csv_rows(FILE *f, const char *set, const mp_search_entry *a, int n, 
         fprintf(f, "%s,", set);
         if (ranked)
             fprintf(f, "%d", i + 1);
-        fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%d,%lld,%s,%s,%lld,%lld,%s,%d,",
+        fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%lld,%d,%d,%lld,%s,%s,%lld,%lld,%s,%d,",
                 (long long)e->gpus, (long long)p->tp, (long long)p->cp, (long long)p->pp,
-                (long long)p->vpp, (long long)p->dp, (long long)p->ep, (long long)p->mb, p->sp,
+                (long long)p->vpp, (long long)p->dp, (long long)p->ep, (long long)p->etp,
+                mp_cp_algo_name(p->cp_algo), (long long)p->mb, p->sp,
                 p->zero, (long long)p->hsdp, mp_recompute_name(p->recompute),
                 mp_schedule_name(p->schedule), (long long)p->gb, (long long)p->seq,
                 mp_dtype_name(p->precision), p->flash);
@@ -355,7 +360,7 @@ static void csv_rows(FILE *f, const char *set, const mp_search_entry *a, int n, 
 void mp_search_report_csv(FILE *f, const mp_search_opts *o, const mp_search_result *r)
 {
     (void)o;
-    fprintf(f, "set,rank,gpus,tp,cp,pp,vpp,dp,ep,mb,sp,zero,hsdp,recompute,schedule,gb,seq,precision,"
+    fprintf(f, "set,rank,gpus,tp,cp,pp,vpp,dp,ep,etp,cp_algo,mb,sp,zero,hsdp,recompute,schedule,gb,seq,precision,"
                "flash,step_s,tokens_per_s,mfu,memory_gib,headroom_gib,time_to_train_s,cost_usd,"
                "energy_J_per_token,score,bottleneck\n");
     csv_rows(f, "top", r->top, r->ntop, 1);

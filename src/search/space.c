@@ -2,17 +2,19 @@
  *
  * Plans are built directly as resolved mp_plan structs. The rules are those of mp_plan_resolve
  * (src/plan/plan.c), applied once per degree shape instead of per plan; below a shape only valid
- * values are generated (vpp <= layers/pp, mb | gb/dp, hsdp | dp, ep | experts and dp*cp), so
- * every plan visited is one mp_plan_resolve accepts unchanged, and every plan it accepts for the
- * job is visited (tests/test_search.c checks both on a grid).
+ * values are generated (vpp <= layers/pp, mb | gb/dp, hsdp | dp; for MoE models ep | experts,
+ * etp | moe_ffn_hidden and etp*ep | tp*cp*dp), so every plan visited is one mp_plan_resolve
+ * accepts unchanged, and every plan it accepts for the job is visited (tests/test_search.c checks
+ * both on a grid).
  *
- * Loop order below a shape, outermost first: ZeRO/HSDP sharding, ep, vpp, sp, recompute, mb.
- * The sharding and ep loops come first because the model states (weights, gradients, optimizer,
- * buffers) depend only on the shape and on them: when the first plan of such a subtree already
- * exceeds the GPU memory with its states alone, so does every plan of the subtree. mb comes
- * last because memory is non-decreasing in mb (next to sp_walk): once one micro-batch size does
- * not fit, larger ones do not either. Another dimension (the rank order of the topology issue)
- * is one more loop, between recompute and mb.
+ * Loop order below a shape, outermost first: ZeRO/HSDP sharding, expert layout (ep, etp), vpp,
+ * then sp, recompute, CP algorithm, mb. The first three come first because the model states
+ * (weights, gradients, optimizer, buffers) depend only on the shape and on them (vpp through the
+ * layers an MoE model's interleaved chunks put on a stage): when the first plan of such a subtree
+ * already exceeds the GPU memory with its states alone, so does every plan of the subtree. mb
+ * comes last because memory is non-decreasing in mb (next to sp_walk): once one micro-batch size
+ * does not fit, larger ones do not either. Another dimension (the rank order of the topology
+ * issue) is one more loop, between the CP algorithm and mb.
  *
  * Sizes: a few hundred shapes per GPU count; up to millions of plans (Llama 3 405B on 16,384
  * GPUs: 462 shapes, 3.1 million plans).
@@ -56,6 +58,12 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
              (long long)m->seq_len);
     if (pin->ep > 1 && m->moe_experts == 0)
         FAIL("search: ep = %lld pinned: the model has no experts", (long long)pin->ep);
+    if (pin->etp > 1 && m->moe_experts == 0)
+        FAIL("search: etp = %lld pinned: the model has no experts", (long long)pin->etp);
+    if ((int)pin->cp_algo < 0 || pin->cp_algo > MP_CP_ALGO_COUNT)
+        FAIL("search: cp_algo = %d: expected ring, allgather or free", (int)pin->cp_algo);
+    if (pin->fp8_comm && pin->precision != MP_DT_FP8)
+        FAIL("search: fp8_comm = 1 needs precision fp8 (got %s)", mp_dtype_name(pin->precision));
     if ((int)pin->recompute < 0 || pin->recompute > MP_RC_COUNT)
         FAIL("search: recompute = %d: expected none, selective, full or free", (int)pin->recompute);
     if (pin->zero < -1 || pin->zero > 3)
@@ -98,6 +106,13 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     s->base.flash = pin->flash ? 1 : 0;
     s->base.schedule_given = pin->schedule_given;
     s->base.ep = 1;
+    s->base.etp = 1;
+    s->base.cp_algo = MP_CP_RING;
+    /* Job inputs, not choices: the routing and the kernels. */
+    s->base.moe_capacity_factor = pin->moe_capacity_factor;
+    s->base.moe_imbalance = pin->moe_imbalance;
+    s->base.fp8_comm = pin->fp8_comm;
+    s->base.attn_kernel = pin->attn_kernel;
     return MP_OK;
 }
 
@@ -201,15 +216,27 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
                 ax->shard_hsdp[ax->nshard++] = dv[i];
             }
     }
-    /* ep: dense models 1; MoE every divisor of the experts that divides dp*cp (plan.c). */
-    ax->nep = 0;
+    /* Expert layout: dense models ep = etp = 1 (plan.c fills etp = 1); MoE models every ep
+     * dividing the experts and etp dividing moe_ffn_hidden with etp*ep | tp*cp*dp (plan.c: the
+     * expert grid re-partitions a stage's tp*cp*dp ranks). */
+    ax->nexp = 0;
     if (m->moe_experts > 0) {
-        int nd = divisors(m->moe_experts, dv, SP_MAX_DIVISORS);
-        for (int i = 0; i < nd; i++)
-            if ((sh->dp * sh->cp) % dv[i] == 0 && (!pin->ep || pin->ep == dv[i]))
-                ax->ep[ax->nep++] = dv[i];
-    } else if (pin->ep <= 1) {
-        ax->ep[ax->nep++] = 1;
+        int64_t de[SP_MAX_DIVISORS];
+        int ne = divisors(m->moe_experts, de, SP_MAX_DIVISORS);
+        int nf = m->moe_ffn_hidden > 0 ? divisors(m->moe_ffn_hidden, dv, SP_MAX_DIVISORS) : 0;
+        const int64_t grid = sh->tp * sh->cp * sh->dp;
+        for (int i = 0; i < ne; i++)
+            for (int j = 0; j < nf && ax->nexp < SP_MAX_EXPERT; j++) {
+                int64_t ep = de[i], etp = dv[j];
+                if (grid % (ep * etp) == 0 && (!pin->ep || pin->ep == ep) &&
+                    (!pin->etp || pin->etp == etp)) {
+                    ax->ep[ax->nexp] = ep;
+                    ax->etp[ax->nexp++] = etp;
+                }
+            }
+    } else if (pin->ep <= 1 && pin->etp <= 1) {
+        ax->ep[ax->nexp] = 1;
+        ax->etp[ax->nexp++] = 1;
     }
     /* vpp: 1 without pipelining; else 1..layers/pp (pp*vpp <= layers; uneven splits allowed).
      * A pinned schedule: interleaved needs vpp >= 2, the others run vpp = 1. */
@@ -227,15 +254,22 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
         else
             ax->vpp_hi = ax->vpp_lo - 1;
     }
-    /* sp: a no-op without TP (plan.c turns it off). */
+    /* sp: 0 or 1 with TP; plan.c refuses sp = 1 with tp = 1. */
     ax->nsp = 0;
     for (int v = 0; v <= (sh->tp > 1 ? 1 : 0); v++)
-        if (pin->sp < 0 || pin->sp == v || (sh->tp == 1 && v == 0))
+        if (pin->sp < 0 || pin->sp == v)
             ax->sp[ax->nsp++] = v;
     ax->nrc = 0;
     for (int r = 0; r < MP_RC_COUNT; r++)
         if (pin->recompute == MP_RC_COUNT || (int)pin->recompute == r)
             ax->rc[ax->nrc++] = (mp_recompute)r;
+    /* CP attention: ring or all-gather, a choice only with cp > 1 (with cp = 1 it does nothing:
+     * ring, unless pinned). */
+    ax->ncpa = 0;
+    for (int a = 0; a < (sh->cp > 1 ? MP_CP_ALGO_COUNT : 1); a++)
+        if (pin->cp_algo == MP_CP_ALGO_COUNT || (int)pin->cp_algo == a || sh->cp == 1)
+            ax->cpa[ax->ncpa++] = sh->cp == 1 && pin->cp_algo != MP_CP_ALGO_COUNT ? pin->cp_algo
+                                                                                 : (mp_cp_algo)a;
     /* mb: every divisor of gb/dp (plan.c: gb % (mb*dp) == 0). */
     ax->nmb = 0;
     {
@@ -245,8 +279,8 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
                 ax->mb[ax->nmb++] = dv[i];
     }
     uint64_t nvpp = ax->vpp_hi >= ax->vpp_lo ? (uint64_t)(ax->vpp_hi - ax->vpp_lo + 1) : 0;
-    const uint64_t f[] = {(uint64_t)ax->nshard, (uint64_t)ax->nep, nvpp, (uint64_t)ax->nsp,
-                          (uint64_t)ax->nrc, (uint64_t)ax->nmb};
+    const uint64_t f[] = {(uint64_t)ax->nshard, (uint64_t)ax->nexp, nvpp, (uint64_t)ax->nsp,
+                          (uint64_t)ax->nrc, (uint64_t)ax->ncpa, (uint64_t)ax->nmb};
     uint64_t n = 1;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         n = (f[i] && n > UINT64_MAX / f[i]) ? UINT64_MAX : n * f[i]; /* saturating */
@@ -254,10 +288,11 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
 }
 
 /* Memory is non-decreasing in mb for fixed other keys (the pruning of the mb loop): with G =
- * gb/dp and M = G/mb micro-batches, every activation term of mp_layer_activation is linear in
- * mb; the in-flight count times mb is min(G, (pp-i)*mb) for 1F1B, min(c*mb, G*v)/v interleaved
- * (c the warm-up chunks), G for GPipe — all non-decreasing; logits and the full-recompute working
- * layer are linear in mb; weights, gradients, optimizer and buffers do not depend on it. */
+ * gb/dp and M = G/mb micro-batches, every activation term of mp_layer_activation and
+ * mp_moe_layer_activation is linear in mb; the in-flight count times mb is min(G, (pp-i)*mb) for
+ * 1F1B, min(c*mb, G*v)/v interleaved (c the warm-up chunks), G for GPipe — all non-decreasing;
+ * logits and the full-recompute working layer are linear in mb; weights, gradients, optimizer
+ * and buffers do not depend on it. */
 int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker *w)
 {
     mp_plan p = s->base;
@@ -265,53 +300,56 @@ int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker 
     p.cp = sh->cp;
     p.pp = sh->pp;
     p.dp = sh->dp;
-    const uint64_t nvpp = ax->vpp_hi >= ax->vpp_lo ? (uint64_t)(ax->vpp_hi - ax->vpp_lo + 1) : 0;
-    const uint64_t below_ep = nvpp * (uint64_t)ax->nsp * (uint64_t)ax->nrc * (uint64_t)ax->nmb;
+    /* Plans below one (sharding, expert layout, vpp): the subtree the model states bound. */
+    const uint64_t below = (uint64_t)ax->nsp * (uint64_t)ax->nrc * (uint64_t)ax->ncpa *
+                           (uint64_t)ax->nmb;
     for (int is = 0; is < ax->nshard; is++) {
         p.zero = ax->shard_zero[is];
         p.hsdp = ax->shard_hsdp[is];
-        for (int ie = 0; ie < ax->nep; ie++) {
+        for (int ie = 0; ie < ax->nexp; ie++) {
             p.ep = ax->ep[ie];
-            uint64_t done = 0; /* plans of this (sharding, ep) subtree visited or skipped */
-            int first = 1, proven = 0;
-            for (int64_t v = ax->vpp_lo; v <= ax->vpp_hi && !proven; v++) {
+            p.etp = ax->etp[ie];
+            for (int64_t v = ax->vpp_lo; v <= ax->vpp_hi; v++) {
                 p.vpp = v;
-                if (!s->o->pin.schedule_given)
-                    p.schedule = v > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
-                else
-                    p.schedule = s->o->pin.schedule;
+                p.schedule = s->o->pin.schedule_given ? s->o->pin.schedule
+                             : v > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
+                uint64_t done = 0; /* plans of this subtree visited or skipped */
+                int first = 1, proven = 0;
                 for (int isp = 0; isp < ax->nsp && !proven; isp++) {
                     p.sp = ax->sp[isp];
                     for (int ir = 0; ir < ax->nrc && !proven; ir++) {
                         p.recompute = ax->rc[ir];
-                        /* rank order (plan key `order`, topology issue): one loop here. */
-                        for (int im = 0; im < ax->nmb; im++) {
-                            p.mb = ax->mb[im];
-                            double states = 0, capacity = 0;
-                            int fit = w->visit(w, &p, &states, &capacity);
-                            done++;
-                            if (fit == -2)
-                                return -2;
-                            if (!w->prune || fit < 0) {
+                        for (int ia = 0; ia < ax->ncpa && !proven; ia++) {
+                            p.cp_algo = ax->cpa[ia];
+                            /* rank order (plan key `order`, topology issue): one loop here. */
+                            for (int im = 0; im < ax->nmb; im++) {
+                                p.mb = ax->mb[im];
+                                double states = 0, capacity = 0;
+                                int fit = w->visit(w, &p, &states, &capacity);
+                                done++;
+                                if (fit == -2)
+                                    return -2;
+                                if (!w->prune || fit < 0) {
+                                    first = 0;
+                                    continue;
+                                }
+                                if (first && states > capacity) {
+                                    /* The model states alone exceed the memory: so they do in
+                                     * every plan of this subtree (they depend only on the
+                                     * shape, the sharding, the expert layout and vpp). */
+                                    w->skip(w, below - done);
+                                    proven = 1;
+                                    break;
+                                }
                                 first = 0;
-                                continue;
-                            }
-                            if (first && states > capacity) {
-                                /* The model states alone exceed the memory: so they do in
-                                 * every plan of this subtree (they depend only on the shape,
-                                 * the sharding and ep). */
-                                w->skip(w, below_ep - done);
-                                proven = 1;
-                                break;
-                            }
-                            first = 0;
-                            if (fit == 0) {
-                                /* Larger micro-batches need at least as much memory. */
-                                uint64_t rest = (uint64_t)(ax->nmb - im - 1);
-                                if (rest)
-                                    w->skip(w, rest);
-                                done += rest;
-                                break;
+                                if (fit == 0) {
+                                    /* Larger micro-batches need at least as much memory. */
+                                    uint64_t rest = (uint64_t)(ax->nmb - im - 1);
+                                    if (rest)
+                                        w->skip(w, rest);
+                                    done += rest;
+                                    break;
+                                }
                             }
                         }
                     }
@@ -334,7 +372,9 @@ int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
         return 0;
     /* The job. */
     if (p->gb != s->gb || p->seq != s->seq || p->precision != s->base.precision ||
-        p->flash != s->base.flash)
+        p->flash != s->base.flash || p->moe_capacity_factor != s->base.moe_capacity_factor ||
+        p->moe_imbalance != s->base.moe_imbalance || p->fp8_comm != s->base.fp8_comm ||
+        p->attn_kernel != s->base.attn_kernel)
         return 0;
     sp_axes *ax = malloc(sizeof *ax);
     if (!ax)
@@ -350,8 +390,12 @@ int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
         in |= ax->shard_zero[i] == p->zero && ax->shard_hsdp[i] == p->hsdp;
     ok = ok && in;
     in = 0;
-    for (int i = 0; i < ax->nep; i++)
-        in |= ax->ep[i] == p->ep;
+    for (int i = 0; i < ax->nexp; i++)
+        in |= ax->ep[i] == p->ep && ax->etp[i] == p->etp;
+    ok = ok && in;
+    in = 0;
+    for (int i = 0; i < ax->ncpa; i++)
+        in |= ax->cpa[i] == p->cp_algo;
     ok = ok && in;
     in = 0;
     for (int i = 0; i < ax->nsp; i++)
