@@ -101,6 +101,10 @@ typedef struct {
     char bottleneck[160];         /* in words */
     int microbatches;             /* per DP rank per step */
     mp_step_parts parts;          /* what step_s is built from */
+    /* Tier whose bandwidth bounds each kind's main collective (topo.h tier index; -1 when the
+     * kind has no communication): TP all-gather/all-reduce, CP exchange, PP send/recv, DP/ZeRO
+     * gradient reduction. */
+    int tp_tier, cp_tier, pp_tier, dp_tier;
     /* Stage 0 .. min(pp, MP_MAX_STAGES)-1; entries past that are not written. Kept last so an
      * evaluation clears only the fields above (the search calls this millions of times). */
     mp_memory per_stage[MP_MAX_STAGES];

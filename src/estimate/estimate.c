@@ -138,6 +138,37 @@ static void param_bytes(int zero, double shard, bytes_per_param *b)
 
 /* ---- the estimator ------------------------------------------------------------------------ */
 
+/* The DP x CP group split into the shard group (hsdp ranks, or all) and the replica group, each
+ * as inner and outer runs of the rank order (plan.h mp_plan_group): the shard group is the inner
+ * `shard` ranks of the data group, the replicas the rest. */
+static void data_groups(const mp_plan *p, int64_t shard, mp_group *sh_in, mp_group *sh_out,
+                        mp_group *rp_in, mp_group *rp_out)
+{
+    mp_group in, out;
+    mp_plan_group(p, MP_DIM_BIT(MP_DIM_CP) | MP_DIM_BIT(MP_DIM_EP) | MP_DIM_BIT(MP_DIM_DP), &in,
+                  &out);
+    const mp_group one = {1, 1};
+    if (shard >= in.size * out.size) {
+        *sh_in = in, *sh_out = out, *rp_in = one, *rp_out = one;
+    } else if (shard <= in.size) {
+        *sh_in = (mp_group){shard, in.stride};
+        *sh_out = one;
+        if (in.size / shard > 1) {
+            *rp_in = (mp_group){in.size / shard, in.stride * shard};
+            *rp_out = out;
+        } else {
+            *rp_in = out;
+            *rp_out = one;
+        }
+    } else {
+        int64_t k = shard / in.size;
+        *sh_in = in;
+        *sh_out = (mp_group){k, out.stride};
+        *rp_in = (mp_group){out.size / k, out.stride * k};
+        *rp_out = one;
+    }
+}
+
 static void add_reason(mp_estimate *e, const char *fmt, double a, double b)
 {
     if (e->nreasons >= 4)
@@ -154,6 +185,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         opts = &defaults;
     }
     memset(e, 0, offsetof(mp_estimate, per_stage));
+    e->tp_tier = e->cp_tier = e->pp_tier = e->dp_tier = -1;
     if (p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->vpp < 1 || p->mb < 1 || p->gb < 1 ||
         p->seq < 1 || p->tp * p->pp * p->cp * p->dp != c->num_gpus) {
         mp_diag_add(diag, "plan is not resolved for %lld GPUs (call mp_plan_resolve)",
@@ -216,7 +248,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
          * 2019 Fig. 3), or with SP an all-gather + reduce-scatter pair each (Korthikanti et al.
          * 2022 Sec. 4.2.2), of T*h 16-bit elements; not overlapped with compute. */
         if (tp > 1) {
-            mp_group gtp = {tp, 1};
+            /* Placed by the plan's rank order (stride 1 with the default order). */
+            mp_group gtp = {tp, mp_plan_stride(p, MP_DIM_TP)};
             mp_coll_cost cc;
             double S = T * h * act_e;
             if (p->sp) {
@@ -228,16 +261,16 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
                 mp_coll_time(c, MP_COLL_ALL_REDUCE, S, gtp, MP_ALGO_AUTO, &cc);
                 lf.tp_s = 2.0 * cc.total_s;
             }
+            e->tp_tier = cc.bottleneck_tier;
         }
         /* CP: ring attention passes each rank's K and V chunk (T*2*kvd/tp 16-bit elements) to its
          * neighbour cp-1 times, overlapped with the attention of the previous chunk (Liu et al.
          * 2023, Ring Attention; Megatron-Core context parallelism). */
         if (cp > 1) {
-            mp_group gcp = {cp, tp};
             mp_coll_cost cc;
-            mp_coll_time(c, MP_COLL_SEND_RECV, T * 2.0 * kvd / tp * act_e, (mp_group){2, tp * 1},
-                         MP_ALGO_AUTO, &cc);
-            (void)gcp;
+            mp_coll_time(c, MP_COLL_SEND_RECV, T * 2.0 * kvd / tp * act_e,
+                         (mp_group){2, mp_plan_stride(p, MP_DIM_CP)}, MP_ALGO_AUTO, &cc);
+            e->cp_tier = cc.bottleneck_tier;
             double step_comm = cc.total_s, step_attn = lf.attn_s / cp;
             lf.cp_s = (cp - 1) * (step_comm > step_attn ? step_comm - step_attn : 0.0);
         }
@@ -280,9 +313,10 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     if (pp > 1) {
         mp_coll_cost cc;
         double bytes = T * h * act_e / (tp > 1 ? tp : 1);
-        mp_coll_time(c, MP_COLL_SEND_RECV, bytes, (mp_group){2, p->tp * p->cp * p->dp},
+        mp_coll_time(c, MP_COLL_SEND_RECV, bytes, (mp_group){2, mp_plan_stride(p, MP_DIM_PP)},
                      MP_ALGO_AUTO, &cc);
         p2p_s = cc.total_s;
+        e->pp_tier = cc.bottleneck_tier;
     }
 
     /* Slowest stage per micro-batch. */
@@ -346,12 +380,15 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     double dp_total = 0.0, dp_exposed = 0.0;
     if (dpg > 1) {
         mp_coll_cost cc;
-        mp_group gsh = {shard, p->tp};
+        /* The shard group (all dp*cp ranks, or hsdp of them) and the replicas, placed by the
+         * plan's rank order (stride tp with the default order). */
+        mp_group sh_in, sh_out, rp_in, rp_out;
+        data_groups(p, shard, &sh_in, &sh_out, &rp_in, &rp_out);
         const double gbytes = 4.0 * P_local, pbytes = 2.0 * P_local;
         double replicate_s = 0.0;
         if (p->hsdp && dpg / shard > 1) {
-            mp_coll_time(c, MP_COLL_ALL_REDUCE, gbytes / shard, (mp_group){dpg / shard, p->tp * shard},
-                         MP_ALGO_AUTO, &cc);
+            mp_coll_time_2d(c, MP_COLL_ALL_REDUCE, gbytes / shard, rp_in, rp_out, MP_ALGO_MASK_ALL,
+                            &cc);
             replicate_s = cc.total_s;
             e->parts.hsdp_replicate_s = replicate_s;
         }
@@ -360,16 +397,18 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         const double bwd_window = opts->grad_reduce_overlap_frac * t_mb_bwd_stage;
         const double fwd_window = opts->grad_reduce_overlap_frac * t_mb_fwd_stage;
         if (p->zero == 0) {
-            mp_coll_time(c, MP_COLL_ALL_REDUCE, gbytes, gsh, MP_ALGO_AUTO, &cc);
+            mp_coll_time_2d(c, MP_COLL_ALL_REDUCE, gbytes, sh_in, sh_out, MP_ALGO_MASK_ALL, &cc);
+            e->dp_tier = cc.bottleneck_tier;
             dp_total = cc.total_s;
             e->parts.grad_reduce_s = dp_total;
             dp_exposed = fmax(0.0, dp_total - bwd_window);
         } else if (p->zero <= 2) {
             /* Reduce-scatter the gradients, all-gather the updated 16-bit parameters (Megatron
              * distributed optimizer; ZeRO-1/2). ZeRO-2 reduces every micro-batch (DeepSpeed). */
-            mp_coll_time(c, MP_COLL_REDUCE_SCATTER, gbytes, gsh, MP_ALGO_AUTO, &cc);
+            mp_coll_time_2d(c, MP_COLL_REDUCE_SCATTER, gbytes, sh_in, sh_out, MP_ALGO_MASK_ALL, &cc);
             double rs = cc.total_s;
-            mp_coll_time(c, MP_COLL_ALL_GATHER, pbytes, gsh, MP_ALGO_AUTO, &cc);
+            e->dp_tier = cc.bottleneck_tier;
+            mp_coll_time_2d(c, MP_COLL_ALL_GATHER, pbytes, sh_in, sh_out, MP_ALGO_MASK_ALL, &cc);
             double ag = cc.total_s;
             e->parts.grad_reduce_s = rs;
             e->parts.param_gather_s = ag;
@@ -386,10 +425,12 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
              * FSDP Sec. 3). Each layer's gather is prefetched behind the previous layer. */
             double nl = (double)e->layers_per_stage_max;
             double layer_p = (double)pc.per_layer / tp;
-            mp_coll_time(c, MP_COLL_ALL_GATHER, 2.0 * layer_p, gsh, MP_ALGO_AUTO, &cc);
+            mp_coll_time_2d(c, MP_COLL_ALL_GATHER, 2.0 * layer_p, sh_in, sh_out, MP_ALGO_MASK_ALL, &cc);
             double ag = cc.total_s;
-            mp_coll_time(c, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, gsh, MP_ALGO_AUTO, &cc);
+            mp_coll_time_2d(c, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, sh_in, sh_out, MP_ALGO_MASK_ALL,
+                            &cc);
             double rs = cc.total_s;
+            e->dp_tier = cc.bottleneck_tier;
             e->parts.zero3_layer_gather_s = ag;
             e->parts.zero3_layer_reduce_s = rs;
             double lfw = opts->zero3_overlap_frac * (layer_f + lf.tp_s);
@@ -398,9 +439,10 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             double per_mb_exposed = nl * (fmax(0.0, ag - lfw) + fmax(0.0, ag + rs - lbw)) + ag + rs;
             /* Embedding and LM head: gathered and reduced once per micro-batch, not hidden. */
             double extra_p = (P_local - nl * layer_p);
-            mp_coll_time(c, MP_COLL_ALL_GATHER, 2.0 * extra_p, gsh, MP_ALGO_AUTO, &cc);
+            mp_coll_time_2d(c, MP_COLL_ALL_GATHER, 2.0 * extra_p, sh_in, sh_out, MP_ALGO_MASK_ALL, &cc);
             double eag = cc.total_s;
-            mp_coll_time(c, MP_COLL_REDUCE_SCATTER, 4.0 * extra_p, gsh, MP_ALGO_AUTO, &cc);
+            mp_coll_time_2d(c, MP_COLL_REDUCE_SCATTER, 4.0 * extra_p, sh_in, sh_out, MP_ALGO_MASK_ALL,
+                            &cc);
             per_mb_total += 2.0 * eag + cc.total_s;
             e->parts.zero3_extra_s = 2.0 * eag + cc.total_s;
             per_mb_exposed += fmax(0.0, 2.0 * eag + cc.total_s - head_fb);
@@ -557,9 +599,10 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
                  "compute (%.0f%% of the step; GEMMs at %.0f TFLOP/s achievable)",
                  100.0 * e->time.compute / e->step_s, r.matmul_flops_per_s / 1e12);
     } else {
-        const char *link = c->tier[0].link;
-        if (bi == 6 || bi == 4)
-            link = c->tier[c->ntiers > 1 ? 1 : 0].link;
+        /* The link of the tier that bounds that kind's collective. */
+        int bt = bi == 2 ? e->tp_tier : bi == 3 ? e->cp_tier : bi == 4 ? e->pp_tier
+               : bi == 6 ? e->dp_tier : 0;
+        const char *link = c->tier[bt >= 0 && bt < c->ntiers ? bt : 0].link;
         snprintf(e->bottleneck, sizeof e->bottleneck, "%s (%.0f%% of the step)%s%s",
                  parts[bi].what, 100.0 * parts[bi].t / e->step_s,
                  (bi >= 2 && bi <= 4) || bi == 6 ? " over " : "",
