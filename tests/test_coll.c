@@ -347,6 +347,12 @@ static void test_two_node_golden(void **state)
     assert_close(cc.total_s, 16.3e-6 + S / 46e9, 1e-12);
     coll_s(&c, MP_COLL_SEND_RECV, S, (mp_group){2, 1}, MP_ALGO_AUTO, &cc);
     assert_close(cc.total_s, 5.8e-6 + S / 364.5e9, 1e-12);
+    /* A pipeline of 4 stages of 4 GPUs (stride 4): the pair (0, 4) shares a node, but the
+     * boundary between stages 1 and 2 crosses the NICs; its 4 senders share the node's 8 NICs:
+     * 2 x 46 GB/s each. */
+    coll_s(&c, MP_COLL_SEND_RECV, S, (mp_group){4, 4}, MP_ALGO_AUTO, &cc);
+    assert_int_equal(cc.bottleneck_tier, 1);
+    assert_close(cc.total_s, 16.3e-6 + S / 92e9, 1e-12);
 }
 
 /* nccl-tests all_reduce_perf, 8 GiB, 8 x H200 in one HGX node (collectives.csv):

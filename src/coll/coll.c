@@ -33,7 +33,8 @@
  *              the share going to other rails also crosses the tier above. hierarchical (NCCL
  *              PXN): relay over NVLink to the GPU on the destination's rail first. pairwise: as
  *              direct with n-1 latency steps.
- *   send/recv  alpha + S / (narrowest share on the path); a mesh pair gets one link.
+ *   send/recv  between neighbours of the group (pipeline, CP ring): alpha + S / (narrowest share
+ *              on the path of the pair that crosses the outermost tier); a mesh pair gets one link.
  * Protocols: LL (per-hop latency alpha_t, bandwidth x 0.5 — NCCL tuning.cc "busBw * .5" for ring
  * LL) or Simple (per-hop latency alpha_t plus NCCL's tabulated Simple-over-LL difference: 2.8 us
  * on NVLink, 4.7 us on PCIe, 11.3 us on the network — tuning.cc hwLat ring 3.4-0.6, 5.7-1.0,
@@ -455,12 +456,15 @@ static mp_status all_to_all_cost(const ctx *x, double S, mp_coll_algo a, mp_coll
     return MP_OK;
 }
 
+/* Send/recv between neighbours of the group (a pipeline or a CP ring): the slowest neighbour
+ * pair crosses the group's outermost tier T, and every step of the pipeline waits for it. Only
+ * the `stride` ranks of one stage cross a boundary at a time, so at tier u each of them gets the
+ * domain's cut shared by stride ranks instead of by all D_{u-1}: b_u max(1, D_{u-1} / stride),
+ * and never more than its own NIC (b_1). Inside the scale-up domain a mesh pair has one link. */
 static mp_status p2p_cost(const ctx *x, double S, mp_coll_cost *o)
 {
     const mp_cluster *c = x->c;
-    int t = 0;
-    while (t < c->ntiers - 1 && x->stride >= c->tier[t].domain_gpus)
-        t++;
+    const int t = x->T;
     double B;
     if (t == 0) {
         const mp_tier *t0 = &c->tier[0];
@@ -472,7 +476,8 @@ static mp_status p2p_cost(const ctx *x, double S, mp_coll_cost *o)
     } else {
         B = INFINITY;
         for (int u = 1; u <= t; u++) {
-            double bu = achievable(&c->tier[u], x->clean);
+            double users = (double)c->tier[u - 1].domain_gpus / (double)x->stride;
+            double bu = x->b[u] * (users > 1.0 ? users : 1.0);
             B = bu < B ? bu : B;
         }
     }
