@@ -105,6 +105,16 @@ static int col(char hdr[MAXF][FCAP], int nh, const char *name)
     return -1;
 }
 
+/* Copy a field, truncating to the destination. */
+static void copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static void load_rows(void)
 {
     char path[1024];
@@ -130,14 +140,14 @@ static void load_rows(void)
             continue;
         row *r = &rows[nrows++];
         memset(r, 0, sizeof *r);
-        snprintf(r->id, sizeof r->id, "%s", f[c_id]);
-        snprintf(r->group, sizeof r->group, "%s", f[c_g]);
-        snprintf(r->op, sizeof r->op, "%s", f[c_op]);
-        snprintf(r->gpu, sizeof r->gpu, "%s", f[c_gpu]);
-        snprintf(r->intra, sizeof r->intra, "%s", f[c_in]);
-        snprintf(r->inter, sizeof r->inter, "%s", f[c_out]);
-        snprintf(r->algo, sizeof r->algo, "%s", f[c_a]);
-        snprintf(r->sharp, sizeof r->sharp, "%s", f[c_sh]);
+        copy(r->id, sizeof r->id, f[c_id]);
+        copy(r->group, sizeof r->group, f[c_g]);
+        copy(r->op, sizeof r->op, f[c_op]);
+        copy(r->gpu, sizeof r->gpu, f[c_gpu]);
+        copy(r->intra, sizeof r->intra, f[c_in]);
+        copy(r->inter, sizeof r->inter, f[c_out]);
+        copy(r->algo, sizeof r->algo, f[c_a]);
+        copy(r->sharp, sizeof r->sharp, f[c_sh]);
         r->nodes = atoi(f[c_nn]);
         r->gpn = atoi(f[c_gpn]);
         r->gbps = f[c_gb][0] ? atof(f[c_gb]) : 0.0;

@@ -181,7 +181,7 @@ int cmd_compare(int argc, char **argv)
                 continue;
             }
             const mp_estimate *e = r->e;
-            char comm[64], by[96] = "-";
+            char comm[64], by[160] = "-";
             snprintf(comm, sizeof comm, "%.3f / %.3f / %.3f / %.3f / %.3f", e->time.tp_comm,
                      e->time.cp_comm, e->time.ep_comm, e->time.pp_comm, e->time.dp_comm_exposed);
             if (r->kind && r->tier >= 0)
