@@ -227,12 +227,9 @@ mp_status mp_cluster_check(const mp_cluster *c, mp_diag *diag)
 
 static const struct mp_embedded_file *preset_find(const char *name)
 {
-    size_t nl = strlen(name);
-    for (const struct mp_embedded_file *f = mp_embedded_clusters; f->name; f++) {
-        size_t fl = strlen(f->name);
-        if (fl == nl + 5 && strncmp(f->name, name, nl) == 0 && strcmp(f->name + nl, ".json") == 0)
+    for (const struct mp_embedded_file *f = mp_embedded_clusters; f->name; f++)
+        if (!strcmp(f->name, name))
             return f;
-    }
     return NULL;
 }
 
@@ -256,15 +253,5 @@ size_t mp_cluster_preset_count(void)
 
 const char *mp_cluster_preset_name(size_t i)
 {
-    static char names[64][MP_KEY_CAP];
-    if (i >= mp_cluster_preset_count() || i >= 64)
-        return NULL;
-    const char *f = mp_embedded_clusters[i].name;
-    size_t fl = strlen(f);
-    size_t n = fl > 5 ? fl - 5 : fl;
-    if (n >= MP_KEY_CAP)
-        n = MP_KEY_CAP - 1;
-    memcpy(names[i], f, n);
-    names[i][n] = '\0';
-    return names[i];
+    return i < mp_cluster_preset_count() ? mp_embedded_clusters[i].name : NULL;
 }
