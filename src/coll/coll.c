@@ -151,10 +151,10 @@ static double simple_extra(const mp_tier *t)
 
 static void ctx_init(ctx *x, const mp_cluster *c, mp_group g, mp_group h, int clean)
 {
-    memset(x, 0, sizeof *x);
     x->c = c;
     x->clean = clean;
     x->stride = g.stride;
+    x->nvls_Bps = 0.0;
     mp_placement pl;
     mp_group_place_2d(c, g, h, &pl);
     x->n = (double)g.size * (double)(h.size > 1 ? h.size : 1);
@@ -166,8 +166,10 @@ static void ctx_init(ctx *x, const mp_cluster *c, mp_group g, mp_group h, int cl
         x->b[t] = t == 0 ? scaleup_bw(&c->tier[0], x->r[0], clean) : achievable(&c->tier[t], clean);
     }
     x->m[0] = x->n;
-    for (int t = 0; t < MP_MAX_TIERS; t++)
-        x->m[t + 1] = t >= x->T ? 1.0 : ceil(x->n / x->r[t] - 1e-9);
+    for (int t = 0; t < MP_MAX_TIERS; t++) {
+        double m = t >= x->T ? 1.0 : x->n / x->r[t];
+        x->m[t + 1] = m == floor(m) ? m : ceil(m); /* a partly filled domain still counts */
+    }
     const mp_tier *t0 = &c->tier[0];
     if (t0->in_network_reduction) {
         double f = t0->in_network_algbw_frac > 0 ? t0->in_network_algbw_frac
