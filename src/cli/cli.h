@@ -50,7 +50,17 @@ int cli_load_catalog(const cli_args *a, mp_catalog **cat);
 /** --model: a catalog key, a Hugging Face config.json or a model JSON; 0 or an exit code. */
 int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m);
 
+/** --cluster: a catalog node key, a shipped preset or a description file (cli_cluster.c);
+ *  ngpus <= 0 takes the file's count; gpu_override (may be NULL) replaces the GPU. 0 or an exit
+ *  code after printing. */
+int cli_load_cluster(const mp_catalog *cat, const char *spec, long long ngpus,
+                     const char *gpu_override, mp_cluster *out);
+/** A byte count with an optional K, M, G, T suffix (powers of 1024); 0 or EXIT_INPUT. */
+int cli_parse_bytes(const char *name, const char *s, double *out);
+
 int cmd_predict(int argc, char **argv);
+int cmd_collective(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
 int cmd_run(int argc, char **argv);
