@@ -68,6 +68,14 @@ stderr_has() {
 stdout_nonempty() {
     if [ ! -s "$OUT" ]; then WHY="stdout is empty"; return 1; fi
 }
+stdout_has() {
+    grep -qF -- "$1" "$OUT" || { WHY="stdout does not contain \"$1\""; return 1; }
+}
+lines_are() {
+    local n
+    n=$(wc -l <"$OUT")
+    [ "$n" -eq "$1" ] || { WHY="$n lines on stdout, expected $1"; return 1; }
+}
 no_nonfinite() {
     # Numbers printed as nan/inf (any case) anywhere in the output; words like "INFEASIBLE" or
     # "info" are not numbers, so look for the printf spellings as whole tokens.
@@ -377,6 +385,89 @@ run trace --model llama3-70b $H100 --gpus 1024
 check "trace without --plan exits 2" "rc_is 2" "stderr_has plan"
 run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" -o "$TMP/no/such/dir/x.json"
 check "trace -o into a missing directory exits 2" "rc_is 2" "stderr_has x.json"
+# --- collective ---------------------------------------------------------------------------------
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --gpus-per-node 8 --scale-out ib-ndr-400 --sizes 8:8G
+check "collective all_reduce 8:8G, text" "rc_is 0" "no_nonfinite" "stdout_nonempty"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --gpus-per-node 8 --scale-out ib-ndr-400 --sizes 8:8G --json
+check "collective --json: 31 rows, sizes doubling from 8 B to 8 GiB, busbw = algbw x 2(n-1)/n" "rc_is 0" "no_nonfinite" "json_check '
+r = d[\"rows\"]
+assert len(r) == 31, len(r)
+assert r[0][\"bytes\"] == 8 and r[-1][\"bytes\"] == 8 * 2**30, (r[0][\"bytes\"], r[-1][\"bytes\"])
+for a, b in zip(r, r[1:]):
+    assert b[\"bytes\"] == 2 * a[\"bytes\"]
+    assert b[\"time_us\"] >= a[\"time_us\"], \"time falls with size\"
+for x in r:
+    for k in (\"bytes\", \"time_us\", \"algbw_GBps\", \"busbw_GBps\", \"algorithm\"): assert k in x, k
+    assert abs(x[\"busbw_GBps\"] - x[\"algbw_GBps\"] * 2 * 15 / 16) <= 1e-9 * max(1, x[\"busbw_GBps\"])
+    assert abs(x[\"algbw_GBps\"] - x[\"bytes\"] / x[\"time_us\"] / 1e3) <= 1e-6 * max(1e-9, x[\"algbw_GBps\"])
+'"
+run collective --op all_gather --gpu h100-sxm5-80gb --gpus 16 --sizes 1M:4M --csv
+check "collective --csv: header and 3 rows" "rc_is 0" "no_nonfinite" "stdout_has bytes,count,type,time_us,algbw_GBps,busbw_GBps,algorithm" "lines_are 4"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 1G --algo ring --json
+check "collective --algo ring forces the ring" "rc_is 0" "json_check '
+assert [x[\"algorithm\"] for x in d[\"rows\"]] == [\"ring\"]
+'"
+run collective --op all_reduce --gpu a100-sxm4-80gb --gpus 8 --sizes 1G --algo in_network
+check "collective --algo in_network without NVLS is bad input" "rc_is 2" "stderr_has in_network"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 1K --algo bogus
+check "collective unknown algorithm lists the valid ones" "rc_is 2" "stderr_has bogus" "stderr_has hierarchical"
+run collective --op allreduce --gpu h100-sxm5-80gb --gpus 16
+check "collective unknown op" "rc_is 2" "stderr_has allreduce" "stderr_has all_reduce"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 8G:8
+check "collective sizes in the wrong order" "rc_is 2" "stderr_has sizes"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 12X
+check "collective bad size suffix" "rc_is 2" "stderr_has 12X"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 8:8G --csv --json
+check "collective --csv with --json" "rc_is 2"
+run collective --op all_to_all --cluster dgx-h100-ndr-fat-tree-2to1 --gpus 64 --sizes 256M --json
+check "collective on a congested preset reports the alternative it picked" "rc_is 0" "no_nonfinite" "json_check '
+x = d[\"rows\"][0]
+assert x[\"algorithm\"] == \"hierarchical\", x
+assert x[\"blind_algorithm\"] == \"direct\" and x[\"saved_us\"] > 0, x
+'"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --ranks 8 --stride 2 --sizes 1G --json
+check "collective --ranks 8 --stride 2: a TP group leaving the node is bound by the NICs" "rc_is 0" "json_check '
+assert d[\"rows\"][0][\"bound_tier\"] == 1, d[\"rows\"][0]
+'"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --ranks 9 --stride 2
+check "collective group larger than the cluster" "rc_is 2" "stderr_has ranks"
+
+# --- clusters: --cluster on predict and compare ------------------------------------------------
+PLAN70="tp=8,pp=4,mb=1,gb=256,seq=8192,zero=1,recompute=selective"
+run predict --model llama3-70b --cluster dgx-h100-ndr-fat-tree-2to1 --gpus 256 --plan "$PLAN70" --json
+check "predict --cluster preset --json" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"step_s\"] > 0
+'"
+cp "$ROOT/examples/clusters/two-islands-wan100.json" "$TMP/islands.json"
+run predict --model llama3-70b --cluster "$TMP/islands.json" --plan "tp=8,pp=8,mb=1,gb=1024,seq=8192,zero=1,order=tp-pp-dp"
+check "predict --cluster FILE: DP across the WAN is the bottleneck" "rc_is 0" "stdout_has wan-100"
+printf '{"gpu": "h100-sxm5-80gb", "tiers": [{"kind": "scaleup", "link": "nvlink4", "domain_gpus_count": 8}, {"name": "spine", "kind": "scaleout", "link": "ib-ndr-400", "oversubscription": 0.5}]}' >"$TMP/badcluster.json"
+run predict --model llama3-70b --cluster "$TMP/badcluster.json" --gpus 64 --plan "tp=8"
+check "predict --cluster with a bad file names the tier and field" "rc_is 2" "stderr_has badcluster.json" "stderr_has spine" "stderr_has oversubscription"
+run predict --model llama3-70b --cluster no-such-cluster --gpus 64 --plan "tp=8"
+check "predict --cluster unknown lists the choices" "rc_is 2" "stderr_has no-such-cluster" "stderr_has dgx-h100-ndr-fat-tree-2to1"
+run predict --model llama3-70b --cluster dgx-h100 --scale-out roce-100 --gpus 64 --plan "tp=8"
+check "predict --cluster with --scale-out is bad usage" "rc_is 2" "stderr_has scale-out"
+run predict --model llama3-70b --gpu h100-sxm5-80gb --gpus 64 --plan "tp=8,order=tp-dp"
+check "plan order that leaves out pp (pp=1 is fine)" "rc_is 0"
+run predict --model llama3-70b --gpu h100-sxm5-80gb --gpus 64 --plan "tp=8,pp=2,order=tp-dp"
+check "plan order that leaves out pp=2" "rc_is 2" "stderr_has order" "stderr_has pp"
+run compare --model llama3-70b --gpus 256 --plan "$PLAN70" --cluster dgx-h100 --cluster pcie-h100-roce100 --cluster "$TMP/islands.json" --json
+check "compare three clusters --json" "rc_is 0" "no_nonfinite" "json_check '
+r = d[\"rows\"]
+assert [x[\"cluster\"] for x in r][:2] == [\"dgx-h100\", \"pcie-h100-roce100\"], r
+for x in r:
+    for k in (\"step_s\", \"tokens_per_s\", \"mfu\", \"exposed_comm_s\", \"bound\"): assert k in x, k
+    for k in (\"tp\", \"cp\", \"ep\", \"pp\", \"dp\"): assert k in x[\"exposed_comm_s\"], k
+assert r[1][\"step_s\"] > r[0][\"step_s\"], \"PCIe + 100G not slower than NVLink + 400G\"
+assert r[1][\"bound\"][\"link\"] == \"pcie5\", r[1][\"bound\"]
+'"
+run compare --model llama3-70b --gpus 256 --plan "$PLAN70" --cluster dgx-h100 --cluster pcie-h100-roce100
+check "compare, text" "rc_is 0" "stdout_has tokens/s" "stdout_has pcie5"
+run compare --model llama3-70b --gpus 256 --plan "$PLAN70" --cluster dgx-h100 --cluster pcie-h100-roce100 --gpu h100-sxm5-80gb --csv
+check "compare --gpu --csv: same GPU everywhere" "rc_is 0" "lines_are 3" "stdout_has pcie-h100-roce100,h100-sxm5-80gb"
+run compare --model llama3-70b --gpus 256 --plan "$PLAN70"
+check "compare without --cluster" "rc_is 2" "stderr_has cluster"
 
 # --- validate -----------------------------------------------------------------------------------
 run validate "$TMP/no-such-file.csv"
@@ -473,7 +564,7 @@ assert len(d[\"top\"]) == 5, len(d[\"top\"])
 s = [t[\"score\"] for t in d[\"top\"]]
 assert s == sorted(s), s
 c = d[\"counts\"]
-assert c[\"evaluated\"] + c[\"over_memory_proven\"] == c[\"plans\"], c
+assert c[\"evaluated\"] + c[\"over_memory_proven\"] + c[\"order_skipped\"] == c[\"plans\"], c
 assert c[\"feasible\"] + c[\"over_memory\"] + c[\"failed\"] == c[\"plans\"], c
 for t in d[\"top\"]:
     for k in (\"plan\", \"step_s\", \"tokens_per_s\", \"mfu\", \"headroom_bytes\", \"bottleneck\"): assert k in t, k
@@ -512,6 +603,16 @@ check "search --fix pins keys" "rc_is 0" "json_check '
 assert all(t[\"tp\"] == 2 and t[\"recompute\"] == \"full\" for t in d[\"top\"]), d[\"top\"]
 '"
 
+run search --model llama2-7b $H100 --gpus 32 --gb 32 --seq 4096 --fix "tp=4,recompute=none,zero=1" --orders all --json --top 5
+check "search --orders all: every rank order, named in the plans" "rc_is 0" "no_nonfinite" "json_check '
+c = d[\"counts\"]
+assert c[\"plans\"] > 1000, c
+orders = set(t[\"order\"] for t in d[\"top\"] + d[\"pareto_memory\"])
+assert \"default\" in orders and len(orders) >= 2, orders
+'"
+run search $S7 --orders some
+check "search --orders some: exit 2" "rc_is 2" "stderr_has orders"
+
 # The decision at the memory threshold through a --catalog override of memory_bytes: with exactly
 # the winner's need it stays the winner; one representable value less and another plan wins.
 if [ -n "$W7" ]; then
@@ -540,7 +641,7 @@ else
     fail "memory threshold" "no winner from the first search"
 fi
 
-run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --json
+run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --fix recompute=none --json
 check "scale --json: one point per count, efficiency 1 at the first" "rc_is 0" "no_nonfinite" "json_check '
 p = d[\"points\"]
 assert [x[\"gpus\"] for x in p] == [8, 16], p
@@ -550,10 +651,10 @@ for x in p:
     for k in (\"strong\", \"weak\"):
         assert 0 < x[k][\"efficiency\"] <= 1.05, x
 '"
-run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --csv
+run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --fix recompute=none --csv
 check "scale --csv" "rc_is 0" "no_nonfinite" \
     "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r) == 2 and float(r[1][\"strong_efficiency\"]) > 0' $OUT || { WHY='bad CSV'; false; }"
-run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096
+run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --fix recompute=none
 check "scale, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

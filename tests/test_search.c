@@ -49,7 +49,8 @@ static int same_plan(const mp_plan *p, const mp_plan *q)
            p->gb == q->gb && p->seq == q->seq && p->zero == q->zero && p->hsdp == q->hsdp &&
            p->recompute == q->recompute && p->precision == q->precision &&
            p->flash == q->flash && p->schedule == q->schedule && p->etp == q->etp &&
-           p->cp_algo == q->cp_algo;
+           p->cp_algo == q->cp_algo && p->order_listed == q->order_listed &&
+           (!p->order_listed || !memcmp(p->order, q->order, sizeof p->order));
 }
 
 static void assert_same_entries(const mp_search_entry *a, int na, const mp_search_entry *b, int nb,
@@ -373,15 +374,15 @@ typedef struct {
 } job;
 
 static const job jobs[] = {
-    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, 0, 1, NULL},
-    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, 24, 1, NULL},
-    {"llama3-8b", "a100-sxm4-40gb", 16, 32, 8192, 0, 0, NULL},
-    {"llama2-70b", "h100-sxm5-80gb", 16, 16, 4096, 0, 1, NULL},
-    {"llama2-13b", "h100-sxm5-80gb", 16, 32, 4096, 40, 1, NULL},
+    {"llama2-7b", "h100-sxm5-80gb", 8, 8, 4096, 0, 1, NULL},
+    {"llama2-7b", "h100-sxm5-80gb", 8, 8, 4096, 24, 1, NULL},
+    {"llama3-8b", "a100-sxm4-40gb", 16, 16, 8192, 0, 0, "recompute=none"},
+    {"llama2-70b", "h100-sxm5-80gb", 16, 16, 4096, 0, 1, "recompute=none"},
+    {"llama2-13b", "h100-sxm5-80gb", 16, 16, 4096, 40, 1, "recompute=selective"},
     /* MoE: the layers on a stage depend on vpp (dense/MoE layers per interleaved chunk). */
     {"mixtral-8x7b", "h100-sxm5-80gb", 16, 16, 4096, 0, 1, "pp=4,recompute=none"},
     /* Long context: CP ring and all-gather. */
-    {"llama3-8b", "h100-sxm5-80gb", 16, 16, 32768, 0, 1, NULL},
+    {"llama3-8b", "h100-sxm5-80gb", 16, 8, 32768, 0, 1, "zero=1"},
 };
 
 static void setup_job(const job *j, const mp_model **m, mp_cluster *c, mp_search_opts *o)
@@ -417,7 +418,10 @@ static void test_pruning_never_drops_a_feasible_plan(void **state)
         /* The exhaustive run evaluates every plan. */
         assert_int_equal(full.counts.evaluated, full.counts.plans);
         assert_int_equal(full.counts.over_memory_proven, 0);
-        assert_int_equal(pruned.counts.evaluated + pruned.counts.over_memory_proven, pruned.counts.plans);
+        assert_int_equal(full.counts.order_skipped, 0);
+        assert_int_equal(pruned.counts.evaluated + pruned.counts.over_memory_proven +
+                             pruned.counts.order_skipped,
+                         pruned.counts.plans);
         assert_same_result(&pruned, &full, 0);
         printf("# %s on %lld x %s: %llu plans, %llu feasible, pruned run evaluated %llu\n",
                jobs[k].model, (long long)jobs[k].gpus, jobs[k].gpu,
@@ -449,10 +453,126 @@ static void test_same_result_with_any_thread_count(void **state)
             o.threads = threads[t];
             search(m, &c, 1, &o, &many);
             assert_true(many.threads == threads[t] || many.threads == 1); /* 1: no OpenMP */
-            assert_same_result(&one, &many, 1);
+            /* The same answer; not the same work (which communication variants a thread can
+             * skip depends on what it has seen). */
+            assert_same_result(&one, &many, 0);
             mp_search_result_free(&many);
         }
         mp_search_result_free(&one);
+    }
+}
+
+/* Every rank order: the space's orders are exactly the distinct layouts of all 120 orders of
+ * the five dimensions (by the strides mp_plan_stride gives each), and pruning them (same memory,
+ * bounded step) changes no answer. */
+typedef struct {
+    int64_t st[64][MP_DIM_COUNT];
+    int n;
+} strides_set;
+
+static int collect_strides(void *ctx, const mp_plan *p)
+{
+    strides_set *ss = ctx;
+    assert_true(ss->n < 64);
+    mp_plan q = *p;
+    assert_int_equal(mp_plan_resolve(&q, model("llama2-7b"), 16, NULL), MP_OK);
+    /* EP has size 1 here: its stride says nothing about the layout. */
+    for (int d = 0; d < MP_DIM_COUNT; d++)
+        ss->st[ss->n][d] = d == MP_DIM_EP ? 0 : mp_plan_stride(p, (mp_dim)d);
+    ss->n++;
+    return 0;
+}
+
+static int strides_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, sizeof(int64_t) * MP_DIM_COUNT);
+}
+
+static void test_rank_orders(void **state)
+{
+    (void)state;
+    const mp_model *m = model("llama2-7b");
+    mp_search_opts o;
+    mp_search_opts_init(&o);
+    o.all_orders = 1;
+    /* One plan but for the order: tp 2, cp 2, pp 2, dp 2 on 16 GPUs (4 dimensions > 1: 24). */
+    assert_int_equal(mp_plan_parse("tp=2,cp=2,pp=2,vpp=1,mb=1,gb=16,seq=4096,sp=1,zero=1,"
+                                   "recompute=none,cp_algo=ring", &o.pin, NULL), MP_OK);
+    strides_set got = {.n = 0};
+    mp_search_counts counts;
+    assert_int_equal(mp_search_enumerate(m, 16, &o, collect_strides, &got, &counts, NULL), MP_OK);
+    assert_int_equal(got.n, 24);
+    qsort(got.st, (size_t)got.n, sizeof got.st[0], strides_cmp);
+    /* All 120 permutations through the plan's own layout. */
+    strides_set all = {.n = 0};
+    mp_dim perm[MP_DIM_COUNT] = {0, 1, 2, 3, 4};
+    int64_t seen[120][MP_DIM_COUNT];
+    int nseen = 0;
+    for (int a = 0; a < 120; a++) {
+        /* a-th permutation by factoradic digits */
+        int pool[MP_DIM_COUNT] = {0, 1, 2, 3, 4}, np = MP_DIM_COUNT, x = a;
+        for (int i = 0; i < MP_DIM_COUNT; i++) {
+            int f = 1;
+            for (int k = 2; k < np; k++)
+                f *= k;
+            int idx = x / f;
+            x %= f;
+            perm[i] = (mp_dim)pool[idx];
+            for (int k = idx; k < np - 1; k++)
+                pool[k] = pool[k + 1];
+            np--;
+        }
+        mp_plan p;
+        mp_plan_init_default(&p);
+        assert_int_equal(mp_plan_parse("tp=2,cp=2,pp=2,dp=2,mb=1,gb=16,seq=4096", &p, NULL), MP_OK);
+        memcpy(p.order, perm, sizeof perm);
+        p.order_listed = 0x1f;
+        assert_int_equal(mp_plan_resolve(&p, m, 16, NULL), MP_OK);
+        int64_t st[MP_DIM_COUNT];
+        for (int d = 0; d < MP_DIM_COUNT; d++)
+            st[d] = d == MP_DIM_EP ? 0 : mp_plan_stride(&p, (mp_dim)d);
+        int dup = 0;
+        for (int k = 0; k < nseen && !dup; k++)
+            dup = !memcmp(seen[k], st, sizeof st);
+        if (!dup)
+            memcpy(seen[nseen++], st, sizeof st);
+    }
+    for (int k = 0; k < nseen; k++)
+        memcpy(all.st[all.n++], seen[k], sizeof seen[k]);
+    qsort(all.st, (size_t)all.n, sizeof all.st[0], strides_cmp);
+    assert_int_equal(all.n, got.n);
+    for (int i = 0; i < all.n; i++)
+        assert_int_equal(strides_cmp(all.st[i], got.st[i]), 0);
+
+    /* Pruning the variants and the thread count change nothing, on two nodes and on four. */
+    const job oj[] = {{"llama3-8b", "h100-sxm5-80gb", 16, 16, 4096, 0, 1, "recompute=none,zero=1"},
+                      {"llama2-7b", "h100-sxm5-80gb", 32, 32, 4096, 0, 1, "tp=4,recompute=none,zero=1"}};
+    for (size_t k = 0; k < sizeof oj / sizeof oj[0]; k++) {
+        const mp_model *mk;
+        mp_cluster c;
+        mp_search_opts ok;
+        setup_job(&oj[k], &mk, &c, &ok);
+        ok.all_orders = 1;
+        mp_search_result pruned, full, many;
+        ok.threads = 1;
+        search(mk, &c, 1, &ok, &pruned);
+        ok.prune = 0;
+        search(mk, &c, 1, &ok, &full);
+        ok.prune = 1;
+        ok.threads = 3;
+        search(mk, &c, 1, &ok, &many);
+        assert_int_equal(full.counts.evaluated, full.counts.plans);
+        assert_same_result(&pruned, &full, 0);
+        assert_same_result(&pruned, &many, 0);
+        printf("# every order, %s on %lld GPUs: %llu plans, %llu feasible; pruned run evaluated "
+               "%llu, skipped %llu variants\n", oj[k].model, (long long)oj[k].gpus,
+               (unsigned long long)full.counts.plans, (unsigned long long)full.counts.feasible,
+               (unsigned long long)pruned.counts.evaluated,
+               (unsigned long long)pruned.counts.order_skipped);
+        assert_true(pruned.counts.order_skipped > 0);
+        mp_search_result_free(&pruned);
+        mp_search_result_free(&full);
+        mp_search_result_free(&many);
     }
 }
 
@@ -485,7 +605,7 @@ static void test_top_is_sorted_and_ranks_agree(void **state)
         assert_false(r.explanation_next.tied);
     }
     /* The score of throughput is seconds per token: step / (gb * seq). */
-    assert_close(r.top[0].score, r.top[0].step_s / (16.0 * 4096.0), 1e-12);
+    assert_close(r.top[0].score, r.top[0].step_s / (8.0 * 4096.0), 1e-12);
     /* Ranking the plan at position i gives rank i + 1, found in the space. */
     const int probe[] = {0, 1, 7, 49};
     for (size_t k = 0; k < 4; k++) {
@@ -531,7 +651,9 @@ static void test_objectives_by_hand(void **state)
     o.tokens = 1e12;
     o.price_per_gpu_hour = 2.5;
     o.top_n = 5;
-    o.pin.recompute = MP_RC_NONE; /* a smaller space; the objectives are what is tested */
+    /* A smaller space (recompute none, ZeRO-2); the objectives are what is tested. */
+    o.pin.recompute = MP_RC_NONE;
+    o.pin.zero = 2;
     mp_search_result thr, ttt, cost;
     search(m, cs, 4, &o, &thr);
     o.objective = MP_OBJ_TIME_TO_TRAIN;
@@ -583,6 +705,8 @@ static void test_energy_hook(void **state)
     mp_search_opts_init(&o);
     o.pin.gb = 32;
     o.pin.seq = 4096;
+    o.pin.recompute = MP_RC_NONE; /* a smaller space */
+    o.pin.zero = 2;
     o.objective = MP_OBJ_ENERGY;
     mp_search_result r;
     mp_diag d = {0};
@@ -685,7 +809,7 @@ static void test_pins_and_bad_options(void **state)
         setup_job(&jobs[1], &m7, &c7, &o7);
         mp_plan rp;
         mp_plan_init_default(&rp);
-        assert_int_equal(mp_plan_parse("tp=1,pp=1,zero=0,mb=1,gb=16,seq=4096", &rp, NULL), MP_OK);
+        assert_int_equal(mp_plan_parse("tp=1,pp=1,zero=0,mb=1,gb=8,seq=4096", &rp, NULL), MP_OK);
         assert_int_equal(mp_plan_resolve(&rp, m7, 8, NULL), MP_OK);
         o7.rank_plan = &rp;
         search(m7, &c7, 1, &o7, &r);
@@ -738,6 +862,7 @@ int main(void)
         cmocka_unit_test(test_moe_space_is_what_resolve_accepts),
         cmocka_unit_test(test_pruning_never_drops_a_feasible_plan),
         cmocka_unit_test(test_same_result_with_any_thread_count),
+        cmocka_unit_test(test_rank_orders),
         cmocka_unit_test(test_top_is_sorted_and_ranks_agree),
         cmocka_unit_test(test_objectives_by_hand),
         cmocka_unit_test(test_energy_hook),

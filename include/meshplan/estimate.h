@@ -133,6 +133,10 @@ typedef struct {
     double attention_flops_frac;  /* its share of the model FLOPs (causal work) */
     double expert_params_per_gpu; /* routed-expert parameters on one GPU of the stage with most */
     double moe_load;              /* load factor used for the busiest GPU (1 = balanced) */
+    /* Tier whose bandwidth bounds each kind's main collective (topo.h tier index; -1 when the
+     * kind has no communication): TP all-gather/all-reduce, CP exchange, PP send/recv, DP/ZeRO
+     * gradient reduction. */
+    int tp_tier, cp_tier, pp_tier, dp_tier;
     /* Stage 0 .. min(pp, MP_MAX_STAGES)-1; entries past that are not written. Kept last so an
      * evaluation clears only the fields above (the search calls this millions of times). */
     mp_memory per_stage[MP_MAX_STAGES];

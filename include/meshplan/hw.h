@@ -53,6 +53,7 @@ typedef struct {
     double latency_s;          /* alpha: one-hop latency */
     double efficiency_frac;    /* achievable fraction of bw_Bps for large messages, (0, 1] */
     int in_network_reduction;  /* NVLS or SHARP available */
+    double in_network_algbw_frac; /* in-network all-reduce algbw / bw_Bps (NVLS), 0 = unknown */
     char source[MP_SOURCE_CAP];
 } mp_link;
 

@@ -9,6 +9,9 @@
  *   capacity_factor x its balanced share), imbalance (busiest GPU's routed tokens / mean, >= 1),
  *   fp8_comm (0/1: MoE dispatch and ZeRO parameter all-gathers travel in fp8),
  *   attn_kernel (fa2|fa3: fused-attention kernel generation).
+ *   schedule (1f1b|interleaved|gpipe|zb), order (rank order, innermost first, e.g.
+ *   tp-cp-ep-dp-pp — the default, Megatron-LM's; dimensions not listed follow, outermost, in the
+ *   default order, and must have degree 1).
  * A plan that cannot be formed (a degree that does not divide heads, KV heads or layers; degrees
  * whose product is not the GPU count; a batch not divisible by mb*dp) is bad input: every reason
  * is listed. Memory fit is not checked here — that is an answer of the estimator.
@@ -20,6 +23,14 @@
 #include "meshplan/hw.h"
 #include "meshplan/model.h"
 #include "meshplan/status.h"
+#include "meshplan/topo.h"
+
+/** The parallel dimensions, as named in the rank order. */
+typedef enum { MP_DIM_TP, MP_DIM_CP, MP_DIM_EP, MP_DIM_DP, MP_DIM_PP, MP_DIM_COUNT } mp_dim;
+#define MP_DIM_BIT(d) (1u << (unsigned)(d))
+
+/** "tp", "cp", "ep", "dp", "pp"; "?" for an invalid value. */
+const char *mp_dim_name(mp_dim d);
 
 typedef enum { MP_SCHED_1F1B, MP_SCHED_INTERLEAVED, MP_SCHED_GPIPE, MP_SCHED_ZB, MP_SCHED_COUNT } mp_schedule;
 
@@ -65,6 +76,8 @@ typedef struct {
                                    estimator's default (mp_estimate_opts.moe_imbalance) */
     int fp8_comm;               /* 1: fp8 MoE dispatch and fp8 parameter all-gathers */
     mp_attn_kernel attn_kernel; /* fa2 (default) or fa3 */
+    mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
+    unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
 } mp_plan;
 
 /** Defaults: everything "not given", recompute none, bf16, flash on, 1F1B. */
@@ -90,5 +103,18 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
 /** Write the plan back as a canonical plan string (all fields). Returns chars written as
  *  snprintf does. */
 int mp_plan_format(const mp_plan *p, char *buf, size_t cap);
+
+/** Stride in rank order between neighbours of dimension d: the product of the sizes of the
+ *  dimensions inner to d in p->order (sizes tp, cp, ep, dp/ep, pp: EP is carved out of DP, as in
+ *  Megatron-Core; when ep does not divide dp it is folded into the data dimensions). A resolved
+ *  plan is expected; an order that is not a permutation counts as the default. */
+int64_t mp_plan_stride(const mp_plan *p, mp_dim d);
+
+/** The group of ranks that differ only in the dimensions of `dims` (MP_DIM_BIT bits; e.g. TP, or
+ *  CP|EP|DP for the gradient reduction, EP|DP for dense data parallelism). When those dimensions
+ *  are adjacent in the order (skipping degree-1 ones) the group is *inner and *outer = {1, 1};
+ *  otherwise *inner is the innermost run and *outer the rest (topo.h mp_group_place_2d; a third
+ *  run is folded into the outer one). */
+void mp_plan_group(const mp_plan *p, unsigned dims, mp_group *inner, mp_group *outer);
 
 #endif

@@ -112,6 +112,10 @@ typedef struct {
     int top_n;                       /* plans kept, 1..MP_SEARCH_MAX_TOP (default 10) */
     int threads;                     /* 0 = OpenMP's default (all cores); 1 = serial */
     int prune;                       /* 1 (default): skip plans proven over memory; 0: evaluate all */
+    int all_orders;                  /* 0 (default): the default rank order (Megatron-Core's
+                                        tp-cp-ep-dp-pp) only; 1: every distinct rank order (up
+                                        to 24x the plans); a pinned order (pin.order_listed) is
+                                        the only one either way */
     const mp_estimate_opts *estimate; /* estimator assumptions; NULL = defaults */
     const mp_plan *rank_plan;        /* optional resolved plan: report its rank (result.rank_*) */
     int rank_cluster;                /* index of the cluster rank_plan runs on */
@@ -156,6 +160,9 @@ typedef struct {
     uint64_t over_memory;            /* infeasible: over the GPU memory (evaluated or proven) */
     uint64_t over_memory_proven;     /* of which skipped without evaluation */
     uint64_t failed;                 /* the estimator (or energy hook) returned an error */
+    uint64_t order_skipped;          /* feasible communication variants (CP algorithm, rank order)
+                                        not evaluated: proven unable to enter the top list, a
+                                        frontier or a rank */
 } mp_search_counts;
 
 /** Why the winner beats the runner-up. */

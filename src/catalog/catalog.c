@@ -216,6 +216,10 @@ static void parse_link(reader *r, const json_t *o, mp_link *l)
     if (l->efficiency_frac > 1)
         bad(r, "efficiency_frac", json_object_get(o, "efficiency_frac"), "a fraction in (0, 1]");
     l->in_network_reduction = get_bool(r, o, "in_network_reduction", 0);
+    l->in_network_algbw_frac = get_num(r, o, "in_network_algbw_frac", 0, 1, 0);
+    if (l->in_network_algbw_frac > 1)
+        bad(r, "in_network_algbw_frac", json_object_get(o, "in_network_algbw_frac"),
+            "a fraction in (0, 1]");
     get_source(r, o, l->source, sizeof l->source);
 }
 

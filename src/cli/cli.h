@@ -50,6 +50,13 @@ int cli_load_catalog(const cli_args *a, mp_catalog **cat);
 /** --model: a catalog key, a Hugging Face config.json or a model JSON; 0 or an exit code. */
 int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m);
 
+/** --cluster: a catalog node key, a shipped preset or a description file (cli_cluster.c);
+ *  ngpus <= 0 takes the file's count; gpu_override (may be NULL) replaces the GPU. 0 or an exit
+ *  code after printing. */
+int cli_load_cluster(const mp_catalog *cat, const char *spec, long long ngpus,
+                     const char *gpu_override, mp_cluster *out);
+/** A byte count with an optional K, M, G, T suffix (powers of 1024); 0 or EXIT_INPUT. */
+int cli_parse_bytes(const char *name, const char *s, double *out);
 /* --- search and scale (cli_search.c) --- */
 /** --gpus N or A:B (A, 2A, 4A, ... <= B) into counts (at most cap); 0 or EXIT_INPUT. */
 int cli_parse_gpu_range(const char *s, long long *counts, int cap, int *n);
@@ -57,7 +64,7 @@ int cli_parse_gpu_range(const char *s, long long *counts, int cap, int *n);
 int cli_search_clusters(const cli_args *a, const mp_catalog *cat, const long long *counts, int n,
                         mp_cluster *clusters);
 /** Search options from --gb --seq --precision --fix --objective --tokens --price-gpu-hour --top
- *  --threads --no-prune; 0 or EXIT_INPUT after printing the problem. */
+ *  --threads --no-prune --orders; 0 or EXIT_INPUT after printing the problem. */
 int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o);
 /** A progress bar on stderr, drawn only when stderr is a terminal and after the first second. */
 typedef struct {
@@ -70,6 +77,8 @@ void cli_progress_cb(void *ctx, double frac, uint64_t done); /* an mp_progress_f
 void cli_progress_done(cli_progress *p);
 
 int cmd_predict(int argc, char **argv);
+int cmd_collective(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
 int cmd_search(int argc, char **argv);

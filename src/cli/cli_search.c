@@ -135,6 +135,12 @@ int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
     }
     if (cli_flag(a, "--no-prune"))
         o->prune = 0;
+    if ((s = cli_opt(a, "--orders"))) {
+        if (!strcmp(s, "all"))
+            o->all_orders = 1;
+        else if (strcmp(s, "default"))
+            return cli_fail("orders = \"%s\": expected default (Megatron-Core's rank order) or all", s);
+    }
     return 0;
 }
 

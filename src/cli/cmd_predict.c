@@ -8,7 +8,7 @@
 int cmd_predict(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node",
-                                       "--scale-out", "--plan", "--catalog", NULL};
+                                       "--scale-out", "--plan", "--catalog", "--cluster", NULL};
     static const char *const flags[] = {"--json", NULL};
     cli_args args;
     int rc = cli_parse(argc, argv, opts, flags, &args);
@@ -22,7 +22,8 @@ int cmd_predict(int argc, char **argv)
            cli_flag(&args, "--json"), args.npositional};
     if (a.npositional)
         return cli_fail("predict: unexpected argument \"%s\"", args.positional[0]);
-    if (!a.model && !a.gpu && !a.gpus && !a.plan) {
+    const char *cluster = cli_opt(&args, "--cluster");
+    if (!a.model && !a.gpu && !a.gpus && !a.plan && !cluster) {
         /* The built-in default job: Llama 3 70B on 64 H100 (8 DGX H100 nodes). */
         a.model = "llama3-70b";
         a.gpu = "h100-sxm5-80gb";
@@ -32,10 +33,13 @@ int cmd_predict(int argc, char **argv)
                         "--gpus %s --plan \"%s\"\n", a.model, a.gpu, a.gpus, a.plan);
     }
     if (!a.model) return cli_fail("predict: --model is required%s", "");
-    if (!a.gpu) return cli_fail("predict: --gpu is required%s", "");
-    if (!a.gpus) return cli_fail("predict: --gpus is required%s", "");
+    if (cluster && (a.gpus_per_node || a.scale_out))
+        return cli_fail("predict: --gpus-per-node and --scale-out describe the cluster: give them "
+                        "in the --cluster file instead%s", "");
+    if (!a.gpu && !cluster) return cli_fail("predict: --gpu (or --cluster) is required%s", "");
+    if (!a.gpus && !cluster) return cli_fail("predict: --gpus is required%s", "");
     long long ngpus = 0, gpn = 0;
-    if ((rc = cli_parse_count("gpus", a.gpus, 1, 1LL << 24, &ngpus)))
+    if (a.gpus && (rc = cli_parse_count("gpus", a.gpus, 1, 1LL << 24, &ngpus)))
         return rc;
     if (a.gpus_per_node && (rc = cli_parse_count("gpus-per-node", a.gpus_per_node, 1, 1 << 20, &gpn)))
         return rc;
@@ -54,7 +58,14 @@ int cmd_predict(int argc, char **argv)
     mp_diag d = {0};
     if ((rc = cli_load_model(cat, a.model, &m)))
         goto done;
-    mp_status st = mp_cluster_from_catalog(cat, a.gpu, ngpus, (int)gpn, a.scale_out, &cl, &d);
+    mp_status st = MP_OK;
+    if (cluster) { /* a catalog node, a shipped cluster or a description file (docs/cluster.md) */
+        if ((rc = cli_load_cluster(cat, cluster, ngpus, a.gpu, &cl)))
+            goto done;
+        ngpus = cl.num_gpus;
+    } else {
+        st = mp_cluster_from_catalog(cat, a.gpu, ngpus, (int)gpn, a.scale_out, &cl, &d);
+    }
     if (st != MP_OK) {
         rc = cli_exit_for(st);
         goto done;

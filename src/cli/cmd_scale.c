@@ -73,7 +73,8 @@ int cmd_scale(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
                                        "--catalog", "--gb", "--seq", "--precision", "--fix",
-                                       "--objective", "--tokens", "--price-gpu-hour", "--threads", NULL};
+                                       "--objective", "--tokens", "--price-gpu-hour", "--threads",
+                                       "--orders", NULL};
     static const char *const flags[] = {"--json", "--csv", NULL};
     cli_args a;
     int rc = cli_parse(argc, argv, opts, flags, &a);

@@ -41,7 +41,7 @@ int cmd_search(int argc, char **argv)
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
                                        "--catalog", "--gb", "--seq", "--precision", "--fix",
                                        "--objective", "--tokens", "--price-gpu-hour", "--top",
-                                       "--threads", "--rank", NULL};
+                                       "--threads", "--rank", "--orders", NULL};
     static const char *const flags[] = {"--json", "--csv", "--no-prune", NULL};
     cli_args a;
     int rc = cli_parse(argc, argv, opts, flags, &a);

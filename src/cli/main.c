@@ -1,7 +1,9 @@
 /* src/cli/main.c — the meshplan command. Uses only the public headers in include/.
  *
  *   meshplan predict  --model M --gpu G --gpus N [--gpus-per-node K] [--scale-out LINK]
- *                     [--catalog FILE] --plan "tp=8,pp=4,..." [--json]
+ *                     [--cluster NODE|PRESET|FILE] [--catalog FILE] --plan "tp=8,pp=4,..." [--json]
+ *   meshplan collective --op OP --gpu G --gpus N ... --sizes A:B [--algo A] [--csv|--json]
+ *   meshplan compare  --model M --gpus N --plan "..." --cluster C1 --cluster C2 ... [--json]
  *   meshplan validate FILE.csv [--json] [--catalog FILE]
  *   meshplan catalog  [gpus|links|nodes|models] [--json]
  *   meshplan search   --model M --gpu G --gpus N|A:B --gb B [...] [--json|--csv]
@@ -22,13 +24,20 @@ static const char *usage_text =
     "\n"
     "commands:\n"
     "  predict   --model M --gpu G --gpus N [--gpus-per-node K] [--scale-out LINK]\n"
-    "            [--catalog FILE] --plan \"tp=8,pp=4,mb=1,gb=512,seq=4096,...\" [--json]\n"
+    "            [--cluster NODE|PRESET|FILE] [--catalog FILE]\n"
+    "            --plan \"tp=8,pp=4,mb=1,gb=512,seq=4096,...\" [--json]\n"
     "            M is a catalog key, a Hugging Face config.json or a model JSON file.\n"
+    "  collective --op all_reduce --gpu G --gpus N [--gpus-per-node K] [--scale-out LINK]\n"
+    "            [--cluster C] [--sizes 8:8G[:F]] [--algo auto|nccl|ring,tree,...]\n"
+    "            [--type float] [--ranks N --stride S] [--csv|--json]   nccl-tests style table\n"
+    "  compare   --model M --gpus N --plan \"...\" --cluster C1 --cluster C2 ... [--gpu G]\n"
+    "            [--json|--csv]   the same plan on other wiring, one row per cluster\n"
     "  validate  FILE.csv [--json] [--catalog FILE]   predict published runs, report the error\n"
     "  catalog   [gpus|links|nodes|models] [--json] [--catalog FILE]\n"
     "  search    --model M --gpu G --gpus N|A:B --gb B [--seq S] [--precision P] [--fix \"tp=8,...\"]\n"
     "            [--objective throughput|time-to-train|cost|energy] [--tokens T] [--price-gpu-hour USD]\n"
-    "            [--top K] [--threads T] [--rank \"plan\"] [--no-prune] [--json|--csv]\n"
+    "            [--top K] [--threads T] [--rank \"plan\"] [--orders default|all] [--no-prune]\n"
+    "            [--json|--csv]\n"
     "            every valid plan evaluated; the best, the Pareto frontiers, the rejections and why\n"
     "  scale     --model M --gpu G --gpus A:B --gb B [search options] [--json|--csv]\n"
     "            best plan per GPU count (doubling), strong- and weak-scaling efficiency\n"
@@ -49,6 +58,9 @@ static const char *usage_text =
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
     "           precision(bf16|fp16|fp8) flash(0|1) schedule(1f1b|interleaved|gpipe|zb)\n"
+    "           order(rank order, innermost first; default tp-cp-ep-dp-pp)\n"
+    "clusters:  C is a catalog node (dgx-h100, ...), a shipped cluster (docs/cluster.md) or a\n"
+    "           cluster description file\n"
     "exit codes: 0 ok, 2 bad usage or input, 1 internal error\n";
 
 int main(int argc, char **argv)
@@ -67,6 +79,8 @@ int main(int argc, char **argv)
         {"scale", cmd_scale},
         {"run", cmd_run},
         {"trace", cmd_trace},
+        {"collective", cmd_collective},
+        {"compare", cmd_compare},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name))

@@ -228,6 +228,61 @@ static double coll(const mp_cluster *c, mp_coll_op op, double bytes, mp_group g)
     return cc.total_s;
 }
 
+/* The same, also recording the tier whose bandwidth bounds it (when tier is not NULL). */
+static double coll_t(const mp_cluster *c, mp_coll_op op, double bytes, mp_group g, int *tier)
+{
+    mp_coll_cost cc;
+    if (g.size <= 1 || bytes <= 0 || mp_coll_time(c, op, bytes, g, MP_ALGO_AUTO, &cc) != MP_OK)
+        return 0.0;
+    if (tier)
+        *tier = cc.bottleneck_tier;
+    return cc.total_s;
+}
+
+/* A collective over a group made of two runs of the rank order (inner, outer; topo.h). */
+static double coll_2d(const mp_cluster *c, mp_coll_op op, double bytes, mp_group in, mp_group out,
+                      int *tier)
+{
+    mp_coll_cost cc;
+    if (in.size * out.size <= 1 || bytes <= 0 ||
+        mp_coll_time_2d(c, op, bytes, in, out, MP_ALGO_MASK_ALL, &cc) != MP_OK)
+        return 0.0;
+    if (tier)
+        *tier = cc.bottleneck_tier;
+    return cc.total_s;
+}
+
+/* The DP x CP group split into the shard group (hsdp ranks, or all) and the replica group, each
+ * as inner and outer runs of the rank order (plan.h mp_plan_group): the shard group is the inner
+ * `shard` ranks of the data group, the replicas the rest. */
+static void data_groups(const mp_plan *p, int64_t shard, mp_group *sh_in, mp_group *sh_out,
+                        mp_group *rp_in, mp_group *rp_out)
+{
+    mp_group in, out;
+    mp_plan_group(p, MP_DIM_BIT(MP_DIM_CP) | MP_DIM_BIT(MP_DIM_EP) | MP_DIM_BIT(MP_DIM_DP), &in,
+                  &out);
+    const mp_group one = {1, 1};
+    if (shard >= in.size * out.size) {
+        *sh_in = in, *sh_out = out, *rp_in = one, *rp_out = one;
+    } else if (shard <= in.size) {
+        *sh_in = (mp_group){shard, in.stride};
+        *sh_out = one;
+        if (in.size / shard > 1) {
+            *rp_in = (mp_group){in.size / shard, in.stride * shard};
+            *rp_out = out;
+        } else {
+            *rp_in = out;
+            *rp_out = one;
+        }
+    } else {
+        int64_t k = shard / in.size;
+        *sh_in = in;
+        *sh_out = (mp_group){k, out.stride};
+        *rp_in = (mp_group){out.size / k, out.stride * k};
+        *rp_out = one;
+    }
+}
+
 mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                            const mp_estimate_opts *opts, mp_estimate *e, mp_diag *diag)
 {
@@ -237,6 +292,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         opts = &defaults;
     }
     memset(e, 0, offsetof(mp_estimate, per_stage));
+    e->tp_tier = e->cp_tier = e->pp_tier = e->dp_tier = -1;
     const int moe = mp_model_is_moe(m);
     const int64_t etp_i = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
     if (p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->vpp < 1 || p->mb < 1 || p->gb < 1 ||
@@ -291,7 +347,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     e->moe_load = moe ? load : 0.0;
 
     /* --- attention part of a layer (both kinds), one micro-batch, forward -------------- */
-    const mp_group gtp = {tp, 1}, gcp = {cp, tp};
+    /* Groups placed by the plan's rank order (TP stride 1, CP stride tp with the default). */
+    const mp_group gtp = {tp, mp_plan_stride(p, MP_DIM_TP)}, gcp = {cp, mp_plan_stride(p, MP_DIM_CP)};
     double attn_gemm = 0.0, attn_core = 0.0, attn_cast_elems = 0.0, attn_out_elems = 0.0;
     {
         const double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
@@ -339,8 +396,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     double tp_pair = 0.0;
     if (tp > 1) {
         double S = T * h * act_e;
-        tp_pair = p->sp ? coll(c, MP_COLL_ALL_GATHER, S, gtp) + coll(c, MP_COLL_REDUCE_SCATTER, S, gtp)
-                        : coll(c, MP_COLL_ALL_REDUCE, S, gtp);
+        tp_pair = p->sp ? coll_t(c, MP_COLL_ALL_GATHER, S, gtp, &e->tp_tier) + coll(c, MP_COLL_REDUCE_SCATTER, S, gtp)
+                        : coll_t(c, MP_COLL_ALL_REDUCE, S, gtp, &e->tp_tier);
     }
     /* CP: each rank holds a K and V chunk of T tokens (T*(k+v width)/tp 16-bit values).
      * Ring (Liu et al. 2023; Megatron-Core p2p): cp-1 steps, each passing the chunk to the next
@@ -352,12 +409,12 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     if (cp > 1) {
         double chunk = T * (ad.k_width + ad.v_width) / tp * act_e;
         if (p->cp_algo == MP_CP_ALLGATHER) {
-            cp_fwd = coll(c, MP_COLL_ALL_GATHER, chunk * cp, gcp);
+            cp_fwd = coll_t(c, MP_COLL_ALL_GATHER, chunk * cp, gcp, &e->cp_tier);
             cp_bwd = coll(c, MP_COLL_REDUCE_SCATTER, chunk * cp, gcp);
             cp_bytes = 2.0 * (cp - 1) * chunk;
         } else {
-            double step_comm = coll(c, MP_COLL_SEND_RECV, chunk, (mp_group){2, tp});
-            double step_comm_bwd = coll(c, MP_COLL_SEND_RECV, 2.0 * chunk, (mp_group){2, tp});
+            double step_comm = coll_t(c, MP_COLL_SEND_RECV, chunk, (mp_group){2, gcp.stride}, &e->cp_tier);
+            double step_comm_bwd = coll(c, MP_COLL_SEND_RECV, 2.0 * chunk, (mp_group){2, gcp.stride});
             double step_attn = attn_core / cp;
             cp_fwd = (cp - 1) * fmax(0.0, step_comm - step_attn);
             cp_bwd = (cp - 1) * fmax(0.0, step_comm_bwd - 2.5 * step_attn);
@@ -507,8 +564,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
      * scatter-gather optimisation when SP or TP > 1, Narayanan et al. 2021 Sec. 4.1). */
     double p2p_s = 0.0;
     if (pp > 1)
-        p2p_s = coll(c, MP_COLL_SEND_RECV, T * h * act_e / (tp > 1 ? tp : 1),
-                     (mp_group){2, p->tp * p->cp * p->dp});
+        p2p_s = coll_t(c, MP_COLL_SEND_RECV, T * h * act_e / (tp > 1 ? tp : 1),
+                       (mp_group){2, mp_plan_stride(p, MP_DIM_PP)}, &e->pp_tier);
 
     /* Slowest stage per micro-batch. */
     double t_mb = 0.0, t_mb_compute = 0.0, t_mb_rc = 0.0, t_mb_tp = 0.0, t_mb_cp = 0.0, t_mb_ep = 0.0;
@@ -614,14 +671,18 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
      * reduce_dtype), parameter gathers in 16-bit (fp8 with fp8_comm: Megatron-Core
      * --fp8-param-gather). */
     const double P_local = max_dense, X_local = max_exp;
-    const mp_group gsh = {shard, p->tp};
+    /* The shard group (all dp*cp ranks, or hsdp of them) and the replicas, placed by the plan's
+     * rank order (stride tp with the default order). */
+    mp_group sh_in, sh_out, rp_in, rp_out;
+    data_groups(p, shard, &sh_in, &sh_out, &rp_in, &rp_out);
+    const mp_group gsh = {sh_in.size * sh_out.size, sh_in.stride}; /* for the bottleneck text */
     const mp_group gedp = {(int64_t)(eshard > 0 ? eshard : 1), (int64_t)etp * ep};
     const double pe = p->fp8_comm ? 1.0 : 2.0;
     double dp_total = 0.0, dp_exposed = 0.0;
     {
         double replicate_s = 0.0;
         if (p->hsdp && dpg / shard > 1) {
-            replicate_s = coll(c, MP_COLL_ALL_REDUCE, 4.0 * P_local / shard, (mp_group){dpg / shard, p->tp * shard});
+            replicate_s = coll_2d(c, MP_COLL_ALL_REDUCE, 4.0 * P_local / shard, rp_in, rp_out, NULL);
             e->parts.hsdp_replicate_s = replicate_s;
         }
         /* Window: backward of the last micro-batch (Li et al. 2020, PyTorch DDP bucketing;
@@ -629,7 +690,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         const double bwd_window = opts->grad_reduce_overlap_frac * t_mb_bwd_stage;
         const double fwd_window = opts->grad_reduce_overlap_frac * t_mb_fwd_stage;
         if (p->zero == 0) {
-            double ar = coll(c, MP_COLL_ALL_REDUCE, 4.0 * P_local, gsh);
+            double ar = coll_2d(c, MP_COLL_ALL_REDUCE, 4.0 * P_local, sh_in, sh_out, &e->dp_tier);
             double xar = coll(c, MP_COLL_ALL_REDUCE, 4.0 * X_local, gedp);
             e->parts.grad_reduce_s = ar;
             e->parts.expert_grad_reduce_s = xar;
@@ -638,12 +699,12 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         } else if (p->zero <= 2) {
             /* Reduce-scatter the gradients, all-gather the updated parameters (Megatron
              * distributed optimizer; ZeRO-1/2). ZeRO-2 reduces every micro-batch (DeepSpeed). */
-            double rs = coll(c, MP_COLL_REDUCE_SCATTER, 4.0 * P_local, gsh) +
+            double rs = coll_2d(c, MP_COLL_REDUCE_SCATTER, 4.0 * P_local, sh_in, sh_out, &e->dp_tier) +
                         coll(c, MP_COLL_REDUCE_SCATTER, 4.0 * X_local, gedp);
-            double ag = coll(c, MP_COLL_ALL_GATHER, pe * P_local, gsh) +
+            double ag = coll_2d(c, MP_COLL_ALL_GATHER, pe * P_local, sh_in, sh_out, &e->dp_tier) +
                         coll(c, MP_COLL_ALL_GATHER, pe * X_local, gedp);
-            e->parts.grad_reduce_s = coll(c, MP_COLL_REDUCE_SCATTER, 4.0 * P_local, gsh);
-            e->parts.param_gather_s = coll(c, MP_COLL_ALL_GATHER, pe * P_local, gsh);
+            e->parts.grad_reduce_s = coll_2d(c, MP_COLL_REDUCE_SCATTER, 4.0 * P_local, sh_in, sh_out, &e->dp_tier);
+            e->parts.param_gather_s = coll_2d(c, MP_COLL_ALL_GATHER, pe * P_local, sh_in, sh_out, &e->dp_tier);
             e->parts.expert_grad_reduce_s = rs - e->parts.grad_reduce_s;
             e->parts.expert_param_gather_s = ag - e->parts.param_gather_s;
             if (p->zero == 1) {
@@ -661,13 +722,13 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             double nl = (double)e->layers_per_stage_max;
             double nm = moe ? fmin(nl, (double)pc.moe_layers) : 0.0;
             double layer_p = (double)pc.per_layer / tp;
-            double ag = coll(c, MP_COLL_ALL_GATHER, pe * layer_p, gsh);
-            double rs = coll(c, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, gsh);
+            double ag = coll_2d(c, MP_COLL_ALL_GATHER, pe * layer_p, sh_in, sh_out, &e->dp_tier);
+            double rs = coll_2d(c, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, sh_in, sh_out, &e->dp_tier);
             double mag = ag, mrs = rs;
             if (moe) {
                 double mp_ne = moe_nonexpert / tp;
-                mag = coll(c, MP_COLL_ALL_GATHER, pe * mp_ne, gsh) + coll(c, MP_COLL_ALL_GATHER, pe * expert_per_layer_gpu, gedp);
-                mrs = coll(c, MP_COLL_REDUCE_SCATTER, 4.0 * mp_ne, gsh) + coll(c, MP_COLL_REDUCE_SCATTER, 4.0 * expert_per_layer_gpu, gedp);
+                mag = coll_2d(c, MP_COLL_ALL_GATHER, pe * mp_ne, sh_in, sh_out, &e->dp_tier) + coll(c, MP_COLL_ALL_GATHER, pe * expert_per_layer_gpu, gedp);
+                mrs = coll_2d(c, MP_COLL_REDUCE_SCATTER, 4.0 * mp_ne, sh_in, sh_out, &e->dp_tier) + coll(c, MP_COLL_REDUCE_SCATTER, 4.0 * expert_per_layer_gpu, gedp);
             }
             e->parts.zero3_layer_gather_s = ag;
             e->parts.zero3_layer_reduce_s = rs;
@@ -682,8 +743,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
                                     (nm > 0 ? mag + mrs : ag + rs);
             /* Embedding and LM head: gathered and reduced once per micro-batch, not hidden. */
             double extra_p = fmax(0.0, P_local - nd * layer_p - nm * moe_nonexpert / tp);
-            double eag = coll(c, MP_COLL_ALL_GATHER, pe * extra_p, gsh);
-            double ers = coll(c, MP_COLL_REDUCE_SCATTER, 4.0 * extra_p, gsh);
+            double eag = coll_2d(c, MP_COLL_ALL_GATHER, pe * extra_p, sh_in, sh_out, &e->dp_tier);
+            double ers = coll_2d(c, MP_COLL_REDUCE_SCATTER, 4.0 * extra_p, sh_in, sh_out, &e->dp_tier);
             per_mb_total += 2.0 * eag + ers;
             e->parts.zero3_extra_s = 2.0 * eag + ers;
             per_mb_exposed += fmax(0.0, 2.0 * eag + ers - head_fb);
@@ -912,9 +973,13 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         if (bi == B_TP) grp = gtp;
         else if (bi == B_CP) grp = gcp;
         else if (bi == B_EP) grp = (mp_group){ep, etp};
-        else if (bi == B_PP) grp = (mp_group){2, p->tp * p->cp * p->dp};
+        else if (bi == B_PP) grp = (mp_group){2, mp_plan_stride(p, MP_DIM_PP)};
         else if (bi == B_DP) grp = X_local > P_local ? gedp : gsh;
-        if (grp.size > 1) {
+        int known = bi == B_TP ? e->tp_tier : bi == B_CP ? e->cp_tier : bi == B_PP ? e->pp_tier
+                  : (bi == B_DP && grp.size == gsh.size && grp.stride == gsh.stride) ? e->dp_tier : -1;
+        if (known >= 0 && known < c->ntiers) {
+            link = c->tier[known].link;
+        } else if (grp.size > 1) {
             mp_group_place(c, grp, &pl);
             if (bi == B_PP) {
                 int t = 0;

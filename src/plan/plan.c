@@ -15,6 +15,10 @@ const char *mp_cp_algo_name(mp_cp_algo a) { return ((int)a >= 0 && a < MP_CP_ALG
 static const char *const attn_kernel_names[MP_ATTN_KERNEL_COUNT] = {"fa2", "fa3"};
 const char *mp_attn_kernel_name(mp_attn_kernel k) { return ((int)k >= 0 && k < MP_ATTN_KERNEL_COUNT) ? attn_kernel_names[k] : "?"; }
 
+static const char *const dim_names[MP_DIM_COUNT] = {"tp", "cp", "ep", "dp", "pp"};
+
+const char *mp_dim_name(mp_dim d) { return ((int)d >= 0 && d < MP_DIM_COUNT) ? dim_names[d] : "?"; }
+
 const char *mp_schedule_name(mp_schedule s) { return ((int)s >= 0 && s < MP_SCHED_COUNT) ? sched_names[s] : "?"; }
 const char *mp_recompute_name(mp_recompute r) { return ((int)r >= 0 && r < MP_RC_COUNT) ? rc_names[r] : "?"; }
 
@@ -27,6 +31,49 @@ void mp_plan_init_default(mp_plan *p)
     p->precision = MP_DT_BF16;
     p->flash = 1;
     p->schedule = MP_SCHED_1F1B;
+    for (int i = 0; i < MP_DIM_COUNT; i++)
+        p->order[i] = (mp_dim)i;
+    p->order_listed = 0;
+}
+
+/* order=tp-cp-ep-dp-pp: distinct dimension names joined by '-', innermost first; the ones not
+ * named follow in the default order. */
+static int parse_order(const char *val, mp_plan *p, mp_diag *diag)
+{
+    mp_dim ord[MP_DIM_COUNT];
+    unsigned seen = 0;
+    int n = 0;
+    const char *s = val;
+    while (*s) {
+        const char *e = strchr(s, '-');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        int d = -1;
+        for (int i = 0; i < MP_DIM_COUNT; i++)
+            if (strlen(dim_names[i]) == len && !strncmp(s, dim_names[i], len))
+                d = i;
+        if (d < 0 || (seen & MP_DIM_BIT(d))) {
+            mp_diag_add(diag, "plan.order = \"%s\": expected distinct names from tp, cp, ep, dp, pp "
+                        "joined by '-', innermost first (e.g. tp-cp-ep-dp-pp)", val);
+            return 0;
+        }
+        seen |= MP_DIM_BIT(d);
+        ord[n++] = (mp_dim)d;
+        s = e ? e + 1 : s + len;
+        if (e && !*s) {
+            mp_diag_add(diag, "plan.order = \"%s\": ends with '-'", val);
+            return 0;
+        }
+    }
+    if (n == 0) {
+        mp_diag_add(diag, "plan.order = \"\": expected e.g. tp-cp-ep-dp-pp");
+        return 0;
+    }
+    for (int i = 0; i < MP_DIM_COUNT; i++)
+        if (!(seen & MP_DIM_BIT(i)))
+            ord[n++] = (mp_dim)i;
+    memcpy(p->order, ord, sizeof ord);
+    p->order_listed = seen;
+    return 1;
 }
 
 /* Largest accepted degree or batch: far beyond any cluster, small enough that products of a
@@ -137,7 +184,7 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
                                                 "hsdp", "sp", "flash", "zero", "recompute",
                                                 "schedule", "precision", "etp", "cp_algo",
                                                 "capacity_factor", "imbalance", "fp8_comm",
-                                                "attn_kernel"};
+                                                "attn_kernel", "order"};
             int dup = 0;
             for (unsigned i = 0; i < sizeof known / sizeof known[0]; i++)
                 if (!strcmp(key, known[i])) {
@@ -185,10 +232,11 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
         else if (!strcmp(key, "imbalance")) ok = parse_real(key, val, 1.0, 64.0, &p->moe_imbalance, diag);
         else if (!strcmp(key, "fp8_comm")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->fp8_comm = (int)x; }
         else if (!strcmp(key, "attn_kernel")) { ok = parse_enum(key, val, attn_kernel_names, MP_ATTN_KERNEL_COUNT, &e, diag); if (ok) p->attn_kernel = (mp_attn_kernel)e; }
+        else if (!strcmp(key, "order")) ok = parse_order(val, p, diag);
         else {
             mp_diag_add(diag, "plan: unknown key \"%s\" (value \"%s\"): expected one of tp, pp, vpp, "
                         "dp, cp, ep, etp, sp, mb, gb, seq, zero, hsdp, recompute, precision, flash, schedule, "
-                        "cp_algo, capacity_factor, imbalance, fp8_comm, attn_kernel",
+                        "cp_algo, capacity_factor, imbalance, fp8_comm, attn_kernel, order",
                         key, val);
             ok = 0;
         }
@@ -287,6 +335,13 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
             FAIL("plan.hsdp = %lld: HSDP shards parameters (zero = 3), got zero = %d",
                  (long long)p->hsdp, p->zero);
     }
+    if (p->order_listed) {
+        const int64_t deg[MP_DIM_COUNT] = {p->tp, p->cp, p->ep, p->dp, p->pp};
+        for (int i = 0; i < MP_DIM_COUNT; i++)
+            if (deg[i] > 1 && !(p->order_listed & MP_DIM_BIT(i)))
+                FAIL("plan.order: %s = %lld is not placed: name every dimension of degree > 1",
+                     dim_names[i], (long long)deg[i]);
+    }
     if (p->sp > 0 && p->tp == 1)
         FAIL("plan.sp = 1: sequence parallelism needs tp > 1 (tp = 1)");
 #undef FAIL
@@ -295,7 +350,7 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
 
 int mp_plan_format(const mp_plan *p, char *buf, size_t cap)
 {
-    char hsdp[48] = "", extra[200] = "";
+    char hsdp[48] = "", extra[200] = "", order[48] = "";
     if (p->hsdp)
         snprintf(hsdp, sizeof hsdp, "hsdp=%lld,", (long long)p->hsdp);
     /* The later keys only when they differ from their defaults, so dense plans print as
@@ -315,11 +370,98 @@ int mp_plan_format(const mp_plan *p, char *buf, size_t cap)
         n += (size_t)snprintf(extra + n, sizeof extra - n, ",fp8_comm=1");
     if (p->attn_kernel != MP_ATTN_FA2 && n < sizeof extra)
         snprintf(extra + n, sizeof extra - n, ",attn_kernel=%s", mp_attn_kernel_name(p->attn_kernel));
+    if (p->order_listed) /* written only when given, so default plans format as before */
+        snprintf(order, sizeof order, ",order=%s-%s-%s-%s-%s", mp_dim_name(p->order[0]),
+                 mp_dim_name(p->order[1]), mp_dim_name(p->order[2]), mp_dim_name(p->order[3]),
+                 mp_dim_name(p->order[4]));
     return snprintf(buf, cap,
                     "tp=%lld,pp=%lld,vpp=%lld,dp=%lld,cp=%lld,ep=%lld,sp=%d,mb=%lld,gb=%lld,seq=%lld,"
-                    "zero=%d,%srecompute=%s,precision=%s,flash=%d,schedule=%s%s",
+                    "zero=%d,%srecompute=%s,precision=%s,flash=%d,schedule=%s%s%s",
                     (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp,
                     (long long)p->cp, (long long)p->ep, p->sp, (long long)p->mb, (long long)p->gb,
                     (long long)p->seq, p->zero, hsdp, mp_recompute_name(p->recompute),
-                    mp_dtype_name(p->precision), p->flash, mp_schedule_name(p->schedule), extra);
+                    mp_dtype_name(p->precision), p->flash, mp_schedule_name(p->schedule), order, extra);
+}
+
+/* ---- rank order: strides and groups ----------------------------------------------------- */
+
+/* The order to use (the default when p->order is not a permutation, e.g. a zeroed plan) and the
+ * size of each dimension in the rank layout. */
+static void layout(const mp_plan *p, mp_dim ord[MP_DIM_COUNT], int64_t size[MP_DIM_COUNT])
+{
+    unsigned seen = 0;
+    for (int i = 0; i < MP_DIM_COUNT; i++)
+        if ((int)p->order[i] >= 0 && p->order[i] < MP_DIM_COUNT)
+            seen |= MP_DIM_BIT(p->order[i]);
+    for (int i = 0; i < MP_DIM_COUNT; i++)
+        ord[i] = seen == (1u << MP_DIM_COUNT) - 1 ? p->order[i] : (mp_dim)i;
+    int64_t ep = p->ep > 1 ? p->ep : 1, dp = p->dp > 1 ? p->dp : 1;
+    size[MP_DIM_TP] = p->tp > 1 ? p->tp : 1;
+    size[MP_DIM_CP] = p->cp > 1 ? p->cp : 1;
+    size[MP_DIM_PP] = p->pp > 1 ? p->pp : 1;
+    /* EP is carved out of DP (Megatron-Core expert layout); when it does not divide dp it is
+     * folded (size 1) and mp_plan_group places EP groups inside the data group. */
+    size[MP_DIM_EP] = dp % ep == 0 ? ep : 1;
+    size[MP_DIM_DP] = dp / size[MP_DIM_EP];
+}
+
+int64_t mp_plan_stride(const mp_plan *p, mp_dim d)
+{
+    mp_dim ord[MP_DIM_COUNT];
+    int64_t size[MP_DIM_COUNT];
+    layout(p, ord, size);
+    int64_t s = 1;
+    for (int i = 0; i < MP_DIM_COUNT && ord[i] != d; i++)
+        s *= size[ord[i]];
+    return s;
+}
+
+void mp_plan_group(const mp_plan *p, unsigned dims, mp_group *inner, mp_group *outer)
+{
+    mp_dim ord[MP_DIM_COUNT];
+    int64_t size[MP_DIM_COUNT];
+    layout(p, ord, size);
+    /* A folded EP group: the first ep ranks of the data group (CP and DP). */
+    int64_t ep_folded = (dims == MP_DIM_BIT(MP_DIM_EP) && size[MP_DIM_EP] == 1 && p->ep > 1)
+                            ? p->ep : 0;
+    if (ep_folded)
+        dims = MP_DIM_BIT(MP_DIM_CP) | MP_DIM_BIT(MP_DIM_DP);
+    /* Runs of consecutive member dimensions (degree-1 dimensions do not break a run). */
+    mp_group run[MP_DIM_COUNT];
+    int nrun = 0, open = 0;
+    int64_t stride = 1;
+    for (int i = 0; i < MP_DIM_COUNT; i++) {
+        mp_dim d = ord[i];
+        if (size[d] > 1) {
+            if (dims & MP_DIM_BIT(d)) {
+                if (open) {
+                    run[nrun - 1].size *= size[d];
+                } else {
+                    run[nrun++] = (mp_group){size[d], stride};
+                    open = 1;
+                }
+            } else {
+                open = 0;
+            }
+        }
+        stride *= size[d];
+    }
+    *inner = (mp_group){1, 1};
+    *outer = (mp_group){1, 1};
+    if (nrun >= 1)
+        *inner = run[0];
+    if (nrun >= 2) {
+        *outer = run[1];
+        for (int k = 2; k < nrun; k++) /* fold further runs into the outer one (approximate) */
+            outer->size *= run[k].size;
+    }
+    if (ep_folded) { /* keep the first ep ranks of the data group */
+        int64_t n = inner->size * outer->size;
+        if (p->ep < inner->size || outer->size == 1) {
+            *inner = (mp_group){p->ep < n ? p->ep : n, inner->stride};
+            *outer = (mp_group){1, 1};
+        } else {
+            outer->size = p->ep / inner->size;
+        }
+    }
 }

@@ -77,6 +77,18 @@ void mp_search_opts_init(mp_search_opts *o)
 static int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
 static int cmp_dbl(double a, double b) { return (a > b) - (a < b); }
 
+/* The rank order as a number: 0 for the default (no order key), else 1 + the permutation in
+ * base 5. */
+static int64_t order_key(const mp_plan *p)
+{
+    if (!p->order_listed)
+        return 0;
+    int64_t k = 0;
+    for (int i = MP_DIM_COUNT - 1; i >= 0; i--)
+        k = 5 * k + (int64_t)p->order[i];
+    return 1 + k;
+}
+
 int mp_search_entry_cmp(const mp_search_entry *a, const mp_search_entry *b)
 {
     int c;
@@ -92,7 +104,7 @@ int mp_search_entry_cmp(const mp_search_entry *a, const mp_search_entry *b)
         (c = cmp_i64(p->etp, q->etp)) || (c = cmp_i64(p->cp_algo, q->cp_algo)) ||
         (c = cmp_i64(p->mb, q->mb)) || (c = cmp_i64(p->sp, q->sp)) || (c = cmp_i64(p->zero, q->zero)) ||
         (c = cmp_i64(p->hsdp, q->hsdp)) || (c = cmp_i64(p->recompute, q->recompute)) ||
-        (c = cmp_i64(p->schedule, q->schedule)))
+        (c = cmp_i64(p->schedule, q->schedule)) || (c = cmp_i64(order_key(p), order_key(q))))
         return c;
     /* Same keys: plans of one search differ in nothing else; keep the order total anyway. */
     if ((c = cmp_i64(p->gb, q->gb)) || (c = cmp_i64(p->seq, q->seq)) ||
@@ -244,6 +256,10 @@ typedef struct {
     int have_a, have_b;
     mp_search_entry a, b;
     uint64_t a_ties;
+    /* The last plan visited (the default rank order of its line): what its order variants share. */
+    int last_fit;                /* 1 fits, 0 over memory, -1 failed */
+    double last_headroom, last_lb_step, last_tokens_per_step;
+    uint64_t order_skipped;
     int have_least;
     mp_search_entry least;
     int nomem;
@@ -292,17 +308,27 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
     const search_ctx *sc = t->sc;
     mp_estimate *e = t->e;
     t->counts.evaluated++;
+    t->last_fit = -1;
     if (mp_estimate_plan(sc->m, t->c, p, sc->eo, e, NULL) != MP_OK) {
         t->counts.failed++;
         return -1;
     }
-    *states = e->memory.weights + e->memory.gradients + e->memory.optimizer + e->memory.buffers;
-    *capacity = e->memory.capacity;
+    if (states) {
+        *states = e->memory.weights + e->memory.gradients + e->memory.optimizer + e->memory.buffers;
+        *capacity = e->memory.capacity;
+    }
     mp_search_entry en;
     if (fill_entry(sc->m, t->c, t->ci, sc->o, p, e, &en) != MP_OK) {
         t->counts.failed++;
         return -1;
     }
+    /* For the communication variants of this plan (CP algorithm, rank order): the step-time terms
+     * they do not change (compute, recompute, optimizer; docs/search.md) bound their step from
+     * below. */
+    t->last_fit = e->feasible;
+    t->last_headroom = en.headroom_bytes;
+    t->last_lb_step = e->time.compute + e->time.recompute + e->time.optimizer;
+    t->last_tokens_per_step = e->tokens_per_step;
     if (!e->feasible) {
         t->counts.over_memory++;
         if (!t->have_least || en.memory_bytes < t->least.memory_bytes ||
@@ -336,6 +362,78 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
     if (sc->rank_ref && mp_search_entry_cmp(&en, sc->rank_ref) < 0)
         t->rank_better++;
     return 1;
+}
+
+/* A frontier point dominates every plan with throughput at most x and second coordinate at most
+ * y, one of them strictly less (the staircase: among points at least as fast as x, the last
+ * has the largest y). */
+static int fr_dominates_box(const frontier *f, double x, double y)
+{
+    int lo = 0, hi = f->n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (f->a[mid].tokens_per_s >= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 0;
+    const mp_search_entry *q = &f->a[lo - 1];
+    double yq = fr_y(f->kind, q);
+    return (q->tokens_per_s > x && yq >= y) || yq > y;
+}
+
+/* A communication variant (CP algorithm, rank order) of the plan last visited. It has the same
+ * memory, so the same verdict;
+ * when it fits it is skipped only if no order could make it matter: its best possible step (the
+ * order-independent terms) is worse than the thread's top-K, than the best plan scoring worse
+ * than the thread's best, and than the plan being ranked, and it is dominated on every frontier
+ * at that best. Counted as feasible either way. */
+static int ts_variant(sp_walker *w, const mp_plan *p)
+{
+    tstate *t = (tstate *)w;
+    const search_ctx *sc = t->sc;
+    const mp_search_opts *o = sc->o;
+    if (!w->prune || t->last_fit < 0)
+        return ts_visit(w, p, NULL, NULL);
+    if (t->last_fit == 0) {
+        t->counts.over_memory++;
+        t->counts.over_memory_proven++;
+        return 0;
+    }
+    if (o->objective == MP_OBJ_ENERGY || sc->eo->comm_compute_slowdown_frac != 0.0 ||
+        t->nheap < sc->k || !t->have_b)
+        return ts_visit(w, p, NULL, NULL);
+    const double lb = t->last_lb_step, tps = t->last_tokens_per_step, n = (double)t->c->num_gpus;
+    double lb_score;
+    switch (o->objective) {
+    case MP_OBJ_TIME_TO_TRAIN: lb_score = ceil(o->tokens / tps) * lb; break;
+    case MP_OBJ_COST: lb_score = o->price_per_gpu_hour * n * lb / 3600.0 / tps; break;
+    default: lb_score = lb / tps; break;
+    }
+    const double ub_tokens_per_s = tps / lb;
+    double lb_cost = 0;
+    if (o->price_per_gpu_hour > 0)
+        lb_cost = o->tokens > 0 ? o->price_per_gpu_hour * n * ceil(o->tokens / tps) * lb / 3600.0
+                                : o->price_per_gpu_hour * n * lb / 3600.0 / tps * 1e6;
+    if (lb_score > t->heap[0].score && lb_score > t->b.score &&
+        (!sc->rank_ref || lb_score > sc->rank_ref->score) &&
+        fr_dominates_box(&t->fm, ub_tokens_per_s, t->last_headroom) &&
+        (o->price_per_gpu_hour <= 0 || fr_dominates_box(&t->fc, ub_tokens_per_s, -lb_cost))) {
+        t->counts.feasible++;
+        t->order_skipped++;
+        return 1;
+    }
+    int keep_fit = t->last_fit;
+    double keep[3] = {t->last_headroom, t->last_lb_step, t->last_tokens_per_step};
+    int r = ts_visit(w, p, NULL, NULL);
+    /* The next variant still refers to the default-order plan of the line. */
+    t->last_fit = keep_fit;
+    t->last_headroom = keep[0];
+    t->last_lb_step = keep[1];
+    t->last_tokens_per_step = keep[2];
+    return r;
 }
 
 static void ts_skip(sp_walker *w, uint64_t n)
@@ -563,6 +661,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
     for (int i = 0; i < nt; i++) {
         ts[i].w.visit = ts_visit;
         ts[i].w.skip = ts_skip;
+        ts[i].w.variant = ts_variant;
         ts[i].w.prune = o->prune;
         ts[i].sc = &sc;
         ts[i].fm.kind = FR_MEMORY;
@@ -627,6 +726,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         out->counts.over_memory += c->over_memory;
         out->counts.over_memory_proven += c->over_memory_proven;
         out->counts.failed += c->failed;
+        out->counts.order_skipped += ts[i].order_skipped;
         out->rank += ts[i].rank_better;
         if (ts[i].have_least &&
             (!out->have_least_memory || ts[i].least.memory_bytes < out->least_memory.memory_bytes ||
@@ -754,6 +854,18 @@ static void appendf(char *buf, size_t cap, const char *fmt, ...)
 
 #define GiB 1073741824.0
 
+static const char *order_name(const mp_plan *p, char *buf, size_t cap)
+{
+    if (!p->order_listed)
+        return "default";
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < MP_DIM_COUNT && n + 4 < cap; i++)
+        if (p->order_listed & MP_DIM_BIT(p->order[i]))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "-" : "", mp_dim_name(p->order[i]));
+    return buf;
+}
+
 mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int nclusters,
                             const mp_search_opts *o, const mp_search_entry *a, int ra,
                             const mp_search_entry *b, int rb, mp_search_explanation *x, mp_diag *diag)
@@ -777,6 +889,7 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
     }
     /* Plan keys that differ. */
     const mp_plan *p = &a->plan, *q = &b->plan;
+    char oa[48], ob[48];
     struct { const char *k; long long u, v; } keys[] = {
         {"gpus", (long long)a->gpus, (long long)b->gpus}, {"tp", (long long)p->tp, (long long)q->tp},
         {"cp", (long long)p->cp, (long long)q->cp}, {"pp", (long long)p->pp, (long long)q->pp},
@@ -794,6 +907,10 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
     if (p->cp_algo != q->cp_algo)
         appendf(x->differs, sizeof x->differs, "%scp_algo %s vs %s", x->differs[0] ? ", " : "",
                 mp_cp_algo_name(p->cp_algo), mp_cp_algo_name(q->cp_algo));
+    if (p->order_listed != q->order_listed ||
+        (p->order_listed && memcmp(p->order, q->order, sizeof p->order)))
+        appendf(x->differs, sizeof x->differs, "%srank order %s vs %s", x->differs[0] ? ", " : "",
+                order_name(p, oa, sizeof oa), order_name(q, ob, sizeof ob));
     if (p->schedule != q->schedule)
         appendf(x->differs, sizeof x->differs, "%sschedule %s vs %s", x->differs[0] ? ", " : "",
                 mp_schedule_name(p->schedule), mp_schedule_name(q->schedule));

@@ -12,6 +12,15 @@
 #define SP_MAX_DIVISORS 2048
 /* (ep, etp) pairs: divisors of the experts times divisors of moe_ffn_hidden, capped. */
 #define SP_MAX_EXPERT 4096
+/* Rank orders of one layout: permutations of at most 5 dimensions. */
+#define SP_MAX_ORDERS 120
+
+/* The distinct rank orders of a plan's degrees (tp, cp, pp, dp set; ep, etp of the layout). */
+typedef struct {
+    int n;
+    mp_dim order[SP_MAX_ORDERS][MP_DIM_COUNT];
+    unsigned listed[SP_MAX_ORDERS];   /* 0 for the default order (written as no order key) */
+} sp_orders;
 
 /* A degree shape on one cluster. */
 typedef struct {
@@ -56,8 +65,18 @@ struct sp_walker {
     int (*visit)(sp_walker *w, const mp_plan *p, double *states_bytes, double *capacity_bytes);
     /* n plans proven over memory without evaluation. */
     void (*skip)(sp_walker *w, uint64_t n);
+    /* Plan p differs from the plan last visited only in its CP algorithm or rank order, which
+     * change no memory and no compute: return as visit does; the walker may decide from the last
+     * visit without evaluating. */
+    int (*variant)(sp_walker *w, const mp_plan *p);
     int prune;
 };
+
+/* The rank orders the space has for plan p's degrees: the default (Megatron-Core's tp-cp-ep-dp-pp)
+ * first, then, with opts.all_orders, every other permutation of the dimensions whose layout size is > 1 (orders that only
+ * move size-1 dimensions give the same layout and are not repeated), each listing every dimension
+ * of degree > 1 as mp_plan_resolve asks. A pinned order (pin.order_listed) is the only one. */
+void sp_rank_orders(const sp_space *s, const mp_plan *p, sp_orders *out);
 
 /* Check the options and fill the space. MP_ERR_INPUT with the reason in diag. */
 mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o, mp_diag *diag);

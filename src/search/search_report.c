@@ -10,6 +10,19 @@
 /* Frontier rows shown in the text report; JSON and CSV list them all. */
 #define TEXT_FRONTIER_ROWS 15
 
+/* The rank order, "default" or innermost first ("tp-dp-cp-pp"), naming the listed dimensions. */
+static const char *order_text(const mp_plan *p, char *buf, size_t cap)
+{
+    if (!p->order_listed)
+        return "default";
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < MP_DIM_COUNT && n + 4 < cap; i++)
+        if (p->order_listed & MP_DIM_BIT(p->order[i]))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "-" : "", mp_dim_name(p->order[i]));
+    return buf;
+}
+
 static void plan_cells(FILE *f, const mp_search_entry *e)
 {
     const mp_plan *p = &e->plan;
@@ -25,6 +38,10 @@ static void plan_cells(FILE *f, const mp_search_entry *e)
         fprintf(f, " ep%lld etp%lld", (long long)p->ep, (long long)p->etp);
     if (p->cp_algo != MP_CP_RING)
         fprintf(f, " cp:%s", mp_cp_algo_name(p->cp_algo));
+    if (p->order_listed) {
+        char o[48];
+        fprintf(f, " order:%s", order_text(p, o, sizeof o));
+    }
 }
 
 static void plan_header(FILE *f)
@@ -91,10 +108,10 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
     fprintf(f, "space: %llu plans below %llu degree shapes (tp, cp, pp) that can be formed, of %llu tried\n",
             (unsigned long long)k->plans, (unsigned long long)(k->shapes - k->shapes_rejected),
             (unsigned long long)k->shapes);
-    fprintf(f, "evaluated %llu plans in %.3f s on %d thread%s (%llu more proven over memory without "
-            "evaluation)\n\n",
+    fprintf(f, "evaluated %llu plans in %.3f s on %d thread%s; %llu more proven over memory and %llu "
+            "communication variants (CP algorithm, rank order) proven unable to matter, without evaluation\n\n",
             (unsigned long long)k->evaluated, r->wall_s, r->threads, r->threads == 1 ? "" : "s",
-            (unsigned long long)k->over_memory_proven);
+            (unsigned long long)k->over_memory_proven, (unsigned long long)k->order_skipped);
 
     if (r->ntop) {
         fprintf(f, "top %d of %llu feasible plans (%s):\n", r->ntop, (unsigned long long)k->feasible,
@@ -203,6 +220,8 @@ static json_t *entry_json(const mp_search_entry *e, json_int_t rank)
     json_object_set_new(o, "ep", json_integer((json_int_t)p->ep));
     json_object_set_new(o, "etp", json_integer((json_int_t)p->etp));
     json_object_set_new(o, "cp_algo", json_string(mp_cp_algo_name(p->cp_algo)));
+    char ord[48];
+    json_object_set_new(o, "order", json_string(order_text(p, ord, sizeof ord)));
     json_object_set_new(o, "mb", json_integer((json_int_t)p->mb));
     json_object_set_new(o, "sp", json_integer(p->sp));
     json_object_set_new(o, "zero", json_integer(p->zero));
@@ -284,6 +303,7 @@ char *mp_search_report_json(const mp_model *m, const mp_cluster *clusters, int n
     json_object_set_new(jc, "over_memory", json_integer((json_int_t)k->over_memory));
     json_object_set_new(jc, "over_memory_proven", json_integer((json_int_t)k->over_memory_proven));
     json_object_set_new(jc, "failed", json_integer((json_int_t)k->failed));
+    json_object_set_new(jc, "order_skipped", json_integer((json_int_t)k->order_skipped));
     json_object_set_new(root, "counts", jc);
     json_object_set_new(root, "top", list_json(r->top, r->ntop, 1));
     json_object_set_new(root, "pareto_memory", list_json(r->pareto_memory, r->npareto_memory, 0));
@@ -342,10 +362,11 @@ static void csv_rows(FILE *f, const char *set, const mp_search_entry *a, int n, 
         fprintf(f, "%s,", set);
         if (ranked)
             fprintf(f, "%d", i + 1);
-        fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%lld,%d,%d,%lld,%s,%s,%lld,%lld,%s,%d,",
+        char ord[48];
+        fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%lld,%d,%d,%lld,%s,%s,%lld,%lld,%s,%d,",
                 (long long)e->gpus, (long long)p->tp, (long long)p->cp, (long long)p->pp,
                 (long long)p->vpp, (long long)p->dp, (long long)p->ep, (long long)p->etp,
-                mp_cp_algo_name(p->cp_algo), (long long)p->mb, p->sp,
+                mp_cp_algo_name(p->cp_algo), order_text(p, ord, sizeof ord), (long long)p->mb, p->sp,
                 p->zero, (long long)p->hsdp, mp_recompute_name(p->recompute),
                 mp_schedule_name(p->schedule), (long long)p->gb, (long long)p->seq,
                 mp_dtype_name(p->precision), p->flash);
@@ -360,7 +381,7 @@ static void csv_rows(FILE *f, const char *set, const mp_search_entry *a, int n, 
 void mp_search_report_csv(FILE *f, const mp_search_opts *o, const mp_search_result *r)
 {
     (void)o;
-    fprintf(f, "set,rank,gpus,tp,cp,pp,vpp,dp,ep,etp,cp_algo,mb,sp,zero,hsdp,recompute,schedule,gb,seq,precision,"
+    fprintf(f, "set,rank,gpus,tp,cp,pp,vpp,dp,ep,etp,cp_algo,order,mb,sp,zero,hsdp,recompute,schedule,gb,seq,precision,"
                "flash,step_s,tokens_per_s,mfu,memory_gib,headroom_gib,time_to_train_s,cost_usd,"
                "energy_J_per_token,score,bottleneck\n");
     csv_rows(f, "top", r->top, r->ntop, 1);

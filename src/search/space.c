@@ -8,13 +8,16 @@
  * both on a grid).
  *
  * Loop order below a shape, outermost first: ZeRO/HSDP sharding, expert layout (ep, etp), vpp,
- * then sp, recompute, CP algorithm, mb. The first three come first because the model states
+ * then sp, recompute, mb, and innermost the communication variants (CP algorithm, rank order).
+ * The first three come first because the model states
  * (weights, gradients, optimizer, buffers) depend only on the shape and on them (vpp through the
  * layers an MoE model's interleaved chunks put on a stage): when the first plan of such a subtree
  * already exceeds the GPU memory with its states alone, so does every plan of the subtree. mb
  * comes last because memory is non-decreasing in mb (next to sp_walk): once one micro-batch size
- * does not fit, larger ones do not either. Another dimension (the rank order of the topology
- * issue) is one more loop, between the CP algorithm and mb.
+ * does not fit, larger ones do not either. The CP algorithm and the rank order are innermost:
+ * they change no memory and no compute, only how and where groups communicate, so these variants
+ * follow the line's head (ring, default order), whose memory verdict and lower bound on the step
+ * they share (src/search/search.c).
  *
  * Sizes: a few hundred shapes per GPU count; up to millions of plans (Llama 3 405B on 16,384
  * GPUs: 462 shapes, 3.1 million plans).
@@ -192,6 +195,79 @@ mp_status sp_shapes(const sp_space *s, int cluster, int64_t gpus, sp_shape **sha
     return MP_OK;
 }
 
+/* Layout sizes of the dimensions (plan.c layout(): EP carved out of DP when it divides dp). */
+static void layout_sizes(const mp_plan *p, int64_t size[MP_DIM_COUNT])
+{
+    int64_t ep = p->ep > 1 ? p->ep : 1, dp = p->dp > 1 ? p->dp : 1;
+    size[MP_DIM_TP] = p->tp;
+    size[MP_DIM_CP] = p->cp;
+    size[MP_DIM_PP] = p->pp;
+    size[MP_DIM_EP] = dp % ep == 0 ? ep : 1;
+    size[MP_DIM_DP] = dp / size[MP_DIM_EP];
+}
+
+/* Next permutation in lexicographic order (of the dimension numbers); 0 after the last. */
+static int next_perm(mp_dim *a, int n)
+{
+    int i = n - 2;
+    while (i >= 0 && a[i] >= a[i + 1])
+        i--;
+    if (i < 0)
+        return 0;
+    int j = n - 1;
+    while (a[j] <= a[i])
+        j--;
+    mp_dim t = a[i]; a[i] = a[j]; a[j] = t;
+    for (int l = i + 1, r = n - 1; l < r; l++, r--) {
+        t = a[l]; a[l] = a[r]; a[r] = t;
+    }
+    return 1;
+}
+
+void sp_rank_orders(const sp_space *s, const mp_plan *p, sp_orders *out)
+{
+    const mp_plan *pin = &s->o->pin;
+    const int64_t deg[MP_DIM_COUNT] = {p->tp, p->cp, p->ep, p->dp, p->pp};
+    unsigned must = 0; /* dimensions of degree > 1: an order key must name them (plan.c) */
+    for (int i = 0; i < MP_DIM_COUNT; i++)
+        if (deg[i] > 1)
+            must |= MP_DIM_BIT(i);
+    out->n = 0;
+    if (pin->order_listed) {
+        if ((pin->order_listed & must) == must) {
+            memcpy(out->order[0], pin->order, sizeof out->order[0]);
+            out->listed[0] = pin->order_listed;
+            out->n = 1;
+        }
+        return;
+    }
+    int64_t size[MP_DIM_COUNT];
+    layout_sizes(p, size);
+    mp_dim moving[MP_DIM_COUNT], rest[MP_DIM_COUNT];
+    int nm = 0, nr = 0;
+    for (int i = 0; i < MP_DIM_COUNT; i++) {
+        if (size[i] > 1)
+            moving[nm++] = (mp_dim)i;
+        else
+            rest[nr++] = (mp_dim)i;
+    }
+    /* The first permutation (ascending) is the default order. */
+    if (!s->o->all_orders)
+        nm = 0; /* the default only */
+    do {
+        mp_dim *o = out->order[out->n];
+        for (int i = 0; i < nm; i++)
+            o[i] = moving[i];
+        for (int i = 0; i < nr; i++)
+            o[nm + i] = rest[i];
+        out->listed[out->n] = out->n ? must : 0;
+        if (!out->n)
+            for (int i = 0; i < MP_DIM_COUNT; i++)
+                o[i] = (mp_dim)i; /* the default, as mp_plan_init_default writes it */
+        out->n++;
+    } while (out->n < SP_MAX_ORDERS && next_perm(moving, nm));
+}
+
 uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
 {
     const mp_plan *pin = &s->o->pin;
@@ -279,7 +355,19 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
                 ax->mb[ax->nmb++] = dv[i];
     }
     uint64_t nvpp = ax->vpp_hi >= ax->vpp_lo ? (uint64_t)(ax->vpp_hi - ax->vpp_lo + 1) : 0;
-    const uint64_t f[] = {(uint64_t)ax->nshard, (uint64_t)ax->nexp, nvpp, (uint64_t)ax->nsp,
+    /* Rank orders per expert layout (they depend on ep). */
+    uint64_t norders = 0;
+    {
+        mp_plan p = s->base;
+        p.tp = sh->tp; p.cp = sh->cp; p.pp = sh->pp; p.dp = sh->dp;
+        sp_orders ords;
+        for (int i = 0; i < ax->nexp; i++) {
+            p.ep = ax->ep[i];
+            sp_rank_orders(s, &p, &ords);
+            norders += (uint64_t)ords.n;
+        }
+    }
+    const uint64_t f[] = {(uint64_t)ax->nshard, norders, nvpp, (uint64_t)ax->nsp,
                           (uint64_t)ax->nrc, (uint64_t)ax->ncpa, (uint64_t)ax->nmb};
     uint64_t n = 1;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -300,15 +388,20 @@ int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker 
     p.cp = sh->cp;
     p.pp = sh->pp;
     p.dp = sh->dp;
-    /* Plans below one (sharding, expert layout, vpp): the subtree the model states bound. */
-    const uint64_t below = (uint64_t)ax->nsp * (uint64_t)ax->nrc * (uint64_t)ax->ncpa *
-                           (uint64_t)ax->nmb;
+    sp_orders ords;
     for (int is = 0; is < ax->nshard; is++) {
         p.zero = ax->shard_zero[is];
         p.hsdp = ax->shard_hsdp[is];
         for (int ie = 0; ie < ax->nexp; ie++) {
             p.ep = ax->ep[ie];
             p.etp = ax->etp[ie];
+            sp_rank_orders(s, &p, &ords);
+            const uint64_t no = (uint64_t)ords.n;
+            if (!no)
+                continue;
+            /* Plans below one (sharding, expert layout, vpp): the subtree the states bound. */
+            const uint64_t nvar = (uint64_t)ax->ncpa * no; /* communication variants of a line */
+            const uint64_t below = (uint64_t)ax->nsp * (uint64_t)ax->nrc * (uint64_t)ax->nmb * nvar;
             for (int64_t v = ax->vpp_lo; v <= ax->vpp_hi; v++) {
                 p.vpp = v;
                 p.schedule = s->o->pin.schedule_given ? s->o->pin.schedule
@@ -319,37 +412,46 @@ int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker 
                     p.sp = ax->sp[isp];
                     for (int ir = 0; ir < ax->nrc && !proven; ir++) {
                         p.recompute = ax->rc[ir];
-                        for (int ia = 0; ia < ax->ncpa && !proven; ia++) {
-                            p.cp_algo = ax->cpa[ia];
-                            /* rank order (plan key `order`, topology issue): one loop here. */
-                            for (int im = 0; im < ax->nmb; im++) {
-                                p.mb = ax->mb[im];
-                                double states = 0, capacity = 0;
-                                int fit = w->visit(w, &p, &states, &capacity);
-                                done++;
-                                if (fit == -2)
-                                    return -2;
-                                if (!w->prune || fit < 0) {
-                                    first = 0;
-                                    continue;
+                        for (int im = 0; im < ax->nmb; im++) {
+                            p.mb = ax->mb[im];
+                            /* The line's head: the first CP algorithm, the default order. */
+                            p.cp_algo = ax->cpa[0];
+                            memcpy(p.order, ords.order[0], sizeof p.order);
+                            p.order_listed = ords.listed[0];
+                            double states = 0, capacity = 0;
+                            int fit = w->visit(w, &p, &states, &capacity);
+                            done++;
+                            if (fit == -2)
+                                return -2;
+                            if (w->prune && fit >= 0 && first && states > capacity) {
+                                /* The model states alone exceed the memory: so they do in every
+                                 * plan of this subtree (they depend only on the shape, the
+                                 * sharding, the expert layout and vpp). */
+                                w->skip(w, below - done);
+                                proven = 1;
+                                break;
+                            }
+                            first = 0;
+                            /* Its communication variants: the other CP algorithms and rank
+                             * orders change where and how groups communicate, not memory nor
+                             * compute (the walker decides from the head's visit). */
+                            for (int ia = 0; ia < ax->ncpa; ia++) {
+                                p.cp_algo = ax->cpa[ia];
+                                for (int io = ia ? 0 : 1; io < ords.n; io++) {
+                                    memcpy(p.order, ords.order[io], sizeof p.order);
+                                    p.order_listed = ords.listed[io];
+                                    if (w->variant(w, &p) == -2)
+                                        return -2;
+                                    done++;
                                 }
-                                if (first && states > capacity) {
-                                    /* The model states alone exceed the memory: so they do in
-                                     * every plan of this subtree (they depend only on the
-                                     * shape, the sharding, the expert layout and vpp). */
-                                    w->skip(w, below - done);
-                                    proven = 1;
-                                    break;
-                                }
-                                first = 0;
-                                if (fit == 0) {
-                                    /* Larger micro-batches need at least as much memory. */
-                                    uint64_t rest = (uint64_t)(ax->nmb - im - 1);
-                                    if (rest)
-                                        w->skip(w, rest);
-                                    done += rest;
-                                    break;
-                                }
+                            }
+                            if (w->prune && fit == 0) {
+                                /* Larger micro-batches need at least as much memory. */
+                                uint64_t rest = (uint64_t)(ax->nmb - im - 1) * nvar;
+                                if (rest)
+                                    w->skip(w, rest);
+                                done += rest;
+                                break;
                             }
                         }
                     }
@@ -397,6 +499,29 @@ int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
     for (int i = 0; i < ax->ncpa; i++)
         in |= ax->cpa[i] == p->cp_algo;
     ok = ok && in;
+    if (ok) {
+        sp_orders *ords = malloc(sizeof *ords);
+        in = 0;
+        if (ords) {
+            /* The same layout (the strides of the dimensions of size > 1), however the order is
+             * written. */
+            int64_t size[MP_DIM_COUNT];
+            layout_sizes(p, size);
+            sp_rank_orders(s, p, ords);
+            for (int i = 0; i < ords->n && !in; i++) {
+                mp_plan q = *p;
+                memcpy(q.order, ords->order[i], sizeof q.order);
+                q.order_listed = ords->listed[i];
+                int same = 1;
+                for (int d = 0; d < MP_DIM_COUNT; d++)
+                    if (size[d] > 1)
+                        same &= mp_plan_stride(&q, (mp_dim)d) == mp_plan_stride(p, (mp_dim)d);
+                in = same;
+            }
+            free(ords);
+        }
+        ok = in;
+    }
     in = 0;
     for (int i = 0; i < ax->nsp; i++)
         in |= ax->sp[i] == p->sp;
@@ -435,6 +560,11 @@ static void enum_skip(sp_walker *w, uint64_t n)
     (void)n;
 }
 
+static int enum_variant(sp_walker *w, const mp_plan *p)
+{
+    return enum_visit(w, p, NULL, NULL);
+}
+
 mp_status mp_search_enumerate(const mp_model *m, int64_t gpus, const mp_search_opts *opts,
                               int (*visit)(void *ctx, const mp_plan *p), void *ctx,
                               mp_search_counts *counts, mp_diag *diag)
@@ -462,7 +592,7 @@ mp_status mp_search_enumerate(const mp_model *m, int64_t gpus, const mp_search_o
                     (unsigned long long)counts->plans, (unsigned long long)MP_SEARCH_MAX_PLANS);
         st = MP_ERR_RANGE;
     }
-    enum_walker ew = {{enum_visit, enum_skip, 0}, visit, ctx};
+    enum_walker ew = {{enum_visit, enum_skip, enum_variant, 0}, visit, ctx};
     for (size_t i = 0; st == MP_OK && i < n; i++) {
         sp_shape_axes(&s, &shapes[i], ax);
         if (sp_walk(&s, &shapes[i], ax, &ew.base) == -2)
