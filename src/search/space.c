@@ -402,6 +402,10 @@ int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker 
             /* Plans below one (sharding, expert layout, vpp): the subtree the states bound. */
             const uint64_t nvar = (uint64_t)ax->ncpa * no; /* communication variants of a line */
             const uint64_t below = (uint64_t)ax->nsp * (uint64_t)ax->nrc * (uint64_t)ax->nmb * nvar;
+            /* Dense models put layers/pp layers on a stage whatever vpp (src/estimate: only an
+             * MoE model's interleaved chunks move MoE layers between stages), so states proven
+             * too big at one vpp are too big at all. The exhaustive tests cover both kinds. */
+            const int states_vary_with_vpp = s->m->moe_experts > 0;
             for (int64_t v = ax->vpp_lo; v <= ax->vpp_hi; v++) {
                 p.vpp = v;
                 p.schedule = s->o->pin.schedule_given ? s->o->pin.schedule
@@ -429,6 +433,10 @@ int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker 
                                  * sharding, the expert layout and vpp). */
                                 w->skip(w, below - done);
                                 proven = 1;
+                                if (!states_vary_with_vpp && v < ax->vpp_hi) {
+                                    w->skip(w, (uint64_t)(ax->vpp_hi - v) * below);
+                                    v = ax->vpp_hi; /* the other vpp values too */
+                                }
                                 break;
                             }
                             first = 0;
