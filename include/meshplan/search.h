@@ -9,7 +9,8 @@
  *            layout of MoE models (ep | experts, etp | moe_ffn_hidden, etp*ep | tp*cp*dp);
  *            vpp 1..layers/pp (schedule interleaved when vpp > 1, else 1F1B, unless pinned);
  *            sp 0/1 when tp > 1; recompute none|selective|full; CP ring or all-gather when
- *            cp > 1; mb every divisor of gb/dp — only valid values are generated.
+ *            cp > 1; mb every divisor of gb/dp; the rank order (Megatron-Core's default, or
+ *            every distinct one with opts.all_orders) — only valid values are generated.
  *   job      gb, seq, precision, flash, attn_kernel, fp8_comm, capacity_factor and imbalance
  *            are the job's (from opts.pin), not searched.
  * Every plan is evaluated with mp_estimate_plan, in parallel with OpenMP. Pruning skips only
@@ -17,11 +18,14 @@
  * subtree of a degree shape when the model states of its first plan already exceed the capacity
  * (weights, gradients, optimizer and buffers do not depend on sp, recompute, the CP algorithm or
  * mb), and the larger micro-batches of a line once one does not fit (memory is non-decreasing in
- * mb). Results are identical with pruning off and with any thread count: top plans and
+ * mb); and skips, without evaluating, CP-algorithm and rank-order variants of a plan (same
+ * memory, same compute) whose best possible step cannot enter the top list, a frontier or the
+ * rank (counts.order_skipped; docs/search.md). Results are identical with pruning off and with any thread count: top plans and
  * frontiers are merged under one total order (mp_search_entry_cmp). tests/test_search.c checks
  * both against exhaustive enumeration.
  *
- * Sizes: Llama 3 405B on 16,384 GPUs at gb 2048 x 8192 is 3.1 million plans (bench/bench_search.c).
+ * Sizes: Llama 3 405B on 16,384 GPUs at gb 2048 x 8192 is 6.0 million plans, 120 million with
+ * every rank order (bench/bench_search.c).
  */
 #ifndef MESHPLAN_SEARCH_H
 #define MESHPLAN_SEARCH_H
