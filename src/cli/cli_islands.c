@@ -146,7 +146,7 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
                 e->steps_per_period > 1 ? "sync" : "step");
         for (int j = 0; j < e->nflows; j++) {
             const mp_wan_flow *w = &e->flow[j];
-            char pair[80];
+            char pair[100];
             snprintf(pair, sizeof pair, "%s<->%s", isl->island[w->a].name, isl->island[w->b].name);
             fprintf(f, "  %-22.22s %11.4g %12s %12s %12s %11.3f %7.3g %8.4g%s\n", pair, w->rate_Bps / 1e6,
                     human_bytes(w->bytes, b1, sizeof b1),

@@ -864,7 +864,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
             const mp_wan_link *l = &isl->link[fw->a][fw->b];
             int win = l->tcp_window_bytes > 0 &&
                       fw->rate_Bps < l->bw_Bps * l->efficiency_frac * (1.0 - l->background_load_frac) * 0.999;
-            snprintf(linktxt, sizeof linktxt, " over %s<->%s (%.3g MB/s%s)", isl->island[fw->a].name,
+            snprintf(linktxt, sizeof linktxt, " over %.32s<->%.32s (%.3g MB/s%s)", isl->island[fw->a].name,
                      isl->island[fw->b].name, fw->rate_Bps / 1e6, win ? ", TCP-window-limited" : "");
         }
         double wait_share = k > 1 ? out->island[0].wait_s : 0.0;
@@ -877,17 +877,17 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
             snprintf(out->bottleneck, sizeof out->bottleneck, "one island: no WAN traffic");
         else if (out->comm_bound)
             snprintf(out->bottleneck, sizeof out->bottleneck,
-                     "communication-bound: the WAN %s is %.0f%% of wall-clock%s",
+                     "communication-bound: the WAN %s is %.0f%% of wall-clock%.100s",
                      sync == MP_SYNC_PP ? "activation traffic" : "synchronization",
                      100.0 * sync_exposed / period, linktxt);
         else if (wait_share > 0.1)
             snprintf(out->bottleneck, sizeof out->bottleneck,
-                     "compute-bound, gated by the slowest island %s: %s waits %.0f%% of wall-clock; "
-                     "WAN exposed %.0f%%%s", isl->island[slowest].name, isl->island[most_wait].name,
+                     "compute-bound, gated by the slowest island %.32s: %.32s waits %.0f%% of "
+                     "wall-clock; WAN exposed %.0f%%%.100s", isl->island[slowest].name, isl->island[most_wait].name,
                      100.0 * wait_share, 100.0 * sync_exposed / period, linktxt);
         else
             snprintf(out->bottleneck, sizeof out->bottleneck,
-                     "compute-bound: %.0f%% of wall-clock in training steps; WAN exposed %.0f%%%s",
+                     "compute-bound: %.0f%% of wall-clock in training steps; WAN exposed %.0f%%%.100s",
                      100.0 * train_slow / period, 100.0 * sync_exposed / period, linktxt);
     }
     quality_default(sync, xch, xs->compress, &out->quality_factor, &out->quality_published,

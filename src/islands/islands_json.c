@@ -349,7 +349,7 @@ mp_status mp_islands_from_json(const mp_catalog *cat, const char *text, size_t l
             mp_island *x = &isl->island[isl->n];
             *x = proto;
             if (count > 1)
-                snprintf(x->name, sizeof x->name, "%s-%lld", base, (long long)(k + 1));
+                snprintf(x->name, sizeof x->name, "%.36s-%d", base, (int)(k + 1));
             else
                 mp_strlcpy(x->name, base, sizeof x->name);
             for (int j = 0; j < isl->n; j++)
