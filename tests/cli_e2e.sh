@@ -539,6 +539,9 @@ XPLAN="zero=3,mb=1,gb=1024,seq=8192,sync=diloco,inner_steps=100,compress=int8"
 run predict --model llama3-8b --cluster "$ROOT/examples/clusters/three-continents.json" --plan "$XPLAN" --json
 check "predict across three continents (DiLoCo, int8) --json" "rc_is 0" "no_nonfinite" "json_check '
 assert len(d[\"islands\"]) == 3 and len(d[\"links\"]) == 3, d.keys()
+for k in (\"memory_bytes\", \"time_s\", \"step_s\", \"tokens_per_s_per_gpu\", \"model_tflops_per_gpu\", \"hardware_tflops_per_gpu\", \"hfu\"):
+    assert k in d, \"missing DESIGN.md key \" + k
+assert all(\"estimate\" in x and x[\"estimate\"][\"feasible\"] in (True, False) for x in d[\"islands\"])
 for k in (\"tokens_per_s\", \"compute_util\", \"mfu\", \"mfu_in_steps\", \"period_s\", \"wan_bytes_per_step\", \"wan_bytes_per_hour\", \"egress_usd_per_hour\", \"bound\", \"bottleneck\", \"quality\", \"sync\", \"feasible\", \"reasons\"):
     assert k in d, \"missing \" + k
 s = d[\"sync\"]

@@ -169,6 +169,8 @@ typedef struct {
     double mfu;                /* all model FLOPs / (wall-clock x sum of the islands' peaks) */
     double mfu_in_steps;       /* the same over the time in training steps only (what a training
                                   loop's own MFU counter shows; INTELLECT-1 reports this) */
+    double hfu;                /* hardware FLOPs (recomputation counted) / (wall-clock x peaks) */
+    double model_tflops_per_gpu, hardware_tflops_per_gpu; /* over wall-clock, all GPUs */
     double compute_util;       /* GPU-weighted mean of the islands' compute_util */
     double sync_s;             /* one synchronization (all fragments, compression included) */
     double sync_compress_s;    /* its compression / decompression compute */

@@ -90,10 +90,6 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
             (double)pc.total / 1e9, (long long)m->layers, (long long)m->hidden);
     fprintf(f, "islands  %s: %d island%s, %lld GPUs\n", isl->name, isl->n, isl->n == 1 ? "" : "s",
             (long long)ngpus);
-    char ptxt[1024];
-    mp_plan q = *p;
-    (void)mp_plan_format(&q, ptxt, sizeof ptxt);
-    const char *xs = strstr(ptxt, ",sync=");
     fprintf(f, "scheme   sync=%s", mp_sync_name(e->sync));
     if (e->sync == MP_SYNC_DILOCO || e->sync == MP_SYNC_FL)
         fprintf(f, ", every %lld inner steps", (long long)e->inner_steps);
@@ -105,9 +101,7 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
     if (e->sync == MP_SYNC_DILOCO || e->sync == MP_SYNC_FL)
         fprintf(f, e->overlap_steps ? ", overlapped with %lld inner steps" : ", blocking",
                 (long long)e->overlap_steps);
-    fprintf(f, "%s%s\n", xs ? "  (plan keys:" : "", xs ? "" : "");
-    if (xs)
-        fprintf(f, "         %s)\n", xs + 1);
+    fprintf(f, "\n");
     if (e->sync == MP_SYNC_PP)
         fprintf(f, "         every island runs the whole batch (%lld sequences) through its layers\n",
                 (long long)e->global_batch_seqs);
@@ -194,10 +188,35 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
             e->tokens_per_s_at_quality, e->quality_published ? "" : "  [not a published figure]");
 }
 
+/* The in-island prediction of island i (its plan with its batch, or with sync=pp its block of
+ * layers), as `predict --json` writes it for one cluster; NULL if it cannot be redone. */
+static json_t *island_estimate_json(const mp_model *m, const mp_island *x, const mp_plan *p,
+                                    const mp_island_result *r, int pp)
+{
+    mp_model sub = *m;
+    if (pp)
+        sub.layers = r->layers;
+    mp_plan q = *p;
+    q.gb = r->batch_seqs;
+    mp_diag d = {0};
+    mp_estimate *est = malloc(sizeof *est);
+    json_t *j = NULL;
+    if (est && mp_plan_resolve(&q, &sub, x->cluster.num_gpus, &d) == MP_OK &&
+        mp_estimate_plan(&sub, &x->cluster, &q, NULL, est, &d) == MP_OK) {
+        char *txt = mp_report_estimate_json(&sub, &x->cluster, &q, est);
+        if (txt) {
+            json_error_t err;
+            j = json_loads(txt, 0, &err);
+            free(txt);
+        }
+    }
+    free(est);
+    return j;
+}
+
 json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan *p,
                          const mp_islands_estimate *e)
 {
-    (void)p;
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(m->key[0] ? m->key : m->name));
     json_object_set_new(o, "cluster", json_string(isl->name));
@@ -231,6 +250,9 @@ json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan
     json_object_set_new(o, "tokens_per_s_per_gpu", json_real(e->tokens_per_s_per_gpu));
     json_object_set_new(o, "mfu", json_real(e->mfu));
     json_object_set_new(o, "mfu_in_steps", json_real(e->mfu_in_steps));
+    json_object_set_new(o, "hfu", json_real(e->hfu));
+    json_object_set_new(o, "model_tflops_per_gpu", json_real(e->model_tflops_per_gpu));
+    json_object_set_new(o, "hardware_tflops_per_gpu", json_real(e->hardware_tflops_per_gpu));
     json_object_set_new(o, "compute_util", json_real(e->compute_util));
     json_object_set_new(o, "wan_bytes_per_period", json_real(e->wan_bytes));
     json_object_set_new(o, "wan_bytes_per_step", json_real(e->wan_bytes / (double)e->steps_per_period));
@@ -249,9 +271,27 @@ json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan
     json_object_set_new(q, "tokens_per_s_at_quality", json_real(e->tokens_per_s_at_quality));
     json_object_set_new(o, "quality", q);
     json_t *ia = json_array();
+    double worst_mem = -1.0, slowest = -1.0;
     for (int i = 0; i < e->nislands; i++) {
         const mp_island_result *r = &e->island[i];
         json_t *x = json_object();
+        /* The island's own prediction (no WAN); the DESIGN.md keys memory_bytes and time_s at the
+         * top are the most loaded island's and the slowest island's, time_s with the exposed WAN
+         * time per step added as wan_exposed. */
+        json_t *est = island_estimate_json(m, &isl->island[i], p, r, e->sync == MP_SYNC_PP);
+        if (est) {
+            if (r->memory_bytes > worst_mem && json_object_get(est, "memory_bytes")) {
+                worst_mem = r->memory_bytes;
+                json_object_set(o, "memory_bytes", json_object_get(est, "memory_bytes"));
+            }
+            if (r->step_s > slowest && json_object_get(est, "time_s")) {
+                slowest = r->step_s;
+                json_t *t = json_deep_copy(json_object_get(est, "time_s"));
+                json_object_set_new(t, "wan_exposed", json_real(e->sync_exposed_s / (double)e->steps_per_period));
+                json_object_set_new(o, "time_s", t);
+            }
+            json_object_set_new(x, "estimate", est);
+        }
         json_object_set_new(x, "name", json_string(r->name));
         json_object_set_new(x, "gpu", json_string(r->gpu));
         json_object_set_new(x, "gpus", json_integer(r->gpus));

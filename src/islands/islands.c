@@ -94,7 +94,7 @@ static mp_status island_plan(const mp_plan *base, const mp_model *m, const mp_is
 
 /* What one island's estimate contributes. */
 typedef struct {
-    double step_s, compute_s, bwd_window_s, mem, cap, model_flops, peak_flops;
+    double step_s, compute_s, bwd_window_s, mem, cap, model_flops, hw_flops, peak_flops;
     double head_s;   /* LM head fwd+bwd of all its micro-batches (pp: taken off non-last islands) */
     double layer_s;  /* pp: one layer's share of the step, for the layer split */
     int64_t gran;    /* mb x dp: its batch must be a multiple */
@@ -126,6 +126,7 @@ static mp_status run_island(const mp_model *m, const mp_island *x, const mp_plan
     r->mem = e->memory.total;
     r->cap = e->memory.capacity;
     r->model_flops = e->model_flops_per_step;
+    r->hw_flops = e->hardware_flops_per_step;
     r->peak_flops = e->peak_flops_per_s * (double)x->cluster.num_gpus;
     r->head_s = M * (e->parts.head_fwd_s + e->parts.head_bwd_s) * sf;
     r->layer_s = m->layers > 0 ? fmax(0.0, r->step_s - r->head_s - e->time.optimizer * sf) / (double)m->layers : 0.0;
@@ -782,7 +783,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
     out->sync_hidden_s = sync_hidden;
     out->sync_exposed_s = sync_exposed;
     out->feasible = 1;
-    double flops_total = 0.0, peak_total = 0.0, util_w = 0.0, tokens = 0.0, busy_peak = 0.0;
+    double flops_total = 0.0, hw_total = 0.0, peak_total = 0.0, util_w = 0.0, tokens = 0.0, busy_peak = 0.0;
     const double per_tok_layers = fl.model_per_token - 3.0 * fl.fwd_lm_head_per_token;
     for (int i = 0; i < k; i++) {
         mp_island_result *r = &out->island[i];
@@ -812,6 +813,8 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
             r->tokens_per_s = tok_i / period;
             tokens += tok_i;
         }
+        /* recomputation's share as the island's own estimate has it */
+        hw_total += run[i].model_flops > 0 ? fl_i * run[i].hw_flops / run[i].model_flops : fl_i;
         r->compute_util = r->train_s / period;
         r->mfu = fl_i / (period * run[i].peak_flops);
         flops_total += fl_i;
@@ -828,6 +831,9 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
     out->tokens_per_s_per_gpu = out->tokens_per_s / (double)Ntot;
     out->mfu = flops_total / (period * peak_total);
     out->mfu_in_steps = busy_peak > 0 ? flops_total / busy_peak : 0.0;
+    out->hfu = hw_total / (period * peak_total);
+    out->model_tflops_per_gpu = flops_total / period / (double)Ntot / 1e12;
+    out->hardware_tflops_per_gpu = hw_total / period / (double)Ntot / 1e12;
     out->compute_util = util_w / (double)Ntot;
     for (int f = 0; f < out->nflows; f++) {
         mp_wan_flow *fw = &out->flow[f];
