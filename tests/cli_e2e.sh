@@ -534,6 +534,75 @@ check "gpt-oss-120b HF config.json (windows, experts_per_token) predicts" "rc_is
 assert d[\"moe\"][\"topk\"] == 4 and d[\"moe\"][\"experts\"] == 128, d[\"moe\"]
 '"
 
+# --- islands joined by WAN links (docs/islands.md) ---------------------------------------------
+XPLAN="zero=3,mb=1,gb=1024,seq=8192,sync=diloco,inner_steps=100,compress=int8"
+run predict --model llama3-8b --cluster "$ROOT/examples/clusters/three-continents.json" --plan "$XPLAN" --json
+check "predict across three continents (DiLoCo, int8) --json" "rc_is 0" "no_nonfinite" "json_check '
+assert len(d[\"islands\"]) == 3 and len(d[\"links\"]) == 3, d.keys()
+for k in (\"memory_bytes\", \"time_s\", \"step_s\", \"tokens_per_s_per_gpu\", \"model_tflops_per_gpu\", \"hardware_tflops_per_gpu\", \"hfu\"):
+    assert k in d, \"missing DESIGN.md key \" + k
+assert all(\"estimate\" in x and x[\"estimate\"][\"feasible\"] in (True, False) for x in d[\"islands\"])
+for k in (\"tokens_per_s\", \"compute_util\", \"mfu\", \"mfu_in_steps\", \"period_s\", \"wan_bytes_per_step\", \"wan_bytes_per_hour\", \"egress_usd_per_hour\", \"bound\", \"bottleneck\", \"quality\", \"sync\", \"feasible\", \"reasons\"):
+    assert k in d, \"missing \" + k
+s = d[\"sync\"]
+assert s[\"scheme\"] == \"diloco\" and s[\"inner_steps\"] == 100 and s[\"compress\"] == \"int8\", s
+assert abs(s[\"hidden_s_per_period\"] + s[\"exposed_s_per_period\"] - s[\"time_s\"]) < 1e-6 * s[\"time_s\"]
+assert sum(x[\"batch_seqs\"] for x in d[\"islands\"]) == d[\"global_batch_seqs\"] <= 1024
+assert d[\"bound\"] in (\"compute\", \"communication\")
+for l in d[\"links\"]:
+    assert l[\"bytes_per_hour\"] > 0 and l[\"usd_per_hour\"] > 0, l
+assert abs(d[\"dp_fp32_bytes_per_token\"] / d[\"wan_bytes_per_token\"] - 400) < 1e-6
+q = d[\"quality\"]
+assert q[\"tokens_to_quality_factor\"] == 1.0 and q[\"published\"] is True and \"Douillard\" in q[\"source\"]
+'"
+run predict --model llama3-8b --cluster three-continents --plan "$XPLAN"
+check "predict across islands, text, by preset name" "rc_is 0" "no_nonfinite" "stdout_has \"compute utilization\"" "stdout_has \"WAN links in use\"" "stdout_has \"tokens-to-quality factor\"" "stdout_has \"bound:\""
+run predict --model llama3-8b --cluster three-continents --plan "$XPLAN" --quality-factor 1.25 --json
+check "a stated tokens-to-quality factor is reported apart" "rc_is 0" "json_check '
+q = d[\"quality\"]
+assert q[\"tokens_to_quality_factor\"] == 1.25 and q[\"published\"] is False
+assert abs(q[\"tokens_per_s_at_quality\"] * 1.25 - d[\"tokens_per_s\"]) < 1e-6 * d[\"tokens_per_s\"]
+'"
+run predict --model llama3-8b --cluster three-continents --plan "$XPLAN" --quality-factor 0
+check "quality factor 0 is bad input" "rc_is 2" "stderr_has quality-factor"
+run predict --model llama3-8b --cluster three-continents --gpus 64 --plan "$XPLAN"
+check "--gpus with an islands description is bad input" "rc_is 2" "stderr_has islands"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,gb=1024,sync=hsdp,inner_steps=10"
+check "inner_steps with sync=hsdp is bad input" "rc_is 2" "stderr_has inner_steps"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,gb=1024,sync=gossip"
+check "unknown sync scheme is bad input naming it" "rc_is 2" "stderr_has sync" "stderr_has gossip"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,gb=1024,sync=diloco,compress=topk:2"
+check "top-k fraction out of range is bad input" "rc_is 2" "stderr_has topk"
+run predict --model llama3-8b --cluster two-islands-wan100 --plan "tp=8,zero=1,gb=512,sync=diloco,inner_steps=50" --json
+check "a cluster with a wan tier splits into islands" "rc_is 0" "no_nonfinite" "json_check '
+assert len(d[\"islands\"]) == 2 and d[\"islands\"][0][\"gpus\"] == 512, d[\"islands\"]
+'"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=8192,sync=pp" --json
+check "pipeline stages in different islands" "rc_is 0" "no_nonfinite" "json_check '
+assert sum(x[\"layers\"] for x in d[\"islands\"]) == 32
+assert d[\"sync\"][\"scheme\"] == \"pp\" and len(d[\"links\"]) == 2
+'"
+run predict --model intellect-1 --cluster intellect1-us --plan "zero=3,mb=1,gb=1792,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8" --json
+check "C7: INTELLECT-1 across the US" "rc_is 0" "json_check '
+assert abs(d[\"compute_util\"] - 0.96) <= 0.08, d[\"compute_util\"]
+assert 0.362 <= d[\"mfu_in_steps\"] <= 0.414, d[\"mfu_in_steps\"]
+'"
+run islands-scale --model llama3-70b --cluster three-continents --plan "tp=8,zero=1,mb=1,gb=2048,seq=8192,recompute=full,sync=hsdp" --island-gpus 64:4096 --json
+check "islands-scale finds where bigger islands stop paying (HSDP over the WAN)" "rc_is 0" "no_nonfinite" "json_check '
+r = d[\"rows\"]
+assert [x[\"island_gpus\"] for x in r] == [64, 128, 256, 512, 1024, 2048, 4096]
+assert all(x[\"ok\"] for x in r)
+assert all(r[i + 1][\"tokens_per_s\"] >= r[i][\"tokens_per_s\"] for i in range(len(r) - 1))
+assert d[\"diminishing_from_island_gpus\"] == 256, d[\"diminishing_from_island_gpus\"]
+assert r[-1][\"bound\"] == \"communication\"
+'"
+run islands-scale --model llama3-70b --cluster three-continents --plan "tp=8,zero=1,mb=1,gb=2048,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8" --island-gpus 64:1024
+check "islands-scale, text (DiLoCo keeps scaling)" "rc_is 0" "no_nonfinite" "stdout_has \"no diminishing returns\""
+run islands-scale --model llama3-70b --cluster dgx-h100-roce100 --plan "tp=8,gb=2048,sync=hsdp" --island-gpus 64:128
+check "islands-scale needs an islands description" "rc_is 2" "stderr_has islands"
+run islands-scale --model llama3-70b --cluster three-continents --plan "tp=8,gb=2048,sync=hsdp" --island-gpus 128:64
+check "islands-scale with A > B is bad input" "rc_is 2" "stderr_has island-gpus"
+
 RUNS="$ROOT/../shared/validation/runs.csv"
 if [ -f "$RUNS" ]; then
     run validate "$RUNS" --json

@@ -29,5 +29,7 @@
 #include "meshplan/energy.h"
 #include "meshplan/faults.h"
 #include "meshplan/sim.h"
+#include "meshplan/xsync.h"
+#include "meshplan/islands.h"
 
 #endif

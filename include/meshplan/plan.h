@@ -12,6 +12,8 @@
  *   schedule (1f1b|interleaved|gpipe|zb), order (rank order, innermost first, e.g.
  *   tp-cp-ep-dp-pp — the default, Megatron-LM's; dimensions not listed follow, outermost, in the
  *   default order, and must have degree 1).
+ *   Across islands joined by WAN links: sync, inner_steps, compress, fragments, overlap,
+ *   exchange, split (xsync.h; predicted by mp_islands_predict, islands.h).
  * A plan that cannot be formed (a degree that does not divide heads, KV heads or layers; degrees
  * whose product is not the GPU count; a batch not divisible by mb*dp) is bad input: every reason
  * is listed. Memory fit is not checked here — that is an answer of the estimator.
@@ -24,6 +26,7 @@
 #include "meshplan/model.h"
 #include "meshplan/status.h"
 #include "meshplan/topo.h"
+#include "meshplan/xsync.h"
 
 /** The parallel dimensions, as named in the rank order. */
 typedef enum { MP_DIM_TP, MP_DIM_CP, MP_DIM_EP, MP_DIM_DP, MP_DIM_PP, MP_DIM_COUNT } mp_dim;
@@ -78,6 +81,10 @@ typedef struct {
     mp_attn_kernel attn_kernel; /* fa2 (default) or fa3 */
     mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
     unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
+    /* Added later: synchronization across islands joined by WAN links (plan keys sync,
+     * inner_steps, compress, fragments, overlap, exchange, split: xsync.h, islands.h). Zero =
+     * sync none: a plan for one cluster, which the estimator predicts as before. */
+    mp_xsync xsync;
 } mp_plan;
 
 /** Defaults: everything "not given", recompute none, bf16, flash on, 1F1B. */

@@ -4,6 +4,7 @@
 #define MESHPLAN_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "meshplan/meshplan.h"
 
@@ -76,7 +77,26 @@ void cli_progress_init(cli_progress *p, const char *label);
 void cli_progress_cb(void *ctx, double frac, uint64_t done); /* an mp_progress_fn */
 void cli_progress_done(cli_progress *p);
 
+/* Islands joined by WAN links (cli_islands.c). */
+/** 1 if --cluster names a shipped preset or file holding an islands description. */
+int cli_cluster_is_islands(const char *spec);
+/** Load an islands description (island_gpus > 0: every island's, or only `only`'s, GPU count);
+ *  0 or an exit code after printing. */
+int cli_load_islands(const mp_catalog *cat, const char *spec, long long island_gpus,
+                     const char *only, mp_islands **out);
+/** predict across islands: from the description spec, or (spec NULL) the cluster cl split at
+ *  its wan tier. quality: the user's tokens-to-quality factor (0 = the published default). */
+int cli_predict_islands(const mp_catalog *cat, const mp_model *m, const char *spec,
+                        const mp_cluster *cl, const char *plan_text, int json, double quality);
+/** The text report and the JSON object (caller json_decref's it) of an islands prediction. */
+void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const mp_plan *p,
+                      const mp_islands_estimate *e);
+struct json_t;
+struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan *p,
+                                const mp_islands_estimate *e);
+
 int cmd_predict(int argc, char **argv);
+int cmd_islands_scale(int argc, char **argv);
 int cmd_collective(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);

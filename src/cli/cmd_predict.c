@@ -8,7 +8,8 @@
 int cmd_predict(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node",
-                                       "--scale-out", "--plan", "--catalog", "--cluster", NULL};
+                                       "--scale-out", "--plan", "--catalog", "--cluster",
+                                       "--quality-factor", NULL};
     static const char *const flags[] = {"--json", NULL};
     cli_args args;
     int rc = cli_parse(argc, argv, opts, flags, &args);
@@ -58,6 +59,28 @@ int cmd_predict(int argc, char **argv)
     mp_diag d = {0};
     if ((rc = cli_load_model(cat, a.model, &m)))
         goto done;
+    /* Islands joined by WAN links (docs/islands.md): an islands description, or a plan with
+     * sync=... on a cluster (split at its wan tier). */
+    double quality = 0.0;
+    const char *qf = cli_opt(&args, "--quality-factor");
+    if (qf) {
+        char *end = NULL;
+        quality = strtod(qf, &end);
+        if (!*qf || *end || !(quality >= 0.01 && quality <= 100.0)) {
+            rc = cli_fail("predict: quality-factor = \"%s\": expected a tokens-to-quality factor in "
+                          "[0.01, 100] (1 = as many tokens as synchronous data parallelism)", qf);
+            goto done;
+        }
+    }
+    if (cluster && cli_cluster_is_islands(cluster)) {
+        if (a.gpus || a.gpu) {
+            rc = cli_fail("predict: --gpus and --gpu describe one cluster; an islands description "
+                          "gives each island's GPU type and count (cluster = \"%s\")", cluster);
+            goto done;
+        }
+        rc = cli_predict_islands(cat, &m, cluster, NULL, a.plan, a.json, quality);
+        goto done;
+    }
     mp_status st = MP_OK;
     if (cluster) { /* a catalog node, a shipped cluster or a description file (docs/cluster.md) */
         if ((rc = cli_load_cluster(cat, cluster, ngpus, a.gpu, &cl)))
@@ -72,6 +95,10 @@ int cmd_predict(int argc, char **argv)
     }
     mp_plan_init_default(&p);
     st = mp_plan_parse(a.plan, &p, &d);
+    if (st == MP_OK && (p.xsync.sync != MP_SYNC_NONE || quality > 0)) {
+        rc = cli_predict_islands(cat, &m, NULL, &cl, a.plan, a.json, quality);
+        goto done;
+    }
     if (st == MP_OK)
         st = mp_plan_resolve(&p, &m, ngpus, &d);
     if (st != MP_OK) {

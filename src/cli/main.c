@@ -10,6 +10,7 @@
  *   meshplan scale    --model M --gpu G --gpus A:B --gb B [...] [--json|--csv]
  *   meshplan run      --model M --gpu G --gpus N --plan "..." --tokens T [--json] [options]
  *   meshplan trace    --model M --gpu G --gpus N --plan "..." [-o step.json] [--json] ...
+ *   meshplan islands-scale --model M --cluster ISLANDS --plan "..." --island-gpus A:B [--json]
  *
  * Exit codes: 0 success, 2 bad usage or bad input (the message names the field, the value and
  * what was expected), 1 internal error.
@@ -54,11 +55,17 @@ static const char *usage_text =
     "            [--straggler-rank R] [--straggler-compute X] [--straggler-link X] [--max-events N]\n"
     "            simulate one step event by event; write its Chrome trace (Perfetto) and\n"
     "            print the simulated step next to the analytical one\n"
+    "  islands-scale --model M --cluster ISLANDS --plan \"...,sync=...\" --island-gpus A:B\n"
+    "            [--island NAME] [--weak] [--quality-factor F] [--json]   grow the islands (doubling)\n"
+    "            and show where bigger islands stop paying (docs/islands.md)\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
     "           precision(bf16|fp16|fp8) flash(0|1) schedule(1f1b|interleaved|gpipe|zb)\n"
     "           order(rank order, innermost first; default tp-cp-ep-dp-pp)\n"
+    "           across islands (--cluster ISLANDS, docs/islands.md): sync(hsdp|diloco|pp|fl)\n"
+    "           inner_steps compress(none|bf16|fp8|int8|topk:F) fragments overlap\n"
+    "           exchange(ring|rotate|star) split(speed|gpus|W1:W2:...); predict --quality-factor F\n"
     "clusters:  C is a catalog node (dgx-h100, ...), a shipped cluster (docs/cluster.md) or a\n"
     "           cluster description file\n"
     "exit codes: 0 ok, 2 bad usage or input, 1 internal error\n";
@@ -81,6 +88,7 @@ int main(int argc, char **argv)
         {"trace", cmd_trace},
         {"collective", cmd_collective},
         {"compare", cmd_compare},
+        {"islands-scale", cmd_islands_scale},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name))

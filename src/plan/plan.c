@@ -233,10 +233,12 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
         else if (!strcmp(key, "fp8_comm")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->fp8_comm = (int)x; }
         else if (!strcmp(key, "attn_kernel")) { ok = parse_enum(key, val, attn_kernel_names, MP_ATTN_KERNEL_COUNT, &e, diag); if (ok) p->attn_kernel = (mp_attn_kernel)e; }
         else if (!strcmp(key, "order")) ok = parse_order(val, p, diag);
+        else if (mp_xsync_parse_key(key, val, &p->xsync, &ok, diag)) { /* islands: xsync.h */ }
         else {
             mp_diag_add(diag, "plan: unknown key \"%s\" (value \"%s\"): expected one of tp, pp, vpp, "
                         "dp, cp, ep, etp, sp, mb, gb, seq, zero, hsdp, recompute, precision, flash, schedule, "
-                        "cp_algo, capacity_factor, imbalance, fp8_comm, attn_kernel, order",
+                        "cp_algo, capacity_factor, imbalance, fp8_comm, attn_kernel, order, sync, inner_steps, "
+                        "compress, fragments, overlap, exchange, split",
                         key, val);
             ok = 0;
         }
@@ -374,13 +376,16 @@ int mp_plan_format(const mp_plan *p, char *buf, size_t cap)
         snprintf(order, sizeof order, ",order=%s-%s-%s-%s-%s", mp_dim_name(p->order[0]),
                  mp_dim_name(p->order[1]), mp_dim_name(p->order[2]), mp_dim_name(p->order[3]),
                  mp_dim_name(p->order[4]));
+    char xs[256] = "";
+    size_t xn = 0;
+    mp_xsync_format(&p->xsync, xs, sizeof xs, &xn); /* empty for a one-cluster plan */
     return snprintf(buf, cap,
                     "tp=%lld,pp=%lld,vpp=%lld,dp=%lld,cp=%lld,ep=%lld,sp=%d,mb=%lld,gb=%lld,seq=%lld,"
-                    "zero=%d,%srecompute=%s,precision=%s,flash=%d,schedule=%s%s%s",
+                    "zero=%d,%srecompute=%s,precision=%s,flash=%d,schedule=%s%s%s%s",
                     (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp,
                     (long long)p->cp, (long long)p->ep, p->sp, (long long)p->mb, (long long)p->gb,
                     (long long)p->seq, p->zero, hsdp, mp_recompute_name(p->recompute),
-                    mp_dtype_name(p->precision), p->flash, mp_schedule_name(p->schedule), order, extra);
+                    mp_dtype_name(p->precision), p->flash, mp_schedule_name(p->schedule), order, extra, xs);
 }
 
 /* ---- rank order: strides and groups ----------------------------------------------------- */
