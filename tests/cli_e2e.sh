@@ -654,9 +654,14 @@ run search $S7 --csv --price-gpu-hour 2.5
 check "search --csv: header, top and both frontiers" "rc_is 0" "no_nonfinite" \
     "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); s=set(x[\"set\"] for x in r); assert s == {\"top\",\"pareto_memory\",\"pareto_cost\"}, s; assert all(float(x[\"step_s\"]) > 0 for x in r)' $OUT || { WHY='bad CSV'; false; }"
 
-run search $S7 --objective energy
-check "search --objective energy: exit 2, needs the energy model" "rc_is 2" \
-    "stderr_has 'energy objective needs the energy model (issue 6)'"
+run search $S7 --objective energy --json
+check "search --objective energy ranks by facility joules per token" "rc_is 0" "no_nonfinite" "json_check '
+top = d[\"top\"] if \"top\" in d else d[\"plans\"]
+assert len(top) > 0
+j = [x[\"energy_J_per_token\"] for x in top]
+assert all(v > 0 for v in j), j
+assert j == sorted(j), j
+'"
 run search $S7 --objective cost
 check "search --objective cost without a price: exit 2" "rc_is 2" "stderr_has price-gpu-hour"
 run search --model llama2-7b $H100 --gpus 8
