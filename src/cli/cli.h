@@ -44,6 +44,10 @@ int cli_exit_for(mp_status st);
 void cli_print_diag(const mp_diag *d);
 /** Parse an integer option in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 int cli_parse_count(const char *name, const char *s, long long min, long long max, long long *out);
+/** Parse a finite real value in [min, max]; 0 or EXIT_INPUT after printing the problem. */
+int cli_parse_real(const char *name, const char *s, double min, double max, double *out);
+/** The same for an optional option (named with its "--"); leaves *out alone when it is absent. */
+int cli_opt_real(const cli_args *a, const char *opt, double min, double max, double *out);
 /** Read a whole regular file of at most MAX_FILE_BYTES into a malloc'd NUL-terminated buffer. */
 mp_status cli_read_file(const char *path, char **buf, size_t *len, mp_diag *d);
 /** Built-in catalog plus the --catalog file if given; 0 or an exit code after printing. */

@@ -1,5 +1,6 @@
 /* src/cli/cli_util.c — option parsing, file reading, catalog and model loading for the commands. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,29 @@ int cli_parse_count(const char *name, const char *s, long long min, long long ma
 }
 
 /* Read a whole regular file (at most MAX_FILE_BYTES). */
+int cli_parse_real(const char *name, const char *s, double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (!s[0] || *end || errno || !isfinite(x)) {
+        fprintf(stderr, "meshplan: %s = \"%s\": expected a number\n", name, s);
+        return EXIT_INPUT;
+    }
+    if (x < min || x > max) {
+        fprintf(stderr, "meshplan: %s = %g: expected a number in [%g, %g]\n", name, x, min, max);
+        return EXIT_INPUT;
+    }
+    *out = x;
+    return 0;
+}
+
+int cli_opt_real(const cli_args *a, const char *opt, double min, double max, double *out)
+{
+    const char *v = cli_opt(a, opt);
+    return v ? cli_parse_real(opt + 2, v, min, max, out) : 0;
+}
+
 mp_status cli_read_file(const char *path, char **buf, size_t *len, mp_diag *d)
 {
     *buf = NULL;

@@ -20,30 +20,6 @@
 /* Most failures simulated in one command (all trials together). */
 #define SIM_MAX_FAILURES 2e8
 
-/* A finite number in [min, max]; 0 or EXIT_INPUT after printing the problem. */
-static int parse_number(const char *name, const char *s, double min, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(s, &end);
-    if (!s[0] || *end || errno || !isfinite(x)) {
-        fprintf(stderr, "meshplan: %s = \"%s\": expected a number\n", name, s);
-        return EXIT_INPUT;
-    }
-    if (x < min || x > max) {
-        fprintf(stderr, "meshplan: %s = %g: expected a number in [%g, %g]\n", name, x, min, max);
-        return EXIT_INPUT;
-    }
-    *out = x;
-    return 0;
-}
-
-/* Optional number: leaves *out alone when the option is absent. */
-static int opt_number(const cli_args *a, const char *opt, double min, double max, double *out)
-{
-    const char *v = cli_opt(a, opt);
-    return v ? parse_number(opt + 2, v, min, max, out) : 0;
-}
 
 /* The number of NIC ports per node on the scale-out fabric: the catalog node of this GPU with the
  * same node size, else one per GPU. */
@@ -151,20 +127,20 @@ int cmd_run(int argc, char **argv)
         if (!seed_s[0] || *end || errno || seed_s[0] == '-')
             return cli_fail("seed = \"%s\": expected an integer in [0, 2^64)", seed_s);
     }
-    if ((rc = parse_number("tokens", tokens_s, 1, 1e18, &tokens)) ||
-        (rc = opt_number(&args, "--price-gpu-hour", 0, 1e4, &co.price_gpu_hour_usd)) ||
-        (rc = opt_number(&args, "--capex-per-gpu", 0, 1e8, &co.capex_per_gpu_usd)) ||
-        (rc = opt_number(&args, "--amortization-years", 0.1, 100, &co.amortization_years)) ||
-        (rc = opt_number(&args, "--price-kwh", 0, 100, &co.price_kwh_usd)) ||
-        (rc = opt_number(&args, "--pue", 1, 5, &eo.pue)) ||
-        (rc = opt_number(&args, "--grid-gco2-per-kwh", 0, 5000, &gco2)) ||
-        (rc = opt_number(&args, "--power-cap-W", 1, 1e5, &eo.power_cap_W)) ||
-        (rc = opt_number(&args, "--host-util", 0, 1, &eo.host_util_frac)) ||
-        (rc = opt_number(&args, "--checkpoint-GBps", 1e-3, 1e9, &gbps)) ||
-        (rc = opt_number(&args, "--checkpoint-interval-s", 1e-3, 1e12, &interval)) ||
-        (rc = opt_number(&args, "--restart-s", 0, 1e9, &restart_s)) ||
-        (rc = opt_number(&args, "--repair-h", 0, 1e6, &repair_h)) ||
-        (rc = opt_number(&args, "--failure-scale", 0, 1e6, &fscale)))
+    if ((rc = cli_parse_real("tokens", tokens_s, 1, 1e18, &tokens)) ||
+        (rc = cli_opt_real(&args, "--price-gpu-hour", 0, 1e4, &co.price_gpu_hour_usd)) ||
+        (rc = cli_opt_real(&args, "--capex-per-gpu", 0, 1e8, &co.capex_per_gpu_usd)) ||
+        (rc = cli_opt_real(&args, "--amortization-years", 0.1, 100, &co.amortization_years)) ||
+        (rc = cli_opt_real(&args, "--price-kwh", 0, 100, &co.price_kwh_usd)) ||
+        (rc = cli_opt_real(&args, "--pue", 1, 5, &eo.pue)) ||
+        (rc = cli_opt_real(&args, "--grid-gco2-per-kwh", 0, 5000, &gco2)) ||
+        (rc = cli_opt_real(&args, "--power-cap-W", 1, 1e5, &eo.power_cap_W)) ||
+        (rc = cli_opt_real(&args, "--host-util", 0, 1, &eo.host_util_frac)) ||
+        (rc = cli_opt_real(&args, "--checkpoint-GBps", 1e-3, 1e9, &gbps)) ||
+        (rc = cli_opt_real(&args, "--checkpoint-interval-s", 1e-3, 1e12, &interval)) ||
+        (rc = cli_opt_real(&args, "--restart-s", 0, 1e9, &restart_s)) ||
+        (rc = cli_opt_real(&args, "--repair-h", 0, 1e6, &repair_h)) ||
+        (rc = cli_opt_real(&args, "--failure-scale", 0, 1e6, &fscale)))
         return rc;
     long long spares_opt = -1; /* auto */
     const char *spares_s = cli_opt(&args, "--spare-nodes");

@@ -13,23 +13,6 @@
 
 #include "cli.h"
 
-/* Parse a real option value in [lo, hi]; 0 or EXIT_INPUT after printing the problem. */
-static int parse_real(const char *name, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(s, &end);
-    if (!s[0] || *end || errno || !isfinite(x)) {
-        fprintf(stderr, "meshplan: %s = \"%s\": expected a number\n", name, s);
-        return EXIT_INPUT;
-    }
-    if (x < lo || x > hi) {
-        fprintf(stderr, "meshplan: %s = %g: expected a number in [%g, %g]\n", name, x, lo, hi);
-        return EXIT_INPUT;
-    }
-    *out = x;
-    return 0;
-}
 
 static double now_s(void)
 {
@@ -94,13 +77,13 @@ int cmd_trace(int argc, char **argv)
     if (so.analytical_rules)
         so.contention_frac = 0.0; /* the estimator's default interference; --contention overrides */
     const char *v;
-    if ((v = cli_opt(&args, "--contention")) && (rc = parse_real("contention", v, 0.0, 10.0, &so.contention_frac)))
+    if ((v = cli_opt(&args, "--contention")) && (rc = cli_parse_real("contention", v, 0.0, 10.0, &so.contention_frac)))
         return rc;
     if ((v = cli_opt(&args, "--straggler-compute")) &&
-        (rc = parse_real("straggler-compute", v, 1.0, 1000.0, &so.straggler_compute_factor)))
+        (rc = cli_parse_real("straggler-compute", v, 1.0, 1000.0, &so.straggler_compute_factor)))
         return rc;
     if ((v = cli_opt(&args, "--straggler-link")) &&
-        (rc = parse_real("straggler-link", v, 1.0, 1000.0, &so.straggler_link_factor)))
+        (rc = cli_parse_real("straggler-link", v, 1.0, 1000.0, &so.straggler_link_factor)))
         return rc;
     long long ll;
     if ((v = cli_opt(&args, "--straggler-rank"))) {
