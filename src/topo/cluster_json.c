@@ -20,107 +20,15 @@
 #include "internal.h"
 #include "meshplan/topo.h"
 
-typedef struct {
-    const char *origin;
-    char where[96]; /* "tiers[1] (leaf)" or "cluster" */
-    mp_diag *diag;
-    int errors;
-} jreader;
+#include "json_reader.h"
 
-static void jbad(jreader *r, const char *field, const json_t *v, const char *expected)
-{
-    char *txt = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    mp_diag_add(r->diag, "%s: %s.%s = %.60s: expected %s", r->origin, r->where, field,
-                txt ? txt : "(missing)", expected);
-    free(txt);
-    r->errors++;
-}
-
-/* A number in [lo, hi] (lo_open: strictly above lo); *out unchanged when absent. Returns 1 if
- * present and valid. */
-static int jnum(jreader *r, const json_t *o, const char *field, double lo, int lo_open, double hi,
-                double *out, const char *expected)
-{
-    const json_t *v = json_object_get(o, field);
-    if (!v || json_is_null(v))
-        return 0;
-    double x = json_is_number(v) ? json_number_value(v) : NAN;
-    if (!isfinite(x) || x < lo || (lo_open && x <= lo) || x > hi) {
-        jbad(r, field, v, expected);
-        return 0;
-    }
-    *out = x;
-    return 1;
-}
-
-static int jint(jreader *r, const json_t *o, const char *field, int64_t lo, int64_t hi,
-                int64_t *out)
-{
-    const json_t *v = json_object_get(o, field);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-        char what[64];
-        snprintf(what, sizeof what, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
-        jbad(r, field, v, what);
-        return 0;
-    }
-    *out = (int64_t)json_integer_value(v);
-    return 1;
-}
-
-static int jbool(jreader *r, const json_t *o, const char *field, int *out)
-{
-    const json_t *v = json_object_get(o, field);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_boolean(v)) {
-        jbad(r, field, v, "true or false");
-        return 0;
-    }
-    *out = json_is_true(v);
-    return 1;
-}
-
-static int jstr(jreader *r, const json_t *o, const char *field, char *out, size_t cap)
-{
-    const json_t *v = json_object_get(o, field);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= cap) {
-        char what[64];
-        snprintf(what, sizeof what, "a non-empty string of at most %zu characters", cap - 1);
-        jbad(r, field, v, what);
-        return 0;
-    }
-    mp_strlcpy(out, json_string_value(v), cap);
-    return 1;
-}
-
-static void check_keys(jreader *r, const json_t *o, const char *const *known)
-{
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)o, k, v) {
-        if (k[0] == '_')
-            continue;
-        int ok = 0;
-        for (const char *const *p = known; *p; p++)
-            if (!strcmp(k, *p))
-                ok = 1;
-        if (!ok) {
-            char list[512] = "";
-            for (const char *const *p = known; *p; p++) {
-                strncat(list, *p, sizeof list - strlen(list) - 1);
-                if (p[1])
-                    strncat(list, ", ", sizeof list - strlen(list) - 1);
-            }
-            mp_diag_add(r->diag, "%s: %s: unknown field \"%s\": expected one of %s", r->origin,
-                        r->where, k, list);
-            r->errors++;
-        }
-    }
-}
+typedef mp_jreader jreader; /* where: "tiers[1] (leaf)" or "cluster" */
+#define jbad mp_jr_bad
+#define jnum mp_jr_num
+#define jint mp_jr_int
+#define jbool mp_jr_bool
+#define jstr mp_jr_str
+#define check_keys mp_jr_check_keys
 
 static const char *const tier_keys[] = {
     "name", "kind", "link", "domain_gpus_count", "link_bw_Bps", "latency_s", "efficiency_frac",
@@ -142,6 +50,7 @@ static const char *const top_keys[] = {"key", "name", "gpu", "num_gpus_count", "
 
 /* One tier; `below` is the tier under it (NULL for tier 0). domain_req: the domain size asked
  * for (0 = whole cluster). Returns the number of problems. */
+
 static int parse_tier(jreader *r, const mp_catalog *cat, const json_t *o, int t,
                       const mp_tier *below, mp_tier *x, tier_spec *sp, mp_status *nf)
 {
@@ -291,7 +200,7 @@ mp_status mp_cluster_from_json(const mp_catalog *cat, const char *json_text, siz
         mp_diag_add(diag, "%s: line %d, column %d: %s", origin, err.line, err.column, err.text);
         return MP_ERR_PARSE;
     }
-    jreader r = {origin, "cluster", diag, 0};
+    jreader r = {origin, "cluster", diag, 0, MP_OK};
     mp_status nf = MP_OK;
     mp_cluster c;
     memset(&c, 0, sizeof c);
