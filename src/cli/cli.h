@@ -44,6 +44,11 @@ int cli_exit_for(mp_status st);
 void cli_print_diag(const mp_diag *d);
 /** Parse an integer option in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 int cli_parse_count(const char *name, const char *s, long long min, long long max, long long *out);
+/** Parse and resolve plan_text for model m on ngpus GPUs, then estimate it on cl into a malloc'd
+ *  estimate *e (the caller frees it, also on error). Returns 0 or an exit code; the reasons go to
+ *  d, which the caller prints. */
+int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_text,
+                      int64_t ngpus, mp_plan *p, mp_estimate **e, mp_diag *d);
 /** Parse a finite real value in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 int cli_parse_real(const char *name, const char *s, double min, double max, double *out);
 /** The same for an optional option (named with its "--"); leaves *out alone when it is absent. */

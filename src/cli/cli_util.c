@@ -119,6 +119,23 @@ int cli_parse_count(const char *name, const char *s, long long min, long long ma
 }
 
 /* Read a whole regular file (at most MAX_FILE_BYTES). */
+int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_text,
+                      int64_t ngpus, mp_plan *p, mp_estimate **e, mp_diag *d)
+{
+    mp_plan_init_default(p);
+    mp_status st = mp_plan_parse(plan_text, p, d);
+    if (st == MP_OK)
+        st = mp_plan_resolve(p, m, ngpus, d);
+    if (st != MP_OK) {
+        fprintf(stderr, "meshplan: the plan cannot be formed:\n");
+        return cli_exit_for(st);
+    }
+    if (!(*e = malloc(sizeof **e)))
+        return EXIT_INTERNAL;
+    st = mp_estimate_plan(m, cl, p, NULL, *e, d);
+    return st == MP_OK ? 0 : cli_exit_for(st);
+}
+
 int cli_parse_real(const char *name, const char *s, double min, double max, double *out)
 {
     char *end;

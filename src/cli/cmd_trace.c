@@ -115,24 +115,8 @@ int cmd_trace(int argc, char **argv)
         rc = cli_exit_for(st);
         goto done;
     }
-    mp_plan_init_default(&p);
-    st = mp_plan_parse(plan, &p, &d);
-    if (st == MP_OK)
-        st = mp_plan_resolve(&p, &m, ngpus, &d);
-    if (st != MP_OK) {
-        fprintf(stderr, "meshplan: the plan cannot be formed:\n");
-        rc = cli_exit_for(st);
+    if ((rc = cli_plan_estimate(&m, &cl, plan, ngpus, &p, &e, &d)))
         goto done;
-    }
-    e = malloc(sizeof *e);
-    if (!e) {
-        rc = EXIT_INTERNAL;
-        goto done;
-    }
-    if ((st = mp_estimate_plan(&m, &cl, &p, NULL, e, &d)) != MP_OK) {
-        rc = cli_exit_for(st);
-        goto done;
-    }
     mp_sim_result r;
     double t0 = now_s();
     st = mp_sim_run(&m, &cl, &p, e, &so, &sim, &r, &d);
