@@ -25,8 +25,11 @@ int main(void)
         {"llama3-8b", "h100-sxm5-80gb", 8, "tp=1,mb=2,gb=64,seq=8192,zero=3"},
         {"llama3-70b", "h100-sxm5-80gb", 1024, "tp=8,pp=4,vpp=5,mb=1,gb=1024,seq=8192,zero=1,sp=1,recompute=selective"},
         {"llama3-405b", "h100-sxm5-80gb", 16384, "tp=8,pp=16,mb=1,gb=2048,seq=8192,zero=1"},
+        {"deepseek-v3", "h100-sxm5-80gb", 2048, "pp=16,ep=64,etp=1,mb=1,gb=15360,seq=4096,precision=fp8,zero=1"},
+        {"qwen3-235b-a22b", "b200", 64, "pp=8,vpp=2,ep=8,etp=1,mb=1,gb=1024,seq=4096,precision=fp8,zero=1"},
+        {"llama3-70b", "h100-sxm5-80gb", 1024, "tp=8,cp=16,mb=1,gb=8,seq=131072,zero=1,recompute=full"},
     };
-    printf("%-12s %-16s %7s %14s %12s\n", "model", "gpu", "gpus", "evals/s", "ns/eval");
+    printf("%-16s %-16s %7s %14s %12s\n", "model", "gpu", "gpus", "evals/s", "ns/eval");
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const mp_model *m = mp_catalog_model(cat, cases[k].model);
         mp_cluster c;
@@ -50,7 +53,7 @@ int main(void)
             n += 1000;
             t1 = now_s();
         } while (t1 - t0 < 1.0);
-        printf("%-12s %-16s %7lld %14.0f %12.1f   (checksum %.3g)\n", cases[k].model, cases[k].gpu,
+        printf("%-16s %-16s %7lld %14.0f %12.1f   (checksum %.3g)\n", cases[k].model, cases[k].gpu,
                cases[k].gpus, n / (t1 - t0), 1e9 * (t1 - t0) / n, sink);
     }
     mp_catalog_destroy(cat);

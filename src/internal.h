@@ -11,6 +11,8 @@ struct mp_embedded_file {
     size_t len;
 };
 extern const struct mp_embedded_file mp_embedded_files[];
+/** The cluster presets (examples/clusters/NAME.json), same layout, named NAME. */
+extern const struct mp_embedded_file mp_embedded_clusters[];
 
 /** Copy src into dst of capacity cap, always NUL-terminating (truncates). */
 void mp_strlcpy(char *dst, const char *src, size_t cap);

@@ -68,6 +68,14 @@ stderr_has() {
 stdout_nonempty() {
     if [ ! -s "$OUT" ]; then WHY="stdout is empty"; return 1; fi
 }
+stdout_has() {
+    grep -qF -- "$1" "$OUT" || { WHY="stdout does not contain \"$1\""; return 1; }
+}
+lines_are() {
+    local n
+    n=$(wc -l <"$OUT")
+    [ "$n" -eq "$1" ] || { WHY="$n lines on stdout, expected $1"; return 1; }
+}
 no_nonfinite() {
     # Numbers printed as nan/inf (any case) anywhere in the output; words like "INFEASIBLE" or
     # "info" are not numbers, so look for the printf spellings as whole tokens.
@@ -264,6 +272,203 @@ check "catalog --json parses" "rc_is 0" \
 run catalog nosuch
 check "catalog nosuch" "rc_is 2" "stderr_has nosuch"
 
+# --- run: energy, cost, failures, goodput --------------------------------------------------------
+PLAN405="tp=8,pp=16,vpp=2,mb=1,gb=2048,seq=8192,zero=1,recompute=full"
+run run --model llama3-405b $H100 --gpus 16384 --plan "$PLAN405" --tokens 15.6e12 --trials 200 --seed 7 --json
+check "run llama3-405b on 16384 H100 --json" "rc_is 0" "no_nonfinite" "json_check '
+for k in (\"energy_J_per_step\", \"energy_J_per_mtoken\", \"power_W\", \"energy_MWh\", \"co2e_t\",
+          \"gpu_hours\", \"cost_usd\", \"failures\", \"checkpoint\", \"goodput\", \"wall_clock_s\"):
+    assert k in d, \"missing key \" + k
+for k in (\"gpu_avg\", \"gpu_peak\", \"node_avg\", \"node_peak\", \"facility_avg\"):
+    assert d[\"power_W\"][k] > 0, \"power_W.\" + k
+for k in (\"interruptions_per_day\", \"by_cause\"): assert k in d[\"failures\"], \"failures.\" + k
+for k in (\"bytes\", \"save_s\", \"interval_s\", \"optimal_interval_s\"):
+    assert d[\"checkpoint\"][k] > 0, \"checkpoint.\" + k
+w = d[\"wall_clock_s\"]
+assert w[\"p10\"] <= w[\"mean\"] <= w[\"p90\"], w
+assert 0 < d[\"goodput\"] <= 1
+# C6: 54 days of this job see 419 unexpected interruptions (Llama 3), +-15%
+n54 = d[\"failures\"][\"interruptions_per_day\"] * 54
+assert abs(n54 - 419) <= 0.15 * 419, n54
+assert abs(d[\"failures\"][\"by_cause\"][\"faulty_gpu\"] * 54 - 148) <= 0.15 * 148
+assert d[\"power_W\"][\"gpu_peak\"] <= 700 and d[\"power_W\"][\"gpu_avg\"] < d[\"power_W\"][\"gpu_peak\"]
+assert d[\"power_model\"][\"unseen_gpu\"] is False
+assert abs(d[\"checkpoint\"][\"optimal_interval_s\"] - d[\"checkpoint\"][\"interval_s\"]) < 1e-6
+'"
+cp "$OUT" "$TMP/run1.json"
+run run --model llama3-405b $H100 --gpus 16384 --plan "$PLAN405" --tokens 15.6e12 --trials 200 --seed 7 --json
+check "run is reproducible with a seed" "rc_is 0" "cmp -s \"$OUT\" \"$TMP/run1.json\""
+run run --model llama3-8b --gpu b200 --gpus 64 --plan "tp=1,mb=1,gb=64,seq=8192,zero=3" --tokens 1e11 --capex-per-gpu 40000 --power-cap-W 800 --async-checkpoint --spare-nodes 0 --json
+check "run on an unseen GPU with capital costs, a cap, async checkpoints, no spares" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"power_model\"][\"unseen_gpu\"] is True
+assert d[\"power_W\"][\"gpu_peak\"] <= 800
+assert d[\"cost\"][\"mode\"] == \"capital+energy\" and d[\"cost\"][\"energy_usd\"] > 0
+assert d[\"checkpoint\"][\"async\"] is True and d[\"checkpoint\"][\"block_s\"] < d[\"checkpoint\"][\"save_s\"]
+assert d[\"failures\"][\"spare_nodes\"] == 0
+'"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1,recompute=selective" --tokens 1e12
+check "run, text" "rc_is 0" "stdout_nonempty" "no_nonfinite" "grep -q goodput \"$OUT\"" "grep -q \"interruptions per day\" \"$OUT\""
+printf '{"source": "my fleet", "observed": {"gpus_count": 512, "days": 30}, "causes": [{"name": "gpu", "component": "gpu", "per": "gpu", "count": 9, "needs_spare": true}]}' >"$TMP/faults.json"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1,recompute=selective" --tokens 1e12 --failures "$TMP/faults.json" --json
+check "run --failures FILE" "rc_is 0" "json_check '
+f = d[\"failures\"]
+assert f[\"source\"] == \"my fleet\"
+assert abs(f[\"interruptions_per_day\"] - 64 * 9 / 512 / 30) < 1e-9, f
+'"
+printf '{"causes": [{"name": "gpu", "component": "gpus", "per": "gpu", "count": 9, "needs_spare": true}]}' >"$TMP/badfaults.json"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --failures "$TMP/badfaults.json"
+check "run --failures with a bad component" "rc_is 2" "stderr_has badfaults.json" "stderr_has component"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens lots
+check "run --tokens not a number" "rc_is 2" "stderr_has tokens" "stderr_has lots"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1"
+check "run without --tokens" "rc_is 2" "stderr_has tokens"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --pue 0.8
+check "run --pue below 1" "rc_is 2" "stderr_has pue"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --power-cap-W 100
+check "run --power-cap-W below active idle" "rc_is 2" "stderr_has power-cap-W"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --failures "$TMP/no-such-faults.json"
+check "run --failures missing file" "rc_is 2" "stderr_has no-such-faults.json"
+run run --model llama3-70b $H100 --gpus 64 --plan "tp=8,pp=2,mb=1,gb=128,seq=8192,zero=1" --tokens 1e12 --trials 0
+check "run --trials 0" "rc_is 2" "stderr_has trials"
+# --- trace --------------------------------------------------------------------------------------
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" -o "$TMP/step.json"
+check "trace llama3-70b writes a trace and prints both step times" "rc_is 0" "no_nonfinite" \
+    "grep -q 'simulated step' \"\$OUT\" || { WHY='no simulated step line'; false; }" \
+    "grep -q 'analytical' \"\$OUT\" || { WHY='no analytical column'; false; }"
+TRACE_OUT=$OUT
+OUT=$TMP/step.json
+check "trace file is Chrome trace JSON with stages, threads and slices" "json_check '
+ev = d[\"traceEvents\"]
+names = set(e[\"args\"][\"name\"] for e in ev if e[\"ph\"] == \"M\" and e[\"name\"] == \"thread_name\")
+for t in (\"compute\", \"TP\", \"PP send\", \"DP/ZeRO\"): assert t in names, \"no thread \" + t
+procs = [e for e in ev if e[\"ph\"] == \"M\" and e[\"name\"] == \"process_name\"]
+assert len(procs) == 4, \"%d processes, expected 4 stages\" % len(procs)
+x = [e for e in ev if e[\"ph\"] == \"X\"]
+assert any(e[\"cat\"] == \"compute\" and \"micro_batch\" in e[\"args\"] and \"chunk\" in e[\"args\"] for e in x)
+assert any(e[\"cat\"] == \"dp\" and e[\"args\"][\"bytes\"] > 0 and e[\"args\"][\"algorithm\"] for e in x)
+last = {}
+for e in sorted(x, key=lambda e: (e[\"pid\"], e[\"tid\"], e[\"ts\"])):
+    k = (e[\"pid\"], e[\"tid\"])
+    assert e[\"ts\"] >= last.get(k, 0) - 1e-6, \"overlap on %r at %r\" % (k, e[\"ts\"])
+    last[k] = e[\"ts\"] + e[\"dur\"]
+'"
+OUT=$TRACE_OUT
+
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,mb=1,gb=256,seq=8192,schedule=zb" --json \
+    --analytical-rules
+check "trace --json --analytical-rules: simulated within 1% of analytical" "rc_is 0" "no_nonfinite" "json_check '
+s, a = d[\"simulated\"], d[\"analytical\"]
+assert abs(s[\"step_s\"] - a[\"step_s\"]) <= 0.01 * a[\"step_s\"], (s[\"step_s\"], a[\"step_s\"])
+t = s[\"time_s\"]
+parts = sum(t[k] for k in (\"compute\", \"recompute\", \"tp_comm\", \"cp_comm\", \"ep_comm\", \"pp_comm\",
+                          \"pp_bubble\", \"dp_comm_exposed\", \"optimizer\"))
+assert abs(parts - s[\"step_s\"]) <= 1e-6 * s[\"step_s\"], (parts, s[\"step_s\"])
+assert d[\"options\"][\"contention_frac\"] == 0
+assert d[\"trace\"] is None
+'"
+
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,mb=1,gb=256,seq=8192" --straggler-rank 700 \
+    --straggler-compute 1.5 --json
+check "trace with a straggler names its stage" "rc_is 0" "json_check '
+assert d[\"options\"][\"straggler_stage\"] == 2, d[\"options\"]
+'"
+
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --contention -0.5
+check "trace --contention -0.5 exits 2" "rc_is 2" "stderr_has contention"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --straggler-rank 1024
+check "trace --straggler-rank out of range exits 2" "rc_is 2" "stderr_has straggler-rank"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,vpp=2,mb=1,gb=256,seq=8192,schedule=zb"
+check "trace zb with vpp 2 exits 2 naming the schedule" "rc_is 2" "stderr_has schedule"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --max-events 50
+check "trace over the event cap exits 2 naming max_events" "rc_is 2" "stderr_has max_events"
+run trace --model llama3-70b $H100 --gpus 1024
+check "trace without --plan exits 2" "rc_is 2" "stderr_has plan"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" -o "$TMP/no/such/dir/x.json"
+check "trace -o into a missing directory exits 2" "rc_is 2" "stderr_has x.json"
+# --- collective ---------------------------------------------------------------------------------
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --gpus-per-node 8 --scale-out ib-ndr-400 --sizes 8:8G
+check "collective all_reduce 8:8G, text" "rc_is 0" "no_nonfinite" "stdout_nonempty"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --gpus-per-node 8 --scale-out ib-ndr-400 --sizes 8:8G --json
+check "collective --json: 31 rows, sizes doubling from 8 B to 8 GiB, busbw = algbw x 2(n-1)/n" "rc_is 0" "no_nonfinite" "json_check '
+r = d[\"rows\"]
+assert len(r) == 31, len(r)
+assert r[0][\"bytes\"] == 8 and r[-1][\"bytes\"] == 8 * 2**30, (r[0][\"bytes\"], r[-1][\"bytes\"])
+for a, b in zip(r, r[1:]):
+    assert b[\"bytes\"] == 2 * a[\"bytes\"]
+    assert b[\"time_us\"] >= a[\"time_us\"], \"time falls with size\"
+for x in r:
+    for k in (\"bytes\", \"time_us\", \"algbw_GBps\", \"busbw_GBps\", \"algorithm\"): assert k in x, k
+    assert abs(x[\"busbw_GBps\"] - x[\"algbw_GBps\"] * 2 * 15 / 16) <= 1e-9 * max(1, x[\"busbw_GBps\"])
+    assert abs(x[\"algbw_GBps\"] - x[\"bytes\"] / x[\"time_us\"] / 1e3) <= 1e-6 * max(1e-9, x[\"algbw_GBps\"])
+'"
+run collective --op all_gather --gpu h100-sxm5-80gb --gpus 16 --sizes 1M:4M --csv
+check "collective --csv: header and 3 rows" "rc_is 0" "no_nonfinite" "stdout_has bytes,count,type,time_us,algbw_GBps,busbw_GBps,algorithm" "lines_are 4"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 1G --algo ring --json
+check "collective --algo ring forces the ring" "rc_is 0" "json_check '
+assert [x[\"algorithm\"] for x in d[\"rows\"]] == [\"ring\"]
+'"
+run collective --op all_reduce --gpu a100-sxm4-80gb --gpus 8 --sizes 1G --algo in_network
+check "collective --algo in_network without NVLS is bad input" "rc_is 2" "stderr_has in_network"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 1K --algo bogus
+check "collective unknown algorithm lists the valid ones" "rc_is 2" "stderr_has bogus" "stderr_has hierarchical"
+run collective --op allreduce --gpu h100-sxm5-80gb --gpus 16
+check "collective unknown op" "rc_is 2" "stderr_has allreduce" "stderr_has all_reduce"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 8G:8
+check "collective sizes in the wrong order" "rc_is 2" "stderr_has sizes"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 12X
+check "collective bad size suffix" "rc_is 2" "stderr_has 12X"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --sizes 8:8G --csv --json
+check "collective --csv with --json" "rc_is 2"
+run collective --op all_to_all --cluster dgx-h100-ndr-fat-tree-2to1 --gpus 64 --sizes 256M --json
+check "collective on a congested preset reports the alternative it picked" "rc_is 0" "no_nonfinite" "json_check '
+x = d[\"rows\"][0]
+assert x[\"algorithm\"] == \"hierarchical\", x
+assert x[\"blind_algorithm\"] == \"direct\" and x[\"saved_us\"] > 0, x
+'"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --ranks 8 --stride 2 --sizes 1G --json
+check "collective --ranks 8 --stride 2: a TP group leaving the node is bound by the NICs" "rc_is 0" "json_check '
+assert d[\"rows\"][0][\"bound_tier\"] == 1, d[\"rows\"][0]
+'"
+run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --ranks 9 --stride 2
+check "collective group larger than the cluster" "rc_is 2" "stderr_has ranks"
+
+# --- clusters: --cluster on predict and compare ------------------------------------------------
+PLAN70="tp=8,pp=4,mb=1,gb=256,seq=8192,zero=1,recompute=selective"
+run predict --model llama3-70b --cluster dgx-h100-ndr-fat-tree-2to1 --gpus 256 --plan "$PLAN70" --json
+check "predict --cluster preset --json" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"step_s\"] > 0
+'"
+cp "$ROOT/examples/clusters/two-islands-wan100.json" "$TMP/islands.json"
+run predict --model llama3-70b --cluster "$TMP/islands.json" --plan "tp=8,pp=8,mb=1,gb=1024,seq=8192,zero=1,order=tp-pp-dp"
+check "predict --cluster FILE: DP across the WAN is the bottleneck" "rc_is 0" "stdout_has wan-100"
+printf '{"gpu": "h100-sxm5-80gb", "tiers": [{"kind": "scaleup", "link": "nvlink4", "domain_gpus_count": 8}, {"name": "spine", "kind": "scaleout", "link": "ib-ndr-400", "oversubscription": 0.5}]}' >"$TMP/badcluster.json"
+run predict --model llama3-70b --cluster "$TMP/badcluster.json" --gpus 64 --plan "tp=8"
+check "predict --cluster with a bad file names the tier and field" "rc_is 2" "stderr_has badcluster.json" "stderr_has spine" "stderr_has oversubscription"
+run predict --model llama3-70b --cluster no-such-cluster --gpus 64 --plan "tp=8"
+check "predict --cluster unknown lists the choices" "rc_is 2" "stderr_has no-such-cluster" "stderr_has dgx-h100-ndr-fat-tree-2to1"
+run predict --model llama3-70b --cluster dgx-h100 --scale-out roce-100 --gpus 64 --plan "tp=8"
+check "predict --cluster with --scale-out is bad usage" "rc_is 2" "stderr_has scale-out"
+run predict --model llama3-70b --gpu h100-sxm5-80gb --gpus 64 --plan "tp=8,order=tp-dp"
+check "plan order that leaves out pp (pp=1 is fine)" "rc_is 0"
+run predict --model llama3-70b --gpu h100-sxm5-80gb --gpus 64 --plan "tp=8,pp=2,order=tp-dp"
+check "plan order that leaves out pp=2" "rc_is 2" "stderr_has order" "stderr_has pp"
+run compare --model llama3-70b --gpus 256 --plan "$PLAN70" --cluster dgx-h100 --cluster pcie-h100-roce100 --cluster "$TMP/islands.json" --json
+check "compare three clusters --json" "rc_is 0" "no_nonfinite" "json_check '
+r = d[\"rows\"]
+assert [x[\"cluster\"] for x in r][:2] == [\"dgx-h100\", \"pcie-h100-roce100\"], r
+for x in r:
+    for k in (\"step_s\", \"tokens_per_s\", \"mfu\", \"exposed_comm_s\", \"bound\"): assert k in x, k
+    for k in (\"tp\", \"cp\", \"ep\", \"pp\", \"dp\"): assert k in x[\"exposed_comm_s\"], k
+assert r[1][\"step_s\"] > r[0][\"step_s\"], \"PCIe + 100G not slower than NVLink + 400G\"
+assert r[1][\"bound\"][\"link\"] == \"pcie5\", r[1][\"bound\"]
+'"
+run compare --model llama3-70b --gpus 256 --plan "$PLAN70" --cluster dgx-h100 --cluster pcie-h100-roce100
+check "compare, text" "rc_is 0" "stdout_has tokens/s" "stdout_has pcie5"
+run compare --model llama3-70b --gpus 256 --plan "$PLAN70" --cluster dgx-h100 --cluster pcie-h100-roce100 --gpu h100-sxm5-80gb --csv
+check "compare --gpu --csv: same GPU everywhere" "rc_is 0" "lines_are 3" "stdout_has pcie-h100-roce100,h100-sxm5-80gb"
+run compare --model llama3-70b --gpus 256 --plan "$PLAN70"
+check "compare without --cluster" "rc_is 2" "stderr_has cluster"
+
 # --- validate -----------------------------------------------------------------------------------
 run validate "$TMP/no-such-file.csv"
 check "validate a missing file" "rc_is 2" "stderr_has no-such-file.csv"
@@ -284,6 +489,120 @@ assert len(d[\"rows\"]) == 0, \"row predicted: %r\" % d[\"rows\"]
 assert [x[\"id\"] for x in d[\"skipped\"]] == [\"big1\"], d[\"skipped\"]
 '"
 
+# Found by a new user: silent substitutions are refused.
+run predict --model llama3-8b --gpu v100-sxm2-32gb --gpus 8 --plan "precision=bf16"
+check "bf16 on a GPU without bf16 is refused" "rc_is 2" "stderr_has bf16" "stderr_has v100-sxm2-32gb"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --gpus-per-node 16
+check "gpus-per-node above gpus is refused" "rc_is 2" "stderr_has gpus-per-node" "stderr_has 16"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=1,sp=1"
+check "sp=1 without tp is refused" "rc_is 2" "stderr_has plan.sp"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=99999999999999999999"
+check "an integer too large names the range" "rc_is 2" "stderr_has plan.tp" "stderr_has 16777216"
+run predict --model llama3-70b --gpu h100-sxm5-80gb --gpus 8 --plan "tp=3,pp=3"
+check "every reason line carries the prefix" "rc_is 2" "stderr_has 'meshplan: plan.tp = 3: must divide heads'"
+# --- MoE, long context, FP8 (issue 7) -------------------------------------------------------------
+run predict --model deepseek-v3 $H100 --gpus 2048 --plan "tp=1,pp=16,ep=64,etp=1,mb=1,gb=15360,seq=4096,precision=fp8" --json
+check "predict deepseek-v3 MoE with ep/etp --json" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"model\"][\"activated_params\"] < d[\"model\"][\"params\"] / 10, d[\"model\"]
+m = d[\"moe\"]
+assert m[\"ep\"] == 64 and m[\"etp\"] == 1 and m[\"experts\"] == 256, m
+assert m[\"a2a_bytes_per_moe_layer\"] > 0 and d[\"time_s\"][\"ep_comm\"] > 0
+'"
+run predict --model deepseek-v3 $H100 --gpus 2048 --plan "tp=1,pp=16,ep=64,etp=1,mb=1,gb=15360,seq=4096,precision=fp8"
+check "predict deepseek-v3, text names experts and MLA" "rc_is 0" "grep -q 'activated per token' \"\$OUT\"" \
+    "grep -q 'multi-head latent attention' \"\$OUT\"" "grep -q 'all-to-all per MoE layer' \"\$OUT\""
+run predict --model llama3-70b $H100 --gpus 1024 --plan "tp=8,cp=16,mb=1,gb=8,seq=131072,recompute=full" --json
+check "predict llama3-70b at 128K tokens with cp=16: attention dominates" "rc_is 0" "no_nonfinite" "json_check '
+a = d[\"attention\"]
+assert a[\"compute_time_frac\"] > 0.5 and a[\"flops_frac\"] > 0.5, a
+assert 0 < a[\"equal_matmul_seq\"] < 131072, a
+'"
+run predict --model llama3-70b $H100 --gpus 1024 --plan "tp=8,cp=16,mb=1,gb=8,seq=131072,cp_algo=allgather,attn_kernel=fa3" --json
+check "cp_algo=allgather and attn_kernel=fa3 accepted" "rc_is 0" "json_check '
+assert \"cp_algo=allgather\" in d[\"plan\"] and \"attn_kernel=fa3\" in d[\"plan\"], d[\"plan\"]
+'"
+run predict --model mixtral-8x7b $H100 --gpus 8 --plan "ep=8,etp=3"
+check "etp that does not divide the expert width" "rc_is 2" "stderr_has etp" "stderr_has moe_ffn_hidden"
+run predict --model mixtral-8x7b $H100 --gpus 8 --plan "ep=16"
+check "ep beyond the DP x CP ranks" "rc_is 2" "stderr_has ep"
+run predict --model llama3-8b $H100 --gpus 8 --plan "capacity_factor=abc"
+check "non-numeric capacity_factor" "rc_is 2" "stderr_has capacity_factor" "stderr_has abc"
+run predict --model llama3-8b $H100 --gpus 8 --plan "fp8_comm=1"
+check "fp8_comm without precision=fp8" "rc_is 2" "stderr_has fp8_comm"
+run predict --model "$ROOT/tests/data/hf/gpt-oss-120b.json" --gpu b200 --gpus 64 --plan "ep=8,etp=1,mb=4,gb=512,seq=4096,zero=1" --json
+check "gpt-oss-120b HF config.json (windows, experts_per_token) predicts" "rc_is 0" "no_nonfinite" "json_check '
+assert d[\"moe\"][\"topk\"] == 4 and d[\"moe\"][\"experts\"] == 128, d[\"moe\"]
+'"
+
+# --- islands joined by WAN links (docs/islands.md) ---------------------------------------------
+XPLAN="zero=3,mb=1,gb=1024,seq=8192,sync=diloco,inner_steps=100,compress=int8"
+run predict --model llama3-8b --cluster "$ROOT/examples/clusters/three-continents.json" --plan "$XPLAN" --json
+check "predict across three continents (DiLoCo, int8) --json" "rc_is 0" "no_nonfinite" "json_check '
+assert len(d[\"islands\"]) == 3 and len(d[\"links\"]) == 3, d.keys()
+for k in (\"memory_bytes\", \"time_s\", \"step_s\", \"tokens_per_s_per_gpu\", \"model_tflops_per_gpu\", \"hardware_tflops_per_gpu\", \"hfu\"):
+    assert k in d, \"missing DESIGN.md key \" + k
+assert all(\"estimate\" in x and x[\"estimate\"][\"feasible\"] in (True, False) for x in d[\"islands\"])
+for k in (\"tokens_per_s\", \"compute_util\", \"mfu\", \"mfu_in_steps\", \"period_s\", \"wan_bytes_per_step\", \"wan_bytes_per_hour\", \"egress_usd_per_hour\", \"bound\", \"bottleneck\", \"quality\", \"sync\", \"feasible\", \"reasons\"):
+    assert k in d, \"missing \" + k
+s = d[\"sync\"]
+assert s[\"scheme\"] == \"diloco\" and s[\"inner_steps\"] == 100 and s[\"compress\"] == \"int8\", s
+assert abs(s[\"hidden_s_per_period\"] + s[\"exposed_s_per_period\"] - s[\"time_s\"]) < 1e-6 * s[\"time_s\"]
+assert sum(x[\"batch_seqs\"] for x in d[\"islands\"]) == d[\"global_batch_seqs\"] <= 1024
+assert d[\"bound\"] in (\"compute\", \"communication\")
+for l in d[\"links\"]:
+    assert l[\"bytes_per_hour\"] > 0 and l[\"usd_per_hour\"] > 0, l
+assert abs(d[\"dp_fp32_bytes_per_token\"] / d[\"wan_bytes_per_token\"] - 400) < 1e-6
+q = d[\"quality\"]
+assert q[\"tokens_to_quality_factor\"] == 1.0 and q[\"published\"] is True and \"Douillard\" in q[\"source\"]
+'"
+run predict --model llama3-8b --cluster three-continents --plan "$XPLAN"
+check "predict across islands, text, by preset name" "rc_is 0" "no_nonfinite" "stdout_has \"compute utilization\"" "stdout_has \"WAN links in use\"" "stdout_has \"tokens-to-quality factor\"" "stdout_has \"bound:\""
+run predict --model llama3-8b --cluster three-continents --plan "$XPLAN" --quality-factor 1.25 --json
+check "a stated tokens-to-quality factor is reported apart" "rc_is 0" "json_check '
+q = d[\"quality\"]
+assert q[\"tokens_to_quality_factor\"] == 1.25 and q[\"published\"] is False
+assert abs(q[\"tokens_per_s_at_quality\"] * 1.25 - d[\"tokens_per_s\"]) < 1e-6 * d[\"tokens_per_s\"]
+'"
+run predict --model llama3-8b --cluster three-continents --plan "$XPLAN" --quality-factor 0
+check "quality factor 0 is bad input" "rc_is 2" "stderr_has quality-factor"
+run predict --model llama3-8b --cluster three-continents --gpus 64 --plan "$XPLAN"
+check "--gpus with an islands description is bad input" "rc_is 2" "stderr_has islands"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,gb=1024,sync=hsdp,inner_steps=10"
+check "inner_steps with sync=hsdp is bad input" "rc_is 2" "stderr_has inner_steps"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,gb=1024,sync=gossip"
+check "unknown sync scheme is bad input naming it" "rc_is 2" "stderr_has sync" "stderr_has gossip"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,gb=1024,sync=diloco,compress=topk:2"
+check "top-k fraction out of range is bad input" "rc_is 2" "stderr_has topk"
+run predict --model llama3-8b --cluster two-islands-wan100 --plan "tp=8,zero=1,gb=512,sync=diloco,inner_steps=50" --json
+check "a cluster with a wan tier splits into islands" "rc_is 0" "no_nonfinite" "json_check '
+assert len(d[\"islands\"]) == 2 and d[\"islands\"][0][\"gpus\"] == 512, d[\"islands\"]
+'"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=8192,sync=pp" --json
+check "pipeline stages in different islands" "rc_is 0" "no_nonfinite" "json_check '
+assert sum(x[\"layers\"] for x in d[\"islands\"]) == 32
+assert d[\"sync\"][\"scheme\"] == \"pp\" and len(d[\"links\"]) == 2
+'"
+run predict --model intellect-1 --cluster intellect1-us --plan "zero=3,mb=1,gb=1792,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8" --json
+check "C7: INTELLECT-1 across the US" "rc_is 0" "json_check '
+assert abs(d[\"compute_util\"] - 0.96) <= 0.08, d[\"compute_util\"]
+assert 0.362 <= d[\"mfu_in_steps\"] <= 0.414, d[\"mfu_in_steps\"]
+'"
+run islands-scale --model llama3-70b --cluster three-continents --plan "tp=8,zero=1,mb=1,gb=2048,seq=8192,recompute=full,sync=hsdp" --island-gpus 64:4096 --json
+check "islands-scale finds where bigger islands stop paying (HSDP over the WAN)" "rc_is 0" "no_nonfinite" "json_check '
+r = d[\"rows\"]
+assert [x[\"island_gpus\"] for x in r] == [64, 128, 256, 512, 1024, 2048, 4096]
+assert all(x[\"ok\"] for x in r)
+assert all(r[i + 1][\"tokens_per_s\"] >= r[i][\"tokens_per_s\"] for i in range(len(r) - 1))
+assert d[\"diminishing_from_island_gpus\"] == 256, d[\"diminishing_from_island_gpus\"]
+assert r[-1][\"bound\"] == \"communication\"
+'"
+run islands-scale --model llama3-70b --cluster three-continents --plan "tp=8,zero=1,mb=1,gb=2048,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8" --island-gpus 64:1024
+check "islands-scale, text (DiLoCo keeps scaling)" "rc_is 0" "no_nonfinite" "stdout_has \"no diminishing returns\""
+run islands-scale --model llama3-70b --cluster dgx-h100-roce100 --plan "tp=8,gb=2048,sync=hsdp" --island-gpus 64:128
+check "islands-scale needs an islands description" "rc_is 2" "stderr_has islands"
+run islands-scale --model llama3-70b --cluster three-continents --plan "tp=8,gb=2048,sync=hsdp" --island-gpus 128:64
+check "islands-scale with A > B is bad input" "rc_is 2" "stderr_has island-gpus"
+
 RUNS="$ROOT/../shared/validation/runs.csv"
 if [ -f "$RUNS" ]; then
     run validate "$RUNS" --json
@@ -294,6 +613,8 @@ for k in (\"n\", \"mean_abs_error_pct\", \"median_abs_error_pct\", \"max_abs_err
     assert k in s, \"missing summary.\" + k
 assert s[\"n\"] > 0 and s[\"n\"] == len(d[\"rows\"]), \"summary.n %r, %d rows\" % (s[\"n\"], len(d[\"rows\"]))
 assert s[\"median_abs_error_pct\"] <= s[\"max_abs_error_pct\"]
+moe = [x for x in d[\"rows\"] if x[\"id\"] in (\"mbridge2511_19\", \"mbridge2511_20\", \"mbridge2511_21\", \"mbridge2511_22\", \"mbridge2511_26\", \"mbridge2511_27\")]
+assert len(moe) == 6, \"MoE rows predicted: %d\" % len(moe)
 '"
     run validate "$RUNS"
     check "validate runs.csv, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
@@ -301,5 +622,113 @@ else
     echo "skip - validate runs.csv ($RUNS is absent)"
 fi
 
+
+# --- search and scale ----------------------------------------------------------------------------
+S7="--model llama2-7b $H100 --gpus 8 --gb 16 --seq 4096"
+run search $S7 --json --top 5
+check "search --json: top sorted, counts add up, explanation" "rc_is 0" "no_nonfinite" "json_check '
+for k in (\"top\", \"pareto_memory\", \"pareto_cost\", \"counts\", \"explanation\", \"objective\", \"job\"):
+    assert k in d, \"missing key \" + k
+assert len(d[\"top\"]) == 5, len(d[\"top\"])
+s = [t[\"score\"] for t in d[\"top\"]]
+assert s == sorted(s), s
+c = d[\"counts\"]
+assert c[\"evaluated\"] + c[\"over_memory_proven\"] + c[\"order_skipped\"] == c[\"plans\"], c
+assert c[\"feasible\"] + c[\"over_memory\"] + c[\"failed\"] == c[\"plans\"], c
+for t in d[\"top\"]:
+    for k in (\"plan\", \"step_s\", \"tokens_per_s\", \"mfu\", \"headroom_bytes\", \"bottleneck\"): assert k in t, k
+    assert t[\"headroom_bytes\"] >= 0 and t[\"bottleneck\"]
+assert d[\"explanation\"][\"text\"], d[\"explanation\"]
+assert d[\"pareto_memory\"][0][\"tokens_per_s\"] == d[\"top\"][0][\"tokens_per_s\"]
+'"
+W7=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["top"][0]["plan"]); print(repr(d["top"][0]["memory_bytes"]))' "$OUT" 2>/dev/null)
+
+run search $S7
+check "search, text: top plans, frontier, rejections, why" "rc_is 0" "no_nonfinite" \
+    "grep -q '^top ' $OUT || { WHY='no top list'; false; }" \
+    "grep -q 'Pareto frontier, throughput vs memory headroom' $OUT || { WHY='no frontier'; false; }" \
+    "grep -q '^rejected:' $OUT || { WHY='no rejections'; false; }" \
+    "grep -q '^why #1: ' $OUT || { WHY='no explanation'; false; }"
+
+run search $S7 --csv --price-gpu-hour 2.5
+check "search --csv: header, top and both frontiers" "rc_is 0" "no_nonfinite" \
+    "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); s=set(x[\"set\"] for x in r); assert s == {\"top\",\"pareto_memory\",\"pareto_cost\"}, s; assert all(float(x[\"step_s\"]) > 0 for x in r)' $OUT || { WHY='bad CSV'; false; }"
+
+run search $S7 --objective energy --json
+check "search --objective energy ranks by facility joules per token" "rc_is 0" "no_nonfinite" "json_check '
+top = d[\"top\"] if \"top\" in d else d[\"plans\"]
+assert len(top) > 0
+j = [x[\"energy_J_per_token\"] for x in top]
+assert all(v > 0 for v in j), j
+assert j == sorted(j), j
+'"
+run search $S7 --objective cost
+check "search --objective cost without a price: exit 2" "rc_is 2" "stderr_has price-gpu-hour"
+run search --model llama2-7b $H100 --gpus 8
+check "search without --gb: exit 2" "rc_is 2" "stderr_has gb"
+run search --model llama2-7b $H100 --gpus 64:8 --gb 16
+check "search --gpus 64:8: exit 2" "rc_is 2" "stderr_has 64:8"
+run search $S7 --json --csv
+check "search --json --csv: exit 2" "rc_is 2" "stderr_has exclude"
+run search $S7 --rank "tp=3"
+check "search --rank with a plan that cannot be formed: exit 2" "rc_is 2" "stderr_has heads"
+run search $S7 --fix "tp=2,recompute=full" --json --top 3
+check "search --fix pins keys" "rc_is 0" "json_check '
+assert all(t[\"tp\"] == 2 and t[\"recompute\"] == \"full\" for t in d[\"top\"]), d[\"top\"]
+'"
+
+run search --model llama2-7b $H100 --gpus 32 --gb 32 --seq 4096 --fix "tp=4,recompute=none,zero=1" --orders all --json --top 5
+check "search --orders all: every rank order, named in the plans" "rc_is 0" "no_nonfinite" "json_check '
+c = d[\"counts\"]
+assert c[\"plans\"] > 1000, c
+orders = set(t[\"order\"] for t in d[\"top\"] + d[\"pareto_memory\"])
+assert \"default\" in orders and len(orders) >= 2, orders
+'"
+run search $S7 --orders some
+check "search --orders some: exit 2" "rc_is 2" "stderr_has orders"
+
+# The decision at the memory threshold through a --catalog override of memory_bytes: with exactly
+# the winner's need it stays the winner; one representable value less and another plan wins.
+if [ -n "$W7" ]; then
+    WPLAN=$(printf '%s\n' "$W7" | sed -n 1p)
+    WNEED=$(printf '%s\n' "$W7" | sed -n 2p)
+    for side in at below; do
+        python3 - "$ROOT/data/gpus.json" "$WNEED" "$side" >"$TMP/gpu-$side.json" <<'PYEOF'
+import json, math, sys
+g = [x for x in json.load(open(sys.argv[1]))["gpus"] if x["key"] == "h100-sxm5-80gb"][0]
+need = float(sys.argv[2])
+g["memory_bytes"] = need if sys.argv[3] == "at" else math.nextafter(need, 0.0)
+print(json.dumps({"gpus": [g]}))
+PYEOF
+    done
+    run search $S7 --json --top 1 --catalog "$TMP/gpu-at.json"
+    check "memory threshold: capacity = the winner's need keeps it" "rc_is 0" "json_check '
+assert d[\"top\"][0][\"plan\"] == \"$WPLAN\", d[\"top\"][0][\"plan\"]
+'"
+    run search $S7 --json --top 1 --catalog "$TMP/gpu-below.json"
+    check "memory threshold: one value below, another plan wins" "rc_is 0" "json_check '
+assert d[\"top\"][0][\"plan\"] != \"$WPLAN\"
+assert d[\"top\"][0][\"memory_bytes\"] < $WNEED
+'"
+else
+    CMD="search $S7 --json"
+    fail "memory threshold" "no winner from the first search"
+fi
+
+run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --fix recompute=none --json
+check "scale --json: one point per count, efficiency 1 at the first" "rc_is 0" "no_nonfinite" "json_check '
+p = d[\"points\"]
+assert [x[\"gpus\"] for x in p] == [8, 16], p
+assert abs(p[0][\"strong\"][\"efficiency\"] - 1) < 1e-12 and abs(p[0][\"weak\"][\"efficiency\"] - 1) < 1e-12
+assert [x[\"weak\"][\"gb\"] for x in p] == [16, 32]
+for x in p:
+    for k in (\"strong\", \"weak\"):
+        assert 0 < x[k][\"efficiency\"] <= 1.05, x
+'"
+run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --fix recompute=none --csv
+check "scale --csv" "rc_is 0" "no_nonfinite" \
+    "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r) == 2 and float(r[1][\"strong_efficiency\"]) > 0' $OUT || { WHY='bad CSV'; false; }"
+run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --fix recompute=none
+check "scale, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -286,7 +286,7 @@ static void test_deepseek_v3(void **state)
     assert_int_equal(m.hidden, 7168);
     assert_int_equal(m.heads, 128);
     assert_int_equal(m.kv_heads, 128);
-    assert_int_equal(m.head_dim, 56); /* MLA read as MHA with hidden / heads */
+    assert_int_equal(m.head_dim, 128); /* MLA: v_head_dim, not hidden / heads (56) */
     assert_int_equal(m.ffn_hidden, 18432);
     assert_int_equal(m.vocab, 129280);
     assert_int_equal(m.seq_len, 163840);
@@ -296,6 +296,45 @@ static void test_deepseek_v3(void **state)
     assert_int_equal(m.moe_ffn_hidden, 2048);
     assert_int_equal(m.moe_shared_experts, 1);
     assert_int_equal(m.moe_dense_layers, 3);
+    assert_int_equal(m.moe_layer_freq, 0); /* moe_layer_freq 1: the dense layers lead */
+    /* Multi-head latent attention and the MTP module, as the file states them. */
+    assert_int_equal(m.q_lora_rank, 1536);
+    assert_int_equal(m.kv_lora_rank, 512);
+    assert_int_equal(m.qk_rope_head_dim, 64);
+    assert_int_equal(m.qk_nope_head_dim, 128);
+    assert_int_equal(m.v_head_dim, 128);
+    assert_int_equal(m.mtp_layers, 1);
+    assert_int_equal(m.attn_window, 0);
+}
+
+/* openai/gpt-oss-120b config.json (abbreviated to the fields read; values as published):
+ * experts_per_token, sliding_window 128 on the 18 even layers of layer_types, head_dim 64,
+ * attention_bias true. */
+static void test_gpt_oss_120b(void **state)
+{
+    (void)state;
+    mp_model m;
+    load_ok("gpt-oss-120b.json", &m);
+    assert_string_equal(m.key, "gpt_oss");
+    assert_int_equal(m.layers, 36);
+    assert_int_equal(m.hidden, 2880);
+    assert_int_equal(m.heads, 64);
+    assert_int_equal(m.kv_heads, 8);
+    assert_int_equal(m.head_dim, 64);
+    assert_int_equal(m.glu, 1);
+    assert_int_equal(m.rmsnorm, 1);
+    assert_int_equal(m.bias, 1);
+    assert_int_equal(m.tied_embeddings, 0);
+    assert_int_equal(m.moe_experts, 128);
+    assert_int_equal(m.moe_topk, 4);
+    assert_int_equal(m.moe_ffn_hidden, 2880);
+    assert_int_equal(m.moe_dense_layers, 0);
+    assert_int_equal(m.attn_window, 128);
+    assert_int_equal(m.attn_window_layers, 18);
+    assert_int_equal(m.kv_lora_rank, 0);
+    /* Qwen3-MoE carries "sliding_window": null and use_sliding_window false: no window. */
+    load_ok("qwen3-moe.json", &m);
+    assert_int_equal(m.attn_window, 0);
 }
 
 /* ---- broken files ---- */
@@ -581,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_gpt_neox_20b),
         cmocka_unit_test(test_mpt_7b),
         cmocka_unit_test(test_deepseek_v3),
+        cmocka_unit_test(test_gpt_oss_120b),
         cmocka_unit_test(test_broken_truncated),
         cmocka_unit_test(test_broken_top_level_array),
         cmocka_unit_test(test_broken_hidden_string),

@@ -212,7 +212,8 @@ static void check_capacity(const mp_model *m, const mp_cluster *c, const mp_plan
  * copy of at most two layers (FSDP, Zhao et al. 2023 Sec. 3.2), so on a stage of one or two
  * layers (three with d = 2) the shard and the gathered copy together exceed ZeRO-2's unsharded
  * weights. The excess can never be more than those shards: 2 bytes x g layers x (parameters of
- * a layer / tp) / d, with g = min(2, layers of the stage). Anything above that bound fails. */
+ * the largest layer on one GPU) / (its smallest shard group), with g = min(2, layers of the
+ * stage). Anything above that bound fails. */
 static void check_zero(const mp_model *m, const mp_cluster *c, const mp_plan *p)
 {
     if (p->zero >= 3 || p->hsdp)
@@ -224,6 +225,20 @@ static void check_zero(const mp_model *m, const mp_cluster *c, const mp_plan *p)
     mp_param_count pc;
     mp_model_params(m, (int)p->tp, &pc);
     const double d = (double)(p->dp * p->cp);
+    /* The largest layer on one GPU and the smallest group its shards are split over: a dense
+     * layer (/tp over the dp*cp ranks) or an MoE layer (non-expert part /tp, plus E/ep experts
+     * /etp over the expert-DP group of tp*cp*dp/(etp*ep) ranks). */
+    double layer_gpu = (double)pc.per_layer / (double)p->tp, dmin = d;
+    if (m->moe_experts > 0) {
+        double etp = (double)(p->etp ? p->etp : p->tp), ep = (double)p->ep;
+        double experts = (double)m->moe_experts / ep * (double)pc.expert / etp;
+        double moe_layer = (double)(pc.moe_per_layer - m->moe_experts * pc.expert) / (double)p->tp + experts;
+        if (moe_layer > layer_gpu)
+            layer_gpu = moe_layer;
+        double edp = (double)(p->tp * p->cp * p->dp) / (etp * ep);
+        if (edp < dmin)
+            dmin = edp;
+    }
     const double lmin = (double)(m->layers / p->pp);
     int ns = p->pp < MP_MAX_STAGES ? (int)p->pp : MP_MAX_STAGES;
     for (int i = -1; i < ns; i++) {
@@ -237,12 +252,12 @@ static void check_zero(const mp_model *m, const mp_cluster *c, const mp_plan *p)
             fail_at(why, sb, sa);
         }
         double allowed = 0.0;
-        if (q.zero == 3 && d > 1) {
+        if (q.zero == 3 && d > 1 && dmin >= 1) {
             double nl = i < 0 ? lmin : (double)(m->layers / p->pp + (i < m->layers % p->pp));
             double g = nl < 2 ? nl : 2;
             if (i < 0)
                 g = 2; /* the most loaded GPU may be any stage */
-            allowed = 2.0 * g * (double)pc.per_layer / (double)p->tp / d;
+            allowed = 2.0 * g * layer_gpu / (dmin > 1 ? dmin : 1);
         }
         if (i < 0 && allowed > 0 && b->total > a->total * (1 + REL))
             g_zero3_excess++;

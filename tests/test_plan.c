@@ -202,6 +202,76 @@ static mp_status resolve(const char *text, int64_t gpus, mp_plan *p, mp_diag *d)
     return mp_plan_resolve(p, llama2_7b(), gpus, d);
 }
 
+/* ---- rank order ---------------------------------------------------------------------------- */
+
+/* order=...: the default is tp-cp-ep-dp-pp; strides are products of the inner sizes. Llama-2 7B
+ * on 64 GPUs, tp 2, cp 2, pp 2 -> dp 8: default strides tp 1, cp 2, dp 4, pp 32. */
+static void test_order_strides(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_diag d = {0};
+    assert_int_equal(resolve("tp=2,cp=2,pp=2,seq=4096", 64, &p, &d), MP_OK);
+    assert_int_equal(p.order_listed, 0);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_TP), 1);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_CP), 2);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_DP), 4);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_PP), 32);
+    mp_group in, out;
+    /* The gradient group (CP x DP) is contiguous: 16 ranks at stride 2. */
+    mp_plan_group(&p, MP_DIM_BIT(MP_DIM_CP) | MP_DIM_BIT(MP_DIM_EP) | MP_DIM_BIT(MP_DIM_DP), &in, &out);
+    assert_int_equal(in.size, 16);
+    assert_int_equal(in.stride, 2);
+    assert_int_equal(out.size, 1);
+    /* order=dp-tp-pp-cp: dp 1, tp 8, pp 16, cp 32; CP x DP is two runs: 8 at 1 and 2 at 32. */
+    assert_int_equal(resolve("tp=2,cp=2,pp=2,seq=4096,order=dp-tp-pp-cp", 64, &p, &d), MP_OK);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_DP), 1);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_TP), 8);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_PP), 16);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_CP), 32);
+    mp_plan_group(&p, MP_DIM_BIT(MP_DIM_CP) | MP_DIM_BIT(MP_DIM_DP), &in, &out);
+    assert_int_equal(in.size, 8);
+    assert_int_equal(in.stride, 1);
+    assert_int_equal(out.size, 2);
+    assert_int_equal(out.stride, 32);
+    /* Formatting keeps a given order; a default plan formats without one. */
+    char buf[512];
+    mp_plan_format(&p, buf, sizeof buf);
+    assert_non_null(strstr(buf, ",order=dp-tp-pp-cp-ep"));
+    assert_int_equal(resolve("tp=2", 8, &p, &d), MP_OK);
+    mp_plan_format(&p, buf, sizeof buf);
+    assert_null(strstr(buf, "order"));
+    /* A zeroed plan (not a permutation) counts as the default order. */
+    mp_plan z;
+    memset(&z, 0, sizeof z);
+    z.tp = 4;
+    z.dp = 2;
+    assert_int_equal(mp_plan_stride(&z, MP_DIM_DP), 4);
+}
+
+static void test_order_bad(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"order=tp-tp-dp", "order=tp-xx", "order=", "order=tp-dp-",
+                                      "order=-tp", "order=tp-dp-pp-cp-ep-tp"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mp_plan p;
+        mp_plan_init_default(&p);
+        mp_diag d = {0};
+        if (mp_plan_parse(bad[i], &p, &d) == MP_OK)
+            fail_msg("\"%s\" accepted", bad[i]);
+        assert_diag_has(&d, "order");
+    }
+    /* A dimension of degree > 1 missing from the order is bad input at resolve. */
+    mp_plan p;
+    mp_diag d = {0};
+    assert_int_equal(resolve("tp=2,pp=2,order=tp-dp", 16, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "pp = 2");
+    assert_int_equal(resolve("tp=2,pp=2,order=tp-pp-dp", 16, &p, &d), MP_OK);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_PP), 2);
+    assert_int_equal(mp_plan_stride(&p, MP_DIM_DP), 4);
+}
+
 static void test_resolve_defaults(void **state)
 {
     (void)state;
@@ -335,6 +405,8 @@ int main(void)
         cmocka_unit_test(test_resolve_every_reason),
         cmocka_unit_test(test_resolve_vpp_without_pp),
         cmocka_unit_test(test_resolve_other_checks),
+        cmocka_unit_test(test_order_strides),
+        cmocka_unit_test(test_order_bad),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -56,6 +56,17 @@ typedef struct {
     double gemm_sustained_frac;      /* of the measured best GEMM rate (clocks under load, shapes) */
     double attention_sustained_frac; /* of the catalogued fused-attention rate */
     double memory_bound_sustained_frac; /* of measured HBM bandwidth, for element-wise kernels */
+    /* Added later. */
+    double moe_imbalance;            /* routed tokens of the busiest GPU / mean when the plan
+                                        does not say (plan key imbalance), >= 1 */
+    double moe_copy_overhead_s;      /* time per routed (token, expert) copy per MoE layer,
+                                        forward + backward, beyond the bytes and FLOPs counted:
+                                        the token dispatcher's bookkeeping (fitted, see
+                                        docs/model.md "Calibration"), >= 0 */
+    /* 1: leave the bottleneck and reasons texts empty (every number is still computed). For
+     * callers that evaluate millions of plans and re-evaluate the few they report (the search);
+     * formatting them is over half of an evaluation. Default 0. */
+    int skip_text;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);
@@ -66,12 +77,14 @@ void mp_estimate_opts_init(mp_estimate_opts *o);
 typedef struct {
     double layer_fwd_s;        /* one layer's forward compute (GEMMs, attention, element-wise) */
     double layer_bwd_s;        /* its backward compute */
+    double layer_bwd_weight_s; /* weight-gradient share of layer_bwd_s (the wgrad GEMMs; ZB-H1's W) */
     double layer_recompute_s;  /* recomputation in backward (0, attention core, or a forward) */
     double layer_tp_fwd_s;     /* TP/SP collectives of one forward pass of one layer */
     double layer_tp_recompute_s; /* TP collectives of the recompute forward (full recompute) */
     double layer_cp_s;         /* exposed CP exchange of one forward pass of one layer */
     double head_fwd_s;         /* LM head GEMM forward (last stage) */
     double head_bwd_s;         /* LM head backward and cross-entropy (last stage) */
+    double head_bwd_weight_s;  /* weight-gradient share of head_bwd_s (its wgrad GEMM) */
     double p2p_s;              /* one pipeline send/recv of one micro-batch's activations */
     double grad_reduce_s;      /* ZeRO-0 all-reduce or ZeRO-1/2 reduce-scatter of a stage's gradients */
     double param_gather_s;     /* ZeRO-1/2 all-gather of a stage's updated parameters */
@@ -80,6 +93,20 @@ typedef struct {
     double zero3_extra_s;      /* ZeRO-3 gathers and reduction of embedding/LM head per micro-batch */
     double hsdp_replicate_s;   /* HSDP all-reduce across replicas per step */
     double optimizer_s;        /* Adam step */
+    /* Added later: MoE layers, long context, FP8. layer_* above describe a dense layer; for a
+     * dense model the moe_* fields are 0. */
+    double moe_layer_fwd_s;    /* one MoE layer's forward compute */
+    double moe_layer_bwd_s;    /* its backward compute */
+    double moe_layer_recompute_s;
+    double moe_layer_tp_fwd_s; /* TP (attention, shared experts) and expert-TP collectives */
+    double moe_layer_ep_fwd_s; /* dispatch + combine all-to-all of one MoE layer's forward */
+    double moe_layer_ep_bwd_s; /* the same in backward */
+    double expert_grad_reduce_s; /* expert gradients over the expert-DP group per step */
+    double expert_param_gather_s;
+    double layer_cp_bytes;     /* K/V bytes one GPU sends per layer, forward + backward */
+    double moe_layer_ep_bytes; /* all-to-all bytes one GPU sends per MoE layer, fwd + bwd */
+    double fp8_weight_cast_s;  /* per-step quantisation of the fp8 weight copies */
+    double mtp_fwd_s, mtp_bwd_s; /* multi-token-prediction modules (last stage) */
 } mp_step_parts;
 
 /** Everything predicted for one plan. */
@@ -101,6 +128,15 @@ typedef struct {
     char bottleneck[160];         /* in words */
     int microbatches;             /* per DP rank per step */
     mp_step_parts parts;          /* what step_s is built from */
+    /* Added later. */
+    double attention_frac;        /* attention core's share of compute time (forward+backward) */
+    double attention_flops_frac;  /* its share of the model FLOPs (causal work) */
+    double expert_params_per_gpu; /* routed-expert parameters on one GPU of the stage with most */
+    double moe_load;              /* load factor used for the busiest GPU (1 = balanced) */
+    /* Tier whose bandwidth bounds each kind's main collective (topo.h tier index; -1 when the
+     * kind has no communication): TP all-gather/all-reduce, CP exchange, PP send/recv, DP/ZeRO
+     * gradient reduction. */
+    int tp_tier, cp_tier, pp_tier, dp_tier;
     /* Stage 0 .. min(pp, MP_MAX_STAGES)-1; entries past that are not written. Kept last so an
      * evaluation clears only the fields above (the search calls this millions of times). */
     mp_memory per_stage[MP_MAX_STAGES];

@@ -36,6 +36,10 @@ typedef struct {
     double attention_flops_frac;                  /* fused attention fwd+bwd / bf16 peak, 0 = unknown */
     char scaleup_link[MP_KEY_CAP];
     char source[MP_SOURCE_CAP];
+    /* Added later. */
+    double attention_fa3_flops_frac;              /* FlashAttention-3 / cuDNN-9-class fused
+                                                     attention fwd+bwd / bf16 peak (Hopper and
+                                                     later), 0 = unknown */
 } mp_gpu;
 
 typedef enum { MP_LINK_SCALEUP, MP_LINK_SCALEOUT, MP_LINK_WAN, MP_LINK_KIND_COUNT } mp_link_kind;
@@ -49,6 +53,7 @@ typedef struct {
     double latency_s;          /* alpha: one-hop latency */
     double efficiency_frac;    /* achievable fraction of bw_Bps for large messages, (0, 1] */
     int in_network_reduction;  /* NVLS or SHARP available */
+    double in_network_algbw_frac; /* in-network all-reduce algbw / bw_Bps (NVLS), 0 = unknown */
     char source[MP_SOURCE_CAP];
 } mp_link;
 

@@ -37,10 +37,68 @@ typedef struct {
     int rmsnorm;           /* 1: RMSNorm (no bias), 0: LayerNorm */
     int bias;              /* linears carry biases */
     int dropout;           /* dropout on (stores masks) */
-    /* MoE; experts == 0 means dense. */
+    /* MoE; experts == 0 means dense. moe_ffn_hidden is one routed expert's inner width;
+     * moe_shared_experts counts always-on experts in units of that width; moe_dense_layers is
+     * how many layers keep a dense FFN of width ffn_hidden (see moe_layer_freq for where). */
     int64_t moe_experts, moe_topk, moe_ffn_hidden, moe_shared_experts, moe_dense_layers;
     char source[MP_SOURCE_CAP];
+    /* ---- Fields below were added after the first release; 0 means "absent" throughout, so
+     * a model zeroed with memset and filled as before keeps its meaning. ---- */
+    /* Multi-head latent attention (DeepSeek-V2/V3; DeepSeek-AI 2024, arXiv 2412.19437 Sec.
+     * 2.1.1). kv_lora_rank > 0 turns it on: Q = W_uq norm(W_dq x) (q_lora_rank; 0 = one full
+     * projection h -> heads*(nope+rope)), [c_kv, k_rope] = W_dkv x (kv_lora_rank + rope),
+     * K_nope, V = W_ukv norm(c_kv); per head the query/key width is nope + rope and the value
+     * width v. K and V are materialised per head for training (heads x width), so kv_heads is
+     * ignored when MLA is on. */
+    int64_t q_lora_rank;
+    int64_t kv_lora_rank;
+    int64_t qk_rope_head_dim;
+    int64_t qk_nope_head_dim;  /* 0: head_dim */
+    int64_t v_head_dim;        /* 0: head_dim */
+    /* Sliding-window attention (Mistral 7B; gpt-oss alternates 128-token windows with full
+     * layers): attn_window tokens of context in attn_window_layers layers (0 with a window:
+     * all layers). */
+    int64_t attn_window;
+    int64_t attn_window_layers;
+    /* Where the dense layers are: moe_layer_freq <= 1 -> the first moe_dense_layers layers
+     * (DeepSeek first_k_dense_replace); k > 1 -> layer i (0-based) is MoE iff (i + 1) % k == 0,
+     * up to layers - moe_dense_layers MoE layers (GShard/Switch every other layer, Qwen-MoE
+     * decoder_sparse_step). */
+    int64_t moe_layer_freq;
+    /* Multi-token prediction modules (DeepSeek-V3 Sec. 2.2: 1): each is a projection 2h x h,
+     * two norms and one more transformer layer on the last stage, sharing the embedding and the
+     * LM head, whose forward it runs again. */
+    int64_t mtp_layers;
 } mp_model;
+
+/** 1 if the model has routed experts. */
+int mp_model_is_moe(const mp_model *m);
+
+/** Number of MoE layers among layers [first, first + count) (0-based), by the layout rule of
+ *  moe_layer_freq above. O(1). count <= 0 gives 0. */
+int64_t mp_model_moe_layers_in(const mp_model *m, int64_t first, int64_t count);
+
+/** Attention geometry shared by the parameter, FLOP, activation and time models.
+ *  MHA/GQA: qk_head = v_head = head_dim, K and V have kv_heads heads.
+ *  MLA: qk_head = nope + rope, v_head = v_head_dim, K and V are materialised for all heads. */
+typedef struct {
+    double qk_head, v_head;   /* per-head query/key and value widths */
+    double q_width;           /* heads * qk_head: columns of Q */
+    double k_width;           /* columns of K (kv_heads * qk_head; MLA heads * qk_head) */
+    double v_width;           /* columns of V (kv_heads * v_head; MLA heads * v_head) */
+    double o_width;           /* heads * v_head: input of the output projection */
+    double matmul_params;     /* weights of the attention matmuls */
+    double tp_replicated_params; /* of which not split by TP (MLA down-projections) */
+    double latent_width;      /* MLA: q_lora + kv_lora + rope extra activations per token */
+    int mla;                  /* 1 for multi-head latent attention */
+} mp_attn_dims;
+
+void mp_model_attn_dims(const mp_model *m, mp_attn_dims *out);
+
+/** Bytes one token puts on the wire in one MoE dispatch (or combine) all-to-all before the
+ *  (ep-1)/ep share that leaves the GPU: topk copies of the h-wide hidden state at elem_bytes
+ *  each (2 for bf16, 1 for fp8 dispatch; DeepSeek-AI 2024 Sec. 3.3.2). 0 for a dense model. */
+double mp_moe_dispatch_bytes_per_token(const mp_model *m, double elem_bytes);
 
 /** Check a model's dimensions. Returns MP_OK or MP_ERR_INPUT with one diag line per bad field
  *  ("model.kv_heads = 5: must divide heads (32)"). Every dimension is in [1, 2^40], layers at
@@ -62,8 +120,24 @@ typedef struct {
     int64_t embedding;        /* token embedding (+ learned positions) */
     int64_t lm_head;          /* 0 when tied */
     int64_t final_norm;
-    int64_t total;            /* everything, counted once */
+    int64_t total;            /* everything, counted once (all experts, MTP modules) */
     int64_t matmul_per_layer; /* weights that take part in matmuls (no norms, no biases) */
+    /* MoE and the newer fields (0 for a dense model unless said otherwise). */
+    int64_t dense_layers;     /* layers with a dense FFN (= layers for a dense model) */
+    int64_t moe_layers;       /* layers with routed experts */
+    int64_t expert;           /* one routed expert: (3 with GLU, else 2) * h * moe_ffn_hidden */
+    int64_t router_per_layer; /* the gate h x experts */
+    int64_t shared_per_layer; /* shared experts of one MoE layer */
+    int64_t moe_per_layer;    /* one MoE layer: attention + router + all routed and shared
+                                 experts + norms */
+    int64_t routed_total;     /* all routed experts of all MoE layers (what EP shards) */
+    int64_t mtp;              /* multi-token-prediction modules (projection, norms, layer) */
+    int64_t activated;        /* used by one token: embedding, layers with top-k + shared
+                                 experts and router, final norm, LM head; not MTP
+                                 (DeepSeek-V3's "37B activated" convention) */
+    int64_t activated_matmul_layers; /* matmul weights one token passes in the layers (the
+                                        FLOP basis: attention, dense FFNs, top-k + shared
+                                        experts; not the router) */
 } mp_param_count;
 
 /** Fill out with the model's parameter counts for a given tp (which only affects padding). */
@@ -72,6 +146,13 @@ void mp_model_params(const mp_model *m, int tp, mp_param_count *out);
 /** FLOPs of one token at sequence length seq (multiply-add = 2 FLOPs).
  *  model_per_token: 6*N_matmul + 6*h*V + 12*L*(a*d)*s — forward + backward, attention counted
  *  non-causally, as Narayanan et al. 2021 (Sec. 5.1) and MosaicML/torchtitan MFU do.
+ *  N_matmul counts only activated weights: for MoE layers the top-k routed and the shared
+ *  experts (Fedus et al. 2021; DeepSeek-AI 2024), so MFU is against activated FLOPs; the router
+ *  is left out as Megatron-LM does (2*h*E per token, < 0.5%), so a token's FLOPs do not depend
+ *  on the number of experts.
+ *  MLA uses its own widths: 2*s*(heads*(nope+rope)) for QK^T and 2*s*heads*v for the values;
+ *  windowed layers count min(window, s) keys; MTP modules add their layer, projection and one
+ *  more LM-head pass.
  *  fwd_per_token: one forward pass with the same conventions (= model_per_token / 3).
  *  recompute_full_per_token: extra FLOPs of full recompute (one more forward of every layer,
  *  not the LM head): Narayanan et al. 2021, the 4x factor of eq. (3).
@@ -85,6 +166,12 @@ typedef struct {
     double model_per_token;         /* 3 * fwd */
     double recompute_full_per_token;
     double recompute_selective_per_token;
+    /* Added later: */
+    double fwd_attn_causal_per_token; /* the attention core's real work: causal (each query
+                                         sees (s+1)/2 keys on average; a window w sees
+                                         w - w(w-1)/(2s)), as FlashAttention computes it */
+    double attn_equal_seq;            /* sequence length at which the causal attention core
+                                         equals the layers' matmul FLOPs (forward); 0 if never */
 } mp_flops;
 
 void mp_model_flops(const mp_model *m, int64_t seq, mp_flops *out);
@@ -114,6 +201,19 @@ typedef struct {
 
 void mp_layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch, int tp, int sp,
                          int cp, int flash, mp_recompute rc, mp_layer_act *out);
+
+/** The same for one MoE layer: the attention part as mp_layer_activation, and in place of the
+ *  dense FFN what Megatron-Core's MoE layer keeps for backward (MoE layer in
+ *  megatron/core/transformer/moe): the router's fp32 probabilities (4*E bytes per token), the
+ *  permuted expert inputs (2h per routed copy), the FC1 output (2*(2 with GLU, else 1)*f/etp),
+ *  the FC2 input (2f/etp) and the expert outputs kept for the probability-weighted combine
+ *  (2h), over R = b*s/cp * topk * etp / tp * load routed copies per GPU (load: the load factor
+ *  of the busiest GPU, the capacity factor when tokens are padded to capacity, >= 1); shared
+ *  experts as a dense FFN of width shared * moe_ffn_hidden split by tp. For a dense model this
+ *  equals mp_layer_activation. */
+void mp_moe_layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch, int tp, int sp,
+                             int cp, int etp, int flash, mp_recompute rc, double load,
+                             mp_layer_act *out);
 
 /** Parse a Hugging Face config.json (Llama, Mistral, Mixtral, Qwen2/3, Qwen-MoE, GPT-2, GPT-NeoX,
  *  MPT, DeepSeek-V3 field names) from text. On error returns MP_ERR_PARSE or MP_ERR_INPUT with the

@@ -3,7 +3,17 @@
  * Plan string: comma-separated key=value pairs with the field's standard names:
  *   tp, pp, vpp, dp, cp, ep, sp (0/1), mb, gb, seq, zero (0-3), hsdp (shard group size),
  *   recompute (none|selective|full), precision (bf16|fp16|fp8), flash (0/1),
- *   schedule (1f1b|interleaved|gpipe|zb).
+ *   schedule (1f1b|interleaved|gpipe|zb),
+ *   and for MoE / long context / FP8: etp (expert tensor parallelism, default tp),
+ *   cp_algo (ring|allgather), capacity_factor (0 = dropless; else each expert's buffer holds
+ *   capacity_factor x its balanced share), imbalance (busiest GPU's routed tokens / mean, >= 1),
+ *   fp8_comm (0/1: MoE dispatch and ZeRO parameter all-gathers travel in fp8),
+ *   attn_kernel (fa2|fa3: fused-attention kernel generation).
+ *   schedule (1f1b|interleaved|gpipe|zb), order (rank order, innermost first, e.g.
+ *   tp-cp-ep-dp-pp — the default, Megatron-LM's; dimensions not listed follow, outermost, in the
+ *   default order, and must have degree 1).
+ *   Across islands joined by WAN links: sync, inner_steps, compress, fragments, overlap,
+ *   exchange, split (xsync.h; predicted by mp_islands_predict, islands.h).
  * A plan that cannot be formed (a degree that does not divide heads, KV heads or layers; degrees
  * whose product is not the GPU count; a batch not divisible by mb*dp) is bad input: every reason
  * is listed. Memory fit is not checked here — that is an answer of the estimator.
@@ -15,8 +25,32 @@
 #include "meshplan/hw.h"
 #include "meshplan/model.h"
 #include "meshplan/status.h"
+#include "meshplan/topo.h"
+#include "meshplan/xsync.h"
+
+/** The parallel dimensions, as named in the rank order. */
+typedef enum { MP_DIM_TP, MP_DIM_CP, MP_DIM_EP, MP_DIM_DP, MP_DIM_PP, MP_DIM_COUNT } mp_dim;
+#define MP_DIM_BIT(d) (1u << (unsigned)(d))
+
+/** "tp", "cp", "ep", "dp", "pp"; "?" for an invalid value. */
+const char *mp_dim_name(mp_dim d);
 
 typedef enum { MP_SCHED_1F1B, MP_SCHED_INTERLEAVED, MP_SCHED_GPIPE, MP_SCHED_ZB, MP_SCHED_COUNT } mp_schedule;
+
+/** Context-parallel attention: ring (K/V passed to the next rank cp-1 times, overlapped with
+ *  the attention of the chunk in hand; Liu et al. 2023, Megatron-Core "p2p") or all-gather
+ *  (K/V gathered before attention and dK/dV reduce-scattered after, not overlapped; Llama 3,
+ *  Dubey et al. 2024 Sec. 3.3.2, Megatron-Core "all_gather"). */
+typedef enum { MP_CP_RING, MP_CP_ALLGATHER, MP_CP_ALGO_COUNT } mp_cp_algo;
+
+const char *mp_cp_algo_name(mp_cp_algo a);
+
+/** Fused-attention kernel generation (with flash = 1): FlashAttention-2 class (the GPU's
+ *  attention_flops_frac; Dao 2023) or FlashAttention-3 / cuDNN 9 class on Hopper and later
+ *  (attention_fa3_flops_frac; Shah et al. 2024), which Transformer Engine uses by default. */
+typedef enum { MP_ATTN_FA2, MP_ATTN_FA3, MP_ATTN_KERNEL_COUNT } mp_attn_kernel;
+
+const char *mp_attn_kernel_name(mp_attn_kernel k);
 
 const char *mp_schedule_name(mp_schedule s);
 const char *mp_recompute_name(mp_recompute r);
@@ -35,6 +69,22 @@ typedef struct {
     int flash;          /* fused attention: 1 on (default), 0 off */
     mp_schedule schedule;
     int schedule_given; /* schedule key was present */
+    /* Added later; 0 = not given. */
+    int64_t etp;        /* expert tensor parallelism: each expert split over etp GPUs (tp when
+                           not given, Megatron-Core's default); etp*ep divides tp*cp*dp */
+    mp_cp_algo cp_algo; /* ring (default) or allgather */
+    double moe_capacity_factor; /* 0: dropless (Megatron-Core's default); > 0: token-dropping
+                                   with buffers padded to cf x the balanced share */
+    double moe_imbalance;       /* routed tokens of the busiest GPU / mean, >= 1; 0: the
+                                   estimator's default (mp_estimate_opts.moe_imbalance) */
+    int fp8_comm;               /* 1: fp8 MoE dispatch and fp8 parameter all-gathers */
+    mp_attn_kernel attn_kernel; /* fa2 (default) or fa3 */
+    mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
+    unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
+    /* Added later: synchronization across islands joined by WAN links (plan keys sync,
+     * inner_steps, compress, fragments, overlap, exchange, split: xsync.h, islands.h). Zero =
+     * sync none: a plan for one cluster, which the estimator predicts as before. */
+    mp_xsync xsync;
 } mp_plan;
 
 /** Defaults: everything "not given", recompute none, bf16, flash on, 1F1B. */
@@ -50,12 +100,28 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag);
  *  sp = (tp > 1), zero = 0 (3 with hsdp), schedule interleaved when vpp > 1 else 1F1B. Checks: product tp*pp*cp*dp == gpus; heads % tp,
  *  kv_heads % tp (or tp % kv_heads for replicated KV), ffn_hidden % tp, pp*vpp <= layers
  *  (uneven splits are allowed and reported by the estimator), gb % (mb*dp),
- *  seq % (2*cp) for causal load balancing, ep divides experts and dp*cp, hsdp divides dp,
- *  vpp > 1 only with pp > 1. Returns MP_ERR_INPUT listing every reason. */
+ *  seq % (2*cp) for causal load balancing, ep divides experts, etp (default tp) divides
+ *  moe_ffn_hidden and etp*ep divides tp*cp*dp (the expert grid of Megatron-Core: within a
+ *  pipeline stage's tp*cp*dp ranks, expert-TP innermost, then EP, then expert-DP), hsdp
+ *  divides dp, vpp > 1 only with pp > 1, fp8_comm only with precision fp8. Returns
+ *  MP_ERR_INPUT listing every reason. */
 mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag);
 
 /** Write the plan back as a canonical plan string (all fields). Returns chars written as
  *  snprintf does. */
 int mp_plan_format(const mp_plan *p, char *buf, size_t cap);
+
+/** Stride in rank order between neighbours of dimension d: the product of the sizes of the
+ *  dimensions inner to d in p->order (sizes tp, cp, ep, dp/ep, pp: EP is carved out of DP, as in
+ *  Megatron-Core; when ep does not divide dp it is folded into the data dimensions). A resolved
+ *  plan is expected; an order that is not a permutation counts as the default. */
+int64_t mp_plan_stride(const mp_plan *p, mp_dim d);
+
+/** The group of ranks that differ only in the dimensions of `dims` (MP_DIM_BIT bits; e.g. TP, or
+ *  CP|EP|DP for the gradient reduction, EP|DP for dense data parallelism). When those dimensions
+ *  are adjacent in the order (skipping degree-1 ones) the group is *inner and *outer = {1, 1};
+ *  otherwise *inner is the innermost run and *outer the rest (topo.h mp_group_place_2d; a third
+ *  run is folded into the outer one). */
+void mp_plan_group(const mp_plan *p, unsigned dims, mp_group *inner, mp_group *outer);
 
 #endif

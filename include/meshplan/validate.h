@@ -24,7 +24,7 @@ typedef struct {
                                tokens_per_s_per_gpu, step_s or mem_gib */
     double measured, predicted;
     double error_pct;       /* 100 (predicted - measured) / measured */
-    char assumed[160];      /* assumptions made for missing cells, "" if none */
+    char assumed[256];      /* assumptions made for missing cells, "" if none */
 } mp_val_row;
 
 typedef struct {

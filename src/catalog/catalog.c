@@ -24,13 +24,26 @@ struct mp_catalog {
 
 /* ---- field readers: each reports "origin: kind[key].field = value: expected ..." ---- */
 
+/* Fields one entry's parser read (to refuse the others); more than any kind has. */
+#define READER_MAX_FIELDS 64
+
 typedef struct {
     const char *origin;
     const char *kind;
     const char *key;
     mp_diag *diag;
     int errors;
+    const char *read[READER_MAX_FIELDS]; /* the fields looked up in the current entry */
+    int nread;
 } reader;
+
+/* o[field], remembering that the parser knows the field (see check_fields). */
+static const json_t *member(reader *r, const json_t *o, const char *field)
+{
+    if (r->nread < READER_MAX_FIELDS)
+        r->read[r->nread++] = field;
+    return json_object_get(o, field);
+}
 
 static void bad(reader *r, const char *field, const json_t *v, const char *expected)
 {
@@ -45,7 +58,7 @@ static void bad(reader *r, const char *field, const json_t *v, const char *expec
 static double get_num(reader *r, const json_t *o, const char *field, int required, int positive,
                       double def)
 {
-    const json_t *v = json_object_get(o, field);
+    const json_t *v = member(r, o, field);
     if (!v || json_is_null(v)) {
         if (required)
             bad(r, field, NULL, positive ? "a positive number" : "a number");
@@ -66,7 +79,7 @@ static double get_num(reader *r, const json_t *o, const char *field, int require
 static int64_t get_int(reader *r, const json_t *o, const char *field, int required, int64_t min,
                        int64_t def)
 {
-    const json_t *v = json_object_get(o, field);
+    const json_t *v = member(r, o, field);
     if (!v || json_is_null(v)) {
         if (required)
             bad(r, field, NULL, "an integer");
@@ -88,7 +101,7 @@ static int64_t get_int(reader *r, const json_t *o, const char *field, int requir
 
 static int get_bool(reader *r, const json_t *o, const char *field, int def)
 {
-    const json_t *v = json_object_get(o, field);
+    const json_t *v = member(r, o, field);
     if (!v || json_is_null(v))
         return def;
     if (!json_is_boolean(v)) {
@@ -101,7 +114,7 @@ static int get_bool(reader *r, const json_t *o, const char *field, int def)
 static void get_str(reader *r, const json_t *o, const char *field, int required, char *dst,
                     size_t cap)
 {
-    const json_t *v = json_object_get(o, field);
+    const json_t *v = member(r, o, field);
     if (!v || json_is_null(v)) {
         if (required)
             bad(r, field, NULL, "a string");
@@ -118,7 +131,7 @@ static void get_str(reader *r, const json_t *o, const char *field, int required,
 
 static void get_source(reader *r, const json_t *o, char *dst, size_t cap)
 {
-    const json_t *v = json_object_get(o, "source");
+    const json_t *v = member(r, o, "source");
     if (!json_is_string(v) || json_string_length(v) == 0) {
         bad(r, "source", v, "a non-empty string naming where the numbers come from");
         return;
@@ -142,7 +155,7 @@ double mp_dtype_bytes(mp_dtype d)
 
 static void get_dtype_map(reader *r, const json_t *o, const char *field, double out[MP_DT_COUNT])
 {
-    const json_t *m = json_object_get(o, field);
+    const json_t *m = member(r, o, field);
     for (int i = 0; i < MP_DT_COUNT; i++)
         out[i] = 0;
     if (!m || json_is_null(m))
@@ -187,6 +200,10 @@ static void parse_gpu(reader *r, const json_t *o, mp_gpu *g)
     if (g->attention_flops_frac > 1)
         bad(r, "attention_flops_frac", json_object_get(o, "attention_flops_frac"),
             "a fraction in (0, 1]");
+    g->attention_fa3_flops_frac = get_num(r, o, "attention_fa3_flops_frac", 0, 1, 0);
+    if (g->attention_fa3_flops_frac > 1)
+        bad(r, "attention_fa3_flops_frac", json_object_get(o, "attention_fa3_flops_frac"),
+            "a fraction in (0, 1]");
     get_str(r, o, "scaleup_link", 0, g->scaleup_link, sizeof g->scaleup_link);
     get_source(r, o, g->source, sizeof g->source);
     if (g->peak_flops_per_s[MP_DT_BF16] <= 0 && g->peak_flops_per_s[MP_DT_FP16] <= 0)
@@ -213,6 +230,10 @@ static void parse_link(reader *r, const json_t *o, mp_link *l)
     if (l->efficiency_frac > 1)
         bad(r, "efficiency_frac", json_object_get(o, "efficiency_frac"), "a fraction in (0, 1]");
     l->in_network_reduction = get_bool(r, o, "in_network_reduction", 0);
+    l->in_network_algbw_frac = get_num(r, o, "in_network_algbw_frac", 0, 1, 0);
+    if (l->in_network_algbw_frac > 1)
+        bad(r, "in_network_algbw_frac", json_object_get(o, "in_network_algbw_frac"),
+            "a fraction in (0, 1]");
     get_source(r, o, l->source, sizeof l->source);
 }
 
@@ -281,44 +302,38 @@ static void parse_model(reader *r, const json_t *o, mp_model *m)
     m->moe_ffn_hidden = get_int(r, o, "moe_ffn_hidden_count", 0, 0, 0);
     m->moe_shared_experts = get_int(r, o, "moe_shared_experts_count", 0, 0, 0);
     m->moe_dense_layers = get_int(r, o, "moe_dense_layers_count", 0, 0, 0);
+    m->moe_layer_freq = get_int(r, o, "moe_layer_freq_count", 0, 0, 0);
+    m->q_lora_rank = get_int(r, o, "q_lora_rank_count", 0, 0, 0);
+    m->kv_lora_rank = get_int(r, o, "kv_lora_rank_count", 0, 0, 0);
+    m->qk_rope_head_dim = get_int(r, o, "qk_rope_head_dim_count", 0, 0, 0);
+    m->qk_nope_head_dim = get_int(r, o, "qk_nope_head_dim_count", 0, 0, 0);
+    m->v_head_dim = get_int(r, o, "v_head_dim_count", 0, 0, 0);
+    m->attn_window = get_int(r, o, "attn_window_count", 0, 0, 0);
+    m->attn_window_layers = get_int(r, o, "attn_window_layers_count", 0, 0, 0);
+    m->mtp_layers = get_int(r, o, "mtp_layers_count", 0, 0, 0);
     if (m->head_dim == 0 && m->heads > 0)
         m->head_dim = m->hidden / m->heads;
     get_source(r, o, m->source, sizeof m->source);
 }
 
-/* ---- the fields each kind of entry may have (data/SCHEMA.md); anything else is a typo that
- * would otherwise silently fall back to a default (kv_head_count -> kv_heads = heads) ---- */
+/* ---- unknown fields: a field the entry's parser never looked up is a typo that would otherwise
+ * silently fall back to a default (kv_head_count -> kv_heads = heads) ---- */
 
-static const char *const gpu_fields[] = {
-    "key", "name", "memory_bytes", "mem_bw_Bps", "measured_mem_bw_Bps", "peak_flops_per_s",
-    "measured_matmul_flops_per_s", "sm_count", "tdp_W", "scaleup_link", "attention_flops_frac",
-    "source", "notes", NULL};
-static const char *const link_fields[] = {
-    "key", "kind", "bw_Bps", "latency_s", "efficiency_frac", "in_network_reduction", "source",
-    "notes", NULL};
-static const char *const node_fields[] = {
-    "key", "gpu", "gpus_per_node_count", "scaleup_link", "scaleup_topology", "scaleout_link",
-    "nics_per_node_count", "power_overhead_W", "source", "notes", NULL};
-static const char *const model_fields[] = {
-    "key", "name", "layers_count", "hidden_count", "heads_count", "kv_heads_count",
-    "head_dim_count", "ffn_hidden_count", "glu", "vocab_count", "vocab_pad_multiple_count",
-    "tied_embeddings", "position", "seq_len_count", "norm", "bias", "dropout",
-    "moe_experts_count", "moe_topk_count", "moe_ffn_hidden_count", "moe_shared_experts_count",
-    "moe_dense_layers_count", "source", "notes", NULL};
-
-/* Report every member of o not in known (names starting with '_' are comments, allowed). */
-static void check_fields(reader *r, const json_t *o, const char *const *known)
+/* Report every member of o that the parser did not read ("notes" and names starting with '_'
+ * are comments). Call after parsing the entry; resets the list for the next one. */
+static void check_fields(reader *r, const json_t *o)
 {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)o, k, v) {
-        int ok = k[0] == '_';
-        for (const char *const *f = known; !ok && *f; f++)
-            ok = strcmp(k, *f) == 0;
+        int ok = k[0] == '_' || strcmp(k, "notes") == 0 || strcmp(k, "key") == 0;
+        for (int i = 0; !ok && i < r->nread; i++)
+            ok = strcmp(k, r->read[i]) == 0;
         if (!ok)
             bad(r, k, v, "a field of data/SCHEMA.md (this name is unknown; names starting with _ "
                          "are comments)");
     }
+    r->nread = 0;
 }
 
 /* ---- merging ---- */
@@ -372,13 +387,12 @@ static void parse_model_v(reader *r, const json_t *o, void *e) { parse_model(r, 
 /* Merge one array (json_array under `field`) into base[0..*n). Works on a copy (tmp) so the
  * catalog is unchanged on error. */
 static int merge_array(const json_t *root, const char *field, void *base, size_t stride,
-                       size_t *n, parse_fn parse, const char *const *known, const char *origin,
-                       mp_diag *diag, int *overflow)
+                       size_t *n, parse_fn parse, const char *origin, mp_diag *diag, int *overflow)
 {
     const json_t *arr = json_object_get(root, field);
     if (!arr)
         return 0;
-    reader r = {origin, field, NULL, diag, 0};
+    reader r = {.origin = origin, .kind = field, .diag = diag};
     if (!json_is_array(arr)) {
         bad(&r, "(array)", arr, "an array of entries");
         return r.errors;
@@ -414,8 +428,9 @@ static int merge_array(const json_t *root, const char *field, void *base, size_t
         }
         char *e = (char *)base + at * stride;
         mp_strlcpy(e, keybuf, MP_KEY_CAP);
-        check_fields(&r, o, known);
+        r.nread = 0;
         parse(&r, o, e);
+        check_fields(&r, o);
         mp_strlcpy(e, keybuf, MP_KEY_CAP);
     }
     return r.errors;
@@ -463,13 +478,13 @@ mp_status mp_catalog_merge_json(mp_catalog *c, const char *json_text, size_t len
     *tmp = *c;
     int overflow = 0;
     errors += merge_array(root, "gpus", tmp->gpus, sizeof tmp->gpus[0], &tmp->ngpus, parse_gpu_v,
-                          gpu_fields, origin, diag, &overflow);
+                          origin, diag, &overflow);
     errors += merge_array(root, "links", tmp->links, sizeof tmp->links[0], &tmp->nlinks,
-                          parse_link_v, link_fields, origin, diag, &overflow);
+                          parse_link_v, origin, diag, &overflow);
     errors += merge_array(root, "nodes", tmp->nodes, sizeof tmp->nodes[0], &tmp->nnodes,
-                          parse_node_v, node_fields, origin, diag, &overflow);
+                          parse_node_v, origin, diag, &overflow);
     errors += merge_array(root, "models", tmp->models, sizeof tmp->models[0], &tmp->nmodels,
-                          parse_model_v, model_fields, origin, diag, &overflow);
+                          parse_model_v, origin, diag, &overflow);
     json_decref(root);
     mp_status st = MP_OK;
     if (errors == 0) {
@@ -508,15 +523,16 @@ mp_status mp_model_from_catalog_json(const char *json_text, size_t len, mp_model
                     at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;
     }
-    reader r = {"model file", "model", "", diag, 0};
+    reader r = {.origin = "model file", .kind = "model", .key = "", .diag = diag};
     memset(out, 0, sizeof *out);
     if (!json_is_object(o)) {
         bad(&r, "(entry)", o, "an object");
     } else {
         get_str(&r, o, "key", 0, out->key, sizeof out->key);
         r.key = out->key;
-        check_fields(&r, o, model_fields);
+        r.nread = 0;
         parse_model(&r, o, out);
+        check_fields(&r, o);
     }
     json_decref(o);
     if (r.errors)

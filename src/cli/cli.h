@@ -4,6 +4,7 @@
 #define MESHPLAN_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "meshplan/meshplan.h"
 
@@ -43,6 +44,15 @@ int cli_exit_for(mp_status st);
 void cli_print_diag(const mp_diag *d);
 /** Parse an integer option in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 int cli_parse_count(const char *name, const char *s, long long min, long long max, long long *out);
+/** Parse and resolve plan_text for model m on ngpus GPUs, then estimate it on cl into a malloc'd
+ *  estimate *e (the caller frees it, also on error). Returns 0 or an exit code; the reasons go to
+ *  d, which the caller prints. */
+int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_text,
+                      int64_t ngpus, mp_plan *p, mp_estimate **e, mp_diag *d);
+/** Parse a finite real value in [min, max]; 0 or EXIT_INPUT after printing the problem. */
+int cli_parse_real(const char *name, const char *s, double min, double max, double *out);
+/** The same for an optional option (named with its "--"); leaves *out alone when it is absent. */
+int cli_opt_real(const cli_args *a, const char *opt, double min, double max, double *out);
 /** Read a whole regular file of at most MAX_FILE_BYTES into a malloc'd NUL-terminated buffer. */
 mp_status cli_read_file(const char *path, char **buf, size_t *len, mp_diag *d);
 /** Built-in catalog plus the --catalog file if given; 0 or an exit code after printing. */
@@ -50,12 +60,63 @@ int cli_load_catalog(const cli_args *a, mp_catalog **cat);
 /** --model: a catalog key, a Hugging Face config.json or a model JSON; 0 or an exit code. */
 int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m);
 
+/** --cluster: a catalog node key, a shipped preset or a description file (cli_cluster.c);
+ *  ngpus <= 0 takes the file's count; gpu_override (may be NULL) replaces the GPU. 0 or an exit
+ *  code after printing. */
+int cli_load_cluster(const mp_catalog *cat, const char *spec, long long ngpus,
+                     const char *gpu_override, mp_cluster *out);
+/** A byte count with an optional K, M, G, T suffix (powers of 1024); 0 or EXIT_INPUT. */
+int cli_parse_bytes(const char *name, const char *s, double *out);
+/* --- search and scale (cli_search.c) --- */
+/** --gpus N or A:B (A, 2A, 4A, ... <= B) into counts (at most cap); 0 or EXIT_INPUT. */
+int cli_parse_gpu_range(const char *s, long long *counts, int cap, int *n);
+/** One cluster per count from --gpu, --gpus-per-node, --scale-out; 0 or an exit code. */
+int cli_search_clusters(const cli_args *a, const mp_catalog *cat, const long long *counts, int n,
+                        mp_cluster *clusters);
+/** Search options from --gb --seq --precision --fix --objective --tokens --price-gpu-hour --top
+ *  --threads --no-prune --orders; 0 or EXIT_INPUT after printing the problem. */
+int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o);
+/** A progress bar on stderr, drawn only when stderr is a terminal and after the first second. */
+typedef struct {
+    int enabled, drawn;
+    double t0, last;
+    const char *label;
+} cli_progress;
+void cli_progress_init(cli_progress *p, const char *label);
+void cli_progress_cb(void *ctx, double frac, uint64_t done); /* an mp_progress_fn */
+void cli_progress_done(cli_progress *p);
+
+/* Islands joined by WAN links (cli_islands.c). */
+/** 1 if --cluster names a shipped preset or file holding an islands description. */
+int cli_cluster_is_islands(const char *spec);
+/** Load an islands description (island_gpus > 0: every island's, or only `only`'s, GPU count);
+ *  0 or an exit code after printing. */
+int cli_load_islands(const mp_catalog *cat, const char *spec, long long island_gpus,
+                     const char *only, mp_islands **out);
+/** predict across islands: from the description spec, or (spec NULL) the cluster cl split at
+ *  its wan tier. quality: the user's tokens-to-quality factor (0 = the published default). */
+int cli_predict_islands(const mp_catalog *cat, const mp_model *m, const char *spec,
+                        const mp_cluster *cl, const char *plan_text, int json, double quality);
+/** The text report and the JSON object (caller json_decref's it) of an islands prediction. */
+void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const mp_plan *p,
+                      const mp_islands_estimate *e);
+struct json_t;
+struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan *p,
+                                const mp_islands_estimate *e);
+
 /** The whole command: argv[0] is the program name, argv[1] the command. Returns the exit code.
  *  main() only calls this, so the fuzz harness can run the command in-process. */
 int cli_main(int argc, char **argv);
 
 int cmd_predict(int argc, char **argv);
+int cmd_islands_scale(int argc, char **argv);
+int cmd_collective(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
+int cmd_search(int argc, char **argv);
+int cmd_scale(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 #endif

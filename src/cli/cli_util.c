@@ -1,5 +1,6 @@
 /* src/cli/cli_util.c — option parsing, file reading, catalog and model loading for the commands. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,14 @@ int cli_exit_for(mp_status st)
 void cli_print_diag(const mp_diag *d)
 {
     if (d->len) {
-        fprintf(stderr, "meshplan: %s\n", d->text);
+        /* Every line gets the prefix, so each reason reads on its own. */
+        const char *line = d->text;
+        while (*line) {
+            const char *nl = strchr(line, '\n');
+            int n = nl ? (int)(nl - line) : (int)strlen(line);
+            fprintf(stderr, "meshplan: %.*s\n", n, line);
+            line += n + (nl ? 1 : 0);
+        }
         if (d->count > 1)
             fprintf(stderr, "meshplan: %d problems\n", d->count);
     }
@@ -111,6 +119,46 @@ int cli_parse_count(const char *name, const char *s, long long min, long long ma
 }
 
 /* Read a whole regular file (at most MAX_FILE_BYTES). */
+int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_text,
+                      int64_t ngpus, mp_plan *p, mp_estimate **e, mp_diag *d)
+{
+    mp_plan_init_default(p);
+    mp_status st = mp_plan_parse(plan_text, p, d);
+    if (st == MP_OK)
+        st = mp_plan_resolve(p, m, ngpus, d);
+    if (st != MP_OK) {
+        fprintf(stderr, "meshplan: the plan cannot be formed:\n");
+        return cli_exit_for(st);
+    }
+    if (!(*e = malloc(sizeof **e)))
+        return EXIT_INTERNAL;
+    st = mp_estimate_plan(m, cl, p, NULL, *e, d);
+    return st == MP_OK ? 0 : cli_exit_for(st);
+}
+
+int cli_parse_real(const char *name, const char *s, double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (!s[0] || *end || errno || !isfinite(x)) {
+        fprintf(stderr, "meshplan: %s = \"%s\": expected a number\n", name, s);
+        return EXIT_INPUT;
+    }
+    if (x < min || x > max) {
+        fprintf(stderr, "meshplan: %s = %g: expected a number in [%g, %g]\n", name, x, min, max);
+        return EXIT_INPUT;
+    }
+    *out = x;
+    return 0;
+}
+
+int cli_opt_real(const cli_args *a, const char *opt, double min, double max, double *out)
+{
+    const char *v = cli_opt(a, opt);
+    return v ? cli_parse_real(opt + 2, v, min, max, out) : 0;
+}
+
 mp_status cli_read_file(const char *path, char **buf, size_t *len, mp_diag *d)
 {
     *buf = NULL;

@@ -8,7 +8,8 @@
 int cmd_predict(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node",
-                                       "--scale-out", "--plan", "--catalog", NULL};
+                                       "--scale-out", "--plan", "--catalog", "--cluster",
+                                       "--quality-factor", NULL};
     static const char *const flags[] = {"--json", NULL};
     cli_args args;
     int rc = cli_parse(argc, argv, opts, flags, &args);
@@ -22,7 +23,8 @@ int cmd_predict(int argc, char **argv)
            cli_flag(&args, "--json"), args.npositional};
     if (a.npositional)
         return cli_fail("predict: unexpected argument \"%s\"", args.positional[0]);
-    if (!a.model && !a.gpu && !a.gpus && !a.plan) {
+    const char *cluster = cli_opt(&args, "--cluster");
+    if (!a.model && !a.gpu && !a.gpus && !a.plan && !cluster) {
         /* The built-in default job: Llama 3 70B on 64 H100 (8 DGX H100 nodes). */
         a.model = "llama3-70b";
         a.gpu = "h100-sxm5-80gb";
@@ -32,13 +34,20 @@ int cmd_predict(int argc, char **argv)
                         "--gpus %s --plan \"%s\"\n", a.model, a.gpu, a.gpus, a.plan);
     }
     if (!a.model) return cli_fail("predict: --model is required%s", "");
-    if (!a.gpu) return cli_fail("predict: --gpu is required%s", "");
-    if (!a.gpus) return cli_fail("predict: --gpus is required%s", "");
+    if (cluster && (a.gpus_per_node || a.scale_out))
+        return cli_fail("predict: --gpus-per-node and --scale-out describe the cluster: give them "
+                        "in the --cluster file instead%s", "");
+    if (!a.gpu && !cluster) return cli_fail("predict: --gpu (or --cluster) is required%s", "");
+    if (!a.gpus && !cluster) return cli_fail("predict: --gpus is required%s", "");
     long long ngpus = 0, gpn = 0;
-    if ((rc = cli_parse_count("gpus", a.gpus, 1, 1LL << 24, &ngpus)))
+    if (a.gpus && (rc = cli_parse_count("gpus", a.gpus, 1, 1LL << 24, &ngpus)))
         return rc;
     if (a.gpus_per_node && (rc = cli_parse_count("gpus-per-node", a.gpus_per_node, 1, 1 << 20, &gpn)))
         return rc;
+    if (gpn > ngpus) {
+        fprintf(stderr, "meshplan: gpus-per-node = %lld: expected at most gpus (%lld)\n", gpn, ngpus);
+        return EXIT_INPUT;
+    }
 
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))
@@ -50,13 +59,46 @@ int cmd_predict(int argc, char **argv)
     mp_diag d = {0};
     if ((rc = cli_load_model(cat, a.model, &m)))
         goto done;
-    mp_status st = mp_cluster_from_catalog(cat, a.gpu, ngpus, (int)gpn, a.scale_out, &cl, &d);
+    /* Islands joined by WAN links (docs/islands.md): an islands description, or a plan with
+     * sync=... on a cluster (split at its wan tier). */
+    double quality = 0.0;
+    const char *qf = cli_opt(&args, "--quality-factor");
+    if (qf) {
+        char *end = NULL;
+        quality = strtod(qf, &end);
+        if (!*qf || *end || !(quality >= 0.01 && quality <= 100.0)) {
+            rc = cli_fail("predict: quality-factor = \"%s\": expected a tokens-to-quality factor in "
+                          "[0.01, 100] (1 = as many tokens as synchronous data parallelism)", qf);
+            goto done;
+        }
+    }
+    if (cluster && cli_cluster_is_islands(cluster)) {
+        if (a.gpus || a.gpu) {
+            rc = cli_fail("predict: --gpus and --gpu describe one cluster; an islands description "
+                          "gives each island's GPU type and count (cluster = \"%s\")", cluster);
+            goto done;
+        }
+        rc = cli_predict_islands(cat, &m, cluster, NULL, a.plan, a.json, quality);
+        goto done;
+    }
+    mp_status st = MP_OK;
+    if (cluster) { /* a catalog node, a shipped cluster or a description file (docs/cluster.md) */
+        if ((rc = cli_load_cluster(cat, cluster, ngpus, a.gpu, &cl)))
+            goto done;
+        ngpus = cl.num_gpus;
+    } else {
+        st = mp_cluster_from_catalog(cat, a.gpu, ngpus, (int)gpn, a.scale_out, &cl, &d);
+    }
     if (st != MP_OK) {
         rc = cli_exit_for(st);
         goto done;
     }
     mp_plan_init_default(&p);
     st = mp_plan_parse(a.plan, &p, &d);
+    if (st == MP_OK && (p.xsync.sync != MP_SYNC_NONE || quality > 0)) {
+        rc = cli_predict_islands(cat, &m, NULL, &cl, a.plan, a.json, quality);
+        goto done;
+    }
     if (st == MP_OK)
         st = mp_plan_resolve(&p, &m, ngpus, &d);
     if (st != MP_OK) {

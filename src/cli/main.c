@@ -1,9 +1,16 @@
 /* src/cli/main.c — the meshplan command. Uses only the public headers in include/.
  *
  *   meshplan predict  --model M --gpu G --gpus N [--gpus-per-node K] [--scale-out LINK]
- *                     [--catalog FILE] --plan "tp=8,pp=4,..." [--json]
+ *                     [--cluster NODE|PRESET|FILE] [--catalog FILE] --plan "tp=8,pp=4,..." [--json]
+ *   meshplan collective --op OP --gpu G --gpus N ... --sizes A:B [--algo A] [--csv|--json]
+ *   meshplan compare  --model M --gpus N --plan "..." --cluster C1 --cluster C2 ... [--json]
  *   meshplan validate FILE.csv [--json] [--catalog FILE]
  *   meshplan catalog  [gpus|links|nodes|models] [--json]
+ *   meshplan search   --model M --gpu G --gpus N|A:B --gb B [...] [--json|--csv]
+ *   meshplan scale    --model M --gpu G --gpus A:B --gb B [...] [--json|--csv]
+ *   meshplan run      --model M --gpu G --gpus N --plan "..." --tokens T [--json] [options]
+ *   meshplan trace    --model M --gpu G --gpus N --plan "..." [-o step.json] [--json] ...
+ *   meshplan islands-scale --model M --cluster ISLANDS --plan "..." --island-gpus A:B [--json]
  *
  * Exit codes: 0 success, 2 bad usage or bad input (the message names the field, the value and
  * what was expected), 1 internal error.
@@ -18,14 +25,49 @@ static const char *usage_text =
     "\n"
     "commands:\n"
     "  predict   --model M --gpu G --gpus N [--gpus-per-node K] [--scale-out LINK]\n"
-    "            [--catalog FILE] --plan \"tp=8,pp=4,mb=1,gb=512,seq=4096,...\" [--json]\n"
+    "            [--cluster NODE|PRESET|FILE] [--catalog FILE]\n"
+    "            --plan \"tp=8,pp=4,mb=1,gb=512,seq=4096,...\" [--json]\n"
     "            M is a catalog key, a Hugging Face config.json or a model JSON file.\n"
+    "  collective --op all_reduce --gpu G --gpus N [--gpus-per-node K] [--scale-out LINK]\n"
+    "            [--cluster C] [--sizes 8:8G[:F]] [--algo auto|nccl|ring,tree,...]\n"
+    "            [--type float] [--ranks N --stride S] [--csv|--json]   nccl-tests style table\n"
+    "  compare   --model M --gpus N --plan \"...\" --cluster C1 --cluster C2 ... [--gpu G]\n"
+    "            [--json|--csv]   the same plan on other wiring, one row per cluster\n"
     "  validate  FILE.csv [--json] [--catalog FILE]   predict published runs, report the error\n"
     "  catalog   [gpus|links|nodes|models] [--json] [--catalog FILE]\n"
+    "  search    --model M --gpu G --gpus N|A:B --gb B [--seq S] [--precision P] [--fix \"tp=8,...\"]\n"
+    "            [--objective throughput|time-to-train|cost|energy] [--tokens T] [--price-gpu-hour USD]\n"
+    "            [--top K] [--threads T] [--rank \"plan\"] [--orders default|all] [--no-prune]\n"
+    "            [--json|--csv]\n"
+    "            every valid plan evaluated; the best, the Pareto frontiers, the rejections and why\n"
+    "  scale     --model M --gpu G --gpus A:B --gb B [search options] [--json|--csv]\n"
+    "            best plan per GPU count (doubling), strong- and weak-scaling efficiency\n"
+    "  run       --model M --gpu G --gpus N --plan \"...\" --tokens T   a whole training run:\n"
+    "            energy, power, cost, failures, checkpoints, goodput. Options: [--json]\n"
+    "            [--price-gpu-hour 2.5 | --capex-per-gpu USD [--amortization-years 4]\n"
+    "            [--price-kwh 0.08]] [--pue 1.2] [--grid-gco2-per-kwh 400] [--power-cap-W W]\n"
+    "            [--host-util 0.2] [--checkpoint-GBps 500] [--async-checkpoint]\n"
+    "            [--checkpoint-interval-s S] [--restart-s 600] [--repair-h 24]\n"
+    "            [--spare-nodes auto|N] [--failures default|FILE] [--failure-scale 1]\n"
+    "            [--trials 1000] [--seed 1] [--gpus-per-node K] [--scale-out LINK] [--catalog FILE]\n"
+    "  trace     --model M --gpu G --gpus N --plan \"...\" [-o step.json] [--json]\n"
+    "            [--contention F] [--tp-overlap] [--p2p-overlap] [--analytical-rules]\n"
+    "            [--straggler-rank R] [--straggler-compute X] [--straggler-link X] [--max-events N]\n"
+    "            simulate one step event by event; write its Chrome trace (Perfetto) and\n"
+    "            print the simulated step next to the analytical one\n"
+    "  islands-scale --model M --cluster ISLANDS --plan \"...,sync=...\" --island-gpus A:B\n"
+    "            [--island NAME] [--weak] [--quality-factor F] [--json]   grow the islands (doubling)\n"
+    "            and show where bigger islands stop paying (docs/islands.md)\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
     "           precision(bf16|fp16|fp8) flash(0|1) schedule(1f1b|interleaved|gpipe|zb)\n"
+    "           order(rank order, innermost first; default tp-cp-ep-dp-pp)\n"
+    "           across islands (--cluster ISLANDS, docs/islands.md): sync(hsdp|diloco|pp|fl)\n"
+    "           inner_steps compress(none|bf16|fp8|int8|topk:F) fragments overlap\n"
+    "           exchange(ring|rotate|star) split(speed|gpus|W1:W2:...); predict --quality-factor F\n"
+    "clusters:  C is a catalog node (dgx-h100, ...), a shipped cluster (docs/cluster.md) or a\n"
+    "           cluster description file\n"
     "exit codes: 0 ok, 2 bad usage or input, 1 internal error\n";
 
 int cli_main(int argc, char **argv)
@@ -40,6 +82,13 @@ int cli_main(int argc, char **argv)
         {"predict", cmd_predict},
         {"validate", cmd_validate},
         {"catalog", cmd_catalog},
+        {"search", cmd_search},
+        {"scale", cmd_scale},
+        {"run", cmd_run},
+        {"trace", cmd_trace},
+        {"collective", cmd_collective},
+        {"compare", cmd_compare},
+        {"islands-scale", cmd_islands_scale},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name))

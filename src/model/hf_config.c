@@ -38,17 +38,24 @@
  *               decoder_sparse_step + mlp_only_layers; else 0. moe_dense_layers is the number
  *               of layers with a dense FFN (the leading ones for DeepSeek).
  * Family (from model_type, else architectures[]) decides glu, rmsnorm, position and defaults:
- *   llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3:
+ *   llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss:
  *     SwiGLU (glu 1), RMSNorm, RoPE.
  *   gpt2: GELU MLP, LayerNorm, learned positions.   gpt_neox: GELU MLP, LayerNorm, RoPE.
  *   mpt: GELU MLP (ffn_config.ffn_type "mptglu" -> glu), LayerNorm (norm_type *rmsnorm ->
  *     RMSNorm), ALiBi when attn_config.alibi, else RoPE when attn_config.rope, else learned.
  *   Others: rms_norm_eps -> RMSNorm; hidden_act/activation_function silu/swiglu -> glu;
  *     rope_theta/rotary_* -> RoPE, alibi -> ALiBi, else learned.
- * DeepSeek's multi-head latent attention (q_lora_rank, kv_lora_rank, qk_*_head_dim) is not
- * modelled: it is read as plain multi-head attention with head_dim = hidden / heads (56 for V3),
- * whose 4*h*h attention weights are close to MLA's low-rank projections (about 205M vs 187M per
- * V3 layer); the attention-score FLOPs are then underestimated (MLA uses 192/128-wide heads).
+ *   top-k also: experts_per_token (gpt-oss); MoE layer spacing: moe_layer_freq (DeepSeek's
+ *               frequency after the first_k_dense_replace dense layers) / decoder_sparse_step
+ *               (Qwen) -> moe_layer_freq when > 1
+ *   MLA         kv_lora_rank (> 0 turns multi-head latent attention on), q_lora_rank (null ->
+ *               0, a full-rank query), qk_rope_head_dim, qk_nope_head_dim, v_head_dim
+ *               (DeepSeek-V2/V3); head_dim = v_head_dim when the file has no head_dim
+ *   window      sliding_window (Mistral, gpt-oss) unless use_sliding_window is false (Qwen);
+ *               layer_types (gpt-oss, Gemma): the number of "sliding_attention" entries is
+ *               attn_window_layers, else all layers
+ *   MTP         num_nextn_predict_layers (DeepSeek-V3: 1)
+ *   gpt_oss     is in the Llama family (SwiGLU, RMSNorm, RoPE); its attention_bias true sets bias
  * If the file has a "text_config" object (multimodal wrappers) and no layer count at the top,
  * the text_config is read instead.
  *
@@ -223,6 +230,7 @@ static const struct {
     {"qwen3_moe", "Qwen3MoeForCausalLM", FAM_LLAMA},
     {"deepseek_v2", "DeepseekV2ForCausalLM", FAM_LLAMA},
     {"deepseek_v3", "DeepseekV3ForCausalLM", FAM_LLAMA},
+    {"gpt_oss", "GptOssForCausalLM", FAM_LLAMA},
     {"gpt2", "GPT2LMHeadModel", FAM_GPT2},
     {"gpt_neox", "GPTNeoXForCausalLM", FAM_NEOX},
     {"mpt", "MPTForCausalLM", FAM_MPT},
@@ -392,7 +400,9 @@ static void read_moe(hf_ctx *c, const json_t *cfg, mp_model *m)
 
     int r = get_int(c, cfg, "", "num_experts_per_tok", 1, &m->moe_topk);
     if (r == 0)
-        missing(c, "num_experts_per_tok", NULL);
+        r = get_int(c, cfg, "", "experts_per_token", 1, &m->moe_topk); /* gpt-oss */
+    if (r == 0)
+        missing(c, "num_experts_per_tok", "experts_per_token");
     else if (r == 1 && m->moe_topk > experts) {
         mp_diag_add(c->diag, "config.json: %snum_experts_per_tok = %lld: must not exceed %s (%lld)",
                     c->prefix, (long long)m->moe_topk, experts_name, (long long)experts);
@@ -423,10 +433,57 @@ static void read_moe(hf_ctx *c, const json_t *cfg, mp_model *m)
         return;
     if (rk == 1 || rf == 1) {
         m->moe_dense_layers = deepseek_dense_layers(m->layers, first_k, freq);
+        /* first_k leading dense layers, then one MoE layer in every freq: mp_model's layout
+         * rule has one or the other; the spacing wins when there is one. */
+        if (freq > 1)
+            m->moe_layer_freq = freq;
     } else {
         int64_t d = qwen_dense_layers(c, cfg, m->layers, step);
         m->moe_dense_layers = d < 0 ? 0 : d;
+        if (step > 1)
+            m->moe_layer_freq = step;
     }
+}
+
+/* DeepSeek multi-head latent attention, sliding windows and MTP modules. */
+static void read_attention_extras(hf_ctx *c, const json_t *cfg, mp_model *m, int head_dim_given)
+{
+    int64_t x = 0;
+    if (get_int(c, cfg, "", "kv_lora_rank", 0, &x) == 1 && x > 0) {
+        m->kv_lora_rank = x;
+        if (get_int(c, cfg, "", "q_lora_rank", 0, &x) == 1)
+            m->q_lora_rank = x;
+        if (get_int(c, cfg, "", "qk_rope_head_dim", 0, &x) == 1)
+            m->qk_rope_head_dim = x;
+        if (get_int(c, cfg, "", "qk_nope_head_dim", 0, &x) == 1)
+            m->qk_nope_head_dim = x;
+        if (get_int(c, cfg, "", "v_head_dim", 1, &x) == 1) {
+            m->v_head_dim = x;
+            if (!head_dim_given)
+                m->head_dim = x; /* MLA: per-head width is the value width, not hidden/heads */
+        }
+        m->kv_heads = m->heads; /* K and V are materialised per head */
+    }
+    int use = 1;
+    if (get_bool(c, cfg, "", "use_sliding_window", &use) == 1 && !use)
+        ; /* Qwen2/3 carry a sliding_window they do not use */
+    else if (get_int(c, cfg, "", "sliding_window", 0, &x) == 1 && x > 0) {
+        m->attn_window = x;
+        const json_t *types = field(cfg, "layer_types");
+        if (json_is_array(types)) {
+            int64_t n = 0;
+            size_t nt = json_array_size(types);
+            for (size_t i = 0; i < nt && (int64_t)i < m->layers; i++) {
+                const char *t = json_string_value(json_array_get(types, i));
+                n += t && strcmp(t, "sliding_attention") == 0;
+            }
+            m->attn_window_layers = n;
+            if (n == 0)
+                m->attn_window = 0;
+        }
+    }
+    if (get_int(c, cfg, "", "num_nextn_predict_layers", 0, &x) == 1)
+        m->mtp_layers = x;
 }
 
 static void read_flags(hf_ctx *c, const json_t *cfg, const json_t *attn, hf_family fam,
@@ -582,6 +639,7 @@ static void read_config(hf_ctx *c, const json_t *cfg, hf_family fam, mp_model *m
     }
 
     read_moe(c, cfg, m);
+    read_attention_extras(c, cfg, m, rd == 1);
 }
 
 mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out, mp_diag *diag)

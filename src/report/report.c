@@ -8,12 +8,25 @@
 
 #define GiB 1073741824.0
 
+/* Byte counts as JSON integers (exact up to 2^63; the estimator keeps them finite). */
+static json_t *bytes_json(double b)
+{
+    return b < 9.2e18 ? json_integer((json_int_t)llround(b)) : json_real(b);
+}
+
 static json_t *mem_json(const mp_memory *m)
 {
-    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "weights", m->weights, "gradients",
-                     m->gradients, "optimizer", m->optimizer, "activations", m->activations,
-                     "logits", m->logits, "buffers", m->buffers, "total", m->total, "capacity",
-                     m->capacity, "allocator_margin", m->allocator_margin);
+    json_t *o = json_object();
+    json_object_set_new(o, "weights", bytes_json(m->weights));
+    json_object_set_new(o, "gradients", bytes_json(m->gradients));
+    json_object_set_new(o, "optimizer", bytes_json(m->optimizer));
+    json_object_set_new(o, "activations", bytes_json(m->activations));
+    json_object_set_new(o, "logits", bytes_json(m->logits));
+    json_object_set_new(o, "buffers", bytes_json(m->buffers));
+    json_object_set_new(o, "total", bytes_json(m->total));
+    json_object_set_new(o, "capacity", bytes_json(m->capacity));
+    json_object_set_new(o, "allocator_margin", bytes_json(m->allocator_margin));
+    return o;
 }
 
 char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_plan *p,
@@ -68,6 +81,21 @@ char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_p
                                                 "gpus_per_node", c->gpus_per_node, "scale_up",
                                                 c->tier[0].link, "scale_out",
                                                 c->ntiers > 1 ? c->tier[1].link : ""));
+    json_object_set_new(json_object_get(o, "model"), "activated_params", json_integer((json_int_t)pc.activated));
+    /* Long context: where attention stands (issue 7). */
+    mp_flops fl;
+    mp_model_flops(m, p->seq, &fl);
+    json_object_set_new(o, "attention", json_pack("{s:f,s:f,s:f}", "compute_time_frac", e->attention_frac,
+                                                  "flops_frac", e->attention_flops_frac,
+                                                  "equal_matmul_seq", fl.attn_equal_seq));
+    if (mp_model_is_moe(m))
+        json_object_set_new(o, "moe", json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f}", "experts",
+                                                (json_int_t)m->moe_experts, "topk", (json_int_t)m->moe_topk,
+                                                "ep", (json_int_t)p->ep, "etp", (json_int_t)(p->etp ? p->etp : p->tp),
+                                                "expert_params_per_gpu", e->expert_params_per_gpu,
+                                                "load_factor", e->moe_load,
+                                                "a2a_bytes_per_moe_layer", e->parts.moe_layer_ep_bytes,
+                                                "a2a_s_per_moe_layer", e->parts.moe_layer_ep_fwd_s + e->parts.moe_layer_ep_bwd_s));
     char plan[512];
     mp_plan_format(p, plan, sizeof plan);
     json_object_set_new(o, "plan", json_string(plan));
@@ -95,6 +123,17 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
             m->key, pc.total / 1e9, (long long)m->layers, (long long)m->hidden,
             (long long)m->heads, (long long)m->kv_heads, (long long)m->ffn_hidden,
             m->glu ? " GLU" : "", (long long)m->vocab);
+    if (mp_model_is_moe(m))
+        fprintf(f, "         MoE: %lld experts of width %lld, top-%lld, %lld shared, %lld MoE / %lld dense layers; "
+                   "%.2fB of %.2fB parameters activated per token\n",
+                (long long)m->moe_experts, (long long)m->moe_ffn_hidden, (long long)m->moe_topk,
+                (long long)m->moe_shared_experts, (long long)pc.moe_layers, (long long)pc.dense_layers,
+                pc.activated / 1e9, pc.total / 1e9);
+    if (m->kv_lora_rank > 0)
+        fprintf(f, "         multi-head latent attention: q_lora %lld, kv_lora %lld, qk %lld+%lld rope, v %lld\n",
+                (long long)m->q_lora_rank, (long long)m->kv_lora_rank,
+                (long long)(m->qk_nope_head_dim ? m->qk_nope_head_dim : m->head_dim),
+                (long long)m->qk_rope_head_dim, (long long)(m->v_head_dim ? m->v_head_dim : m->head_dim));
     fprintf(f, "cluster  %s\n", c->name);
     fprintf(f, "plan     %s\n", plan);
     fprintf(f, "         %d micro-batches per DP rank, %d-%d layers per stage\n\n", e->microbatches,
@@ -135,6 +174,22 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
             e->model_tflops_per_gpu, e->hardware_tflops_per_gpu);
     fprintf(f, "  MFU %.1f%%  HFU %.1f%%  (of %.0f TFLOP/s dense peak at the plan's precision)\n", 100 * e->mfu,
             100 * e->hfu, e->peak_flops_per_s / 1e12);
+    {
+        mp_flops fl;
+        mp_model_flops(m, p->seq, &fl);
+        fprintf(f, "\nattention at seq %lld: %.0f%% of compute time, %.0f%% of the FLOPs (causal)",
+                (long long)p->seq, 100 * e->attention_frac, 100 * e->attention_flops_frac);
+        if (fl.attn_equal_seq > 0)
+            fprintf(f, "; its FLOPs equal the matmuls' at seq %.0f", fl.attn_equal_seq);
+        fprintf(f, "\n");
+    }
+    if (mp_model_is_moe(m))
+        fprintf(f, "experts: %lld per GPU (ep %lld, etp %lld), %.2fB expert parameters per GPU, load factor %.2f; "
+                   "all-to-all per MoE layer %.1f MB sent, %.3f ms (fwd+bwd)\n",
+                (long long)(m->moe_experts / (p->ep > 0 ? p->ep : 1)), (long long)p->ep,
+                (long long)(p->etp ? p->etp : p->tp), e->expert_params_per_gpu / 1e9, e->moe_load,
+                e->parts.moe_layer_ep_bytes / 1e6,
+                1e3 * (e->parts.moe_layer_ep_fwd_s + e->parts.moe_layer_ep_bwd_s));
     fprintf(f, "\nbottleneck: %s\n", e->bottleneck);
 }
 

@@ -17,6 +17,12 @@
 #include "meshplan/validate.h"
 
 #define MAX_COLS 64
+/* FLOPs-per-token agreement within which a row's TFLOP/s is taken to use our convention
+ * (Narayanan et al. 2021: 6 x activated matmul weights + non-causal attention + LM head).
+ * Measured on runs.csv: NeMo 24.07 agrees to 0.1%, MosaicML to 3.2% (its 125M model counts
+ * the embedding in 6N); Megatron-Bridge 25.11 (causal attention, MTP, gpt-oss experts as two
+ * matrices) differs by 4.0% to 27%. */
+#define MP_VALIDATE_FLOPS_CONVENTION_TOL 0.035
 #define MAX_FIELD 1024
 
 typedef struct {
@@ -122,19 +128,44 @@ static int int_cell(const char *s, int64_t *out)
 
 /* Flags a dims-only row cannot state: from the catalog model with the same dims, else by
  * family (GLU rows: Llama-style RoPE/RMSNorm, no bias, no dropout, untied; others GPT-style
- * learned positions, LayerNorm with biases, tied embeddings and dropout as in Megatron-LM GPT). */
-static void infer_flags(const mp_catalog *cat, mp_model *m)
+ * learned positions, LayerNorm with biases, tied embeddings and dropout as in Megatron-LM GPT).
+ * An MoE row matches on layers, hidden, heads, experts, top-k and expert width (its ffn_hidden
+ * column is the dense or the expert width, as the source printed it) and also takes the
+ * architecture details a row has no column for: head width, shared experts, dense layers,
+ * multi-head latent attention, sliding windows, MTP modules. Returns the catalog model used, or
+ * NULL. */
+static const mp_model *infer_flags(const mp_catalog *cat, mp_model *m)
 {
     for (size_t i = 0; i < mp_catalog_model_count(cat); i++) {
         const mp_model *c = mp_catalog_model_at(cat, i);
-        if (c->layers == m->layers && c->hidden == m->hidden && c->heads == m->heads &&
-            c->ffn_hidden == m->ffn_hidden && c->glu == m->glu) {
+        int same = c->layers == m->layers && c->hidden == m->hidden && c->heads == m->heads &&
+                   c->glu == m->glu;
+        if (m->moe_experts > 0)
+            same = same && c->moe_experts == m->moe_experts && c->moe_topk == m->moe_topk &&
+                   c->moe_ffn_hidden == m->moe_ffn_hidden;
+        else
+            same = same && c->ffn_hidden == m->ffn_hidden && c->moe_experts == 0;
+        if (same) {
             m->tied_embeddings = c->tied_embeddings;
             m->position = c->position;
             m->rmsnorm = c->rmsnorm;
             m->bias = c->bias;
             m->dropout = c->dropout;
-            return;
+            if (m->moe_experts > 0) {
+                m->head_dim = c->head_dim;
+                m->moe_shared_experts = c->moe_shared_experts;
+                m->moe_dense_layers = c->moe_dense_layers;
+                m->moe_layer_freq = c->moe_layer_freq;
+                m->q_lora_rank = c->q_lora_rank;
+                m->kv_lora_rank = c->kv_lora_rank;
+                m->qk_rope_head_dim = c->qk_rope_head_dim;
+                m->qk_nope_head_dim = c->qk_nope_head_dim;
+                m->v_head_dim = c->v_head_dim;
+                m->attn_window = c->attn_window;
+                m->attn_window_layers = c->attn_window_layers;
+                m->mtp_layers = c->mtp_layers;
+            }
+            return c;
         }
     }
     if (m->glu) {
@@ -150,6 +181,7 @@ static void infer_flags(const mp_catalog *cat, mp_model *m)
         m->dropout = 1;
         m->tied_embeddings = 1;
     }
+    return NULL;
 }
 
 /* Facts about a source that its rows cannot state, from the source itself. Both papers predate
@@ -158,6 +190,12 @@ static void infer_flags(const mp_catalog *cat, mp_model *m)
 static const struct { const char *group_prefix; int flash; const char *why; } source_facts[] = {
     {"megatron2021", 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
     {"korthikanti2022", 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
+    /* NeMo 24.07 and Megatron-Bridge 25.11 run Megatron-Core with Transformer Engine, whose
+     * default attention backend on Hopper/Blackwell is cuDNN 9 fused attention (TE docs,
+     * NVTE_FUSED_ATTN; NVIDIA blog "Accelerating Transformers with NVIDIA cuDNN 9", 2024):
+     * the FlashAttention-3 class. */
+    {"nemo2407", 2, "Transformer Engine cuDNN fused attention (FA3 class)"},
+    {"mbridge2511", 2, "Transformer Engine cuDNN fused attention (FA3 class)"},
 };
 
 static int push_skip(mp_validation *v, size_t cap, const char *id, const char *reason)
@@ -300,7 +338,7 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
         else
             snprintf(idbuf, sizeof idbuf, "row%zu", rec + 2);
         const char *group = cell[C_GROUP][0] ? cell[C_GROUP] : "(none)";
-        char why[256] = "", assumed[160] = "";
+        char why[256] = "", assumed[256] = "";
 
         /* --- model --- */
         mp_model m;
@@ -332,17 +370,34 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
             m.glu = int_cell(cell[C_GLU], &x) == 1 && x == 1;
             int64_t experts = 0;
             if (int_cell(cell[C_EXPERTS], &experts) == 1 && experts > 0) {
-                snprintf(why, sizeof why, "MoE model (%lld experts): MoE is not modelled yet",
-                         (long long)experts);
-                bad = 1;
+                m.moe_experts = experts;
+                if (int_cell(cell[C_TOPK], &m.moe_topk) != 1 || m.moe_topk < 1) {
+                    snprintf(why, sizeof why, "moe_topk = \"%.40s\": expected a positive integer for an MoE row",
+                             cell[C_TOPK]);
+                    bad = 1;
+                }
+                if (int_cell(cell[C_MOEFFN], &m.moe_ffn_hidden) != 1 || m.moe_ffn_hidden < 1)
+                    m.moe_ffn_hidden = m.ffn_hidden; /* full-width experts (Mixtral) */
             }
         }
         if (!bad) {
-            m.head_dim = m.hidden / m.heads;
             m.vocab_pad_multiple = 1;
-            infer_flags(cat, &m);
+            m.head_dim = 0;
+            const mp_model *from = infer_flags(cat, &m);
+            if (m.moe_experts > 0) {
+                if (from) {
+                    char a[MP_KEY_CAP + 40];
+                    snprintf(a, sizeof a, "arch details of catalog %s", from->key);
+                    append(assumed, sizeof assumed, a);
+                } else {
+                    append(assumed, sizeof assumed, "MoE: all layers MoE, no shared experts");
+                }
+            }
+            int no_head_dim = m.head_dim == 0;
+            if (no_head_dim)
+                m.head_dim = m.hidden / m.heads;
             mp_diag md = {0};
-            if (mp_model_check(&m, &md) != MP_OK || m.hidden % m.heads) {
+            if (mp_model_check(&m, &md) != MP_OK || (no_head_dim && m.hidden % m.heads)) {
                 snprintf(why, sizeof why, "model: %.200s", md.count ? md.text : "hidden not divisible by heads");
                 bad = 1;
             }
@@ -418,8 +473,11 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
                 bad = 1;
             }
             for (size_t k = 0; k < sizeof source_facts / sizeof source_facts[0]; k++)
-                if (!strncmp(group, source_facts[k].group_prefix, strlen(source_facts[k].group_prefix)))
-                    p.flash = source_facts[k].flash;
+                if (!strncmp(group, source_facts[k].group_prefix, strlen(source_facts[k].group_prefix))) {
+                    p.flash = source_facts[k].flash > 0;
+                    if (source_facts[k].flash == 2)
+                        p.attn_kernel = MP_ATTN_FA3;
+                }
             if (!bad) {
                 mp_diag pd = {0};
                 if (mp_plan_resolve(&p, &m, ngpus, &pd) != MP_OK) {
@@ -452,7 +510,29 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
     } while (0)
         if (!bad) {
             const char *basis = cell[C_BASIS];
-            if (num_cell(cell[C_TFLOPS], &meas) == 1 && meas > 0 &&
+            /* A row's TFLOP/s is its tokens/s times its source's FLOPs per token. When it states
+             * both and that FLOPs count differs from ours (another convention: causal attention,
+             * MTP layers, which matrices count), the TFLOP/s would compare conventions, not
+             * predictions: then tokens/s, which needs no convention, is compared. */
+            double tok = 0, tfl = 0;
+            int convention_differs = 0;
+            if (num_cell(cell[C_TOK], &tok) == 1 && tok > 0 && num_cell(cell[C_TFLOPS], &tfl) == 1 &&
+                tfl > 0 && (!strcmp(basis, "model") || !strcmp(basis, "hardware"))) {
+                double ours = (!strcmp(basis, "model") ? est.model_flops_per_step : est.hardware_flops_per_step) /
+                              est.tokens_per_step;
+                double theirs = tfl * 1e12 / tok;
+                convention_differs = fabs(ours / theirs - 1.0) > MP_VALIDATE_FLOPS_CONVENTION_TOL;
+                if (convention_differs) {
+                    char a[96];
+                    snprintf(a, sizeof a, "TFLOP/s convention %.4g vs our %.4g GFLOP/token: tokens/s compared",
+                             theirs / 1e9, ours / 1e9);
+                    append(assumed, sizeof assumed, a);
+                }
+            }
+            if (convention_differs) {
+                push_row(out, idbuf, group, "tokens_per_s_per_gpu", tok, est.tokens_per_s_per_gpu, assumed);
+                have_metric = 1;
+            } else if (num_cell(cell[C_TFLOPS], &meas) == 1 && meas > 0 &&
                 (!strcmp(basis, "model") || !strcmp(basis, "hardware"))) {
                 int hw = !strcmp(basis, "hardware");
                 PUSH(C_TFLOPS, hw ? "hardware_tflops_per_gpu" : "model_tflops_per_gpu",

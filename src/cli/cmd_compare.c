@@ -1,0 +1,205 @@
+/* src/cli/cmd_compare.c — `meshplan compare`: the same model and plan on several clusters, one
+ * row per cluster: step time, tokens/s, MFU, exposed communication by kind, and the tier that
+ * bounds the communication that costs most.
+ *
+ *   meshplan compare --model M --gpus N --plan "..." --cluster C1 --cluster C2 ... [--gpu G]
+ *       [--catalog FILE] [--json|--csv]
+ *
+ * A cluster is a catalog node key, a shipped preset or a description file (docs/cluster.md).
+ * --gpu puts the same GPU in every cluster, so that only the wiring differs.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define MAX_CLUSTERS 16
+
+typedef struct {
+    const char *spec;
+    int ok;
+    mp_cluster c;
+    mp_estimate *e;
+    const char *kind; /* communication kind that costs most, NULL if none */
+    double kind_s;
+    int tier;
+} result;
+
+static void bound(result *r)
+{
+    const mp_estimate *e = r->e;
+    struct { const char *kind; double t; int tier; } k[] = {
+        {"tp", e->time.tp_comm, e->tp_tier}, {"cp", e->time.cp_comm, e->cp_tier},
+        {"ep", e->time.ep_comm, -1}, {"pp", e->time.pp_comm, e->pp_tier},
+        {"dp", e->time.dp_comm_exposed, e->dp_tier},
+    };
+    r->kind = NULL;
+    r->kind_s = 0.0;
+    r->tier = -1;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (k[i].t > r->kind_s) {
+            r->kind = k[i].kind;
+            r->kind_s = k[i].t;
+            r->tier = k[i].tier;
+        }
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    static const char *const opts[] = {"--model", "--gpus", "--plan", "--cluster", "--gpu",
+                                       "--catalog", NULL};
+    static const char *const flags[] = {"--json", "--csv", NULL};
+    cli_args args;
+    int rc = cli_parse(argc, argv, opts, flags, &args);
+    if (rc)
+        return rc;
+    if (args.npositional)
+        return cli_fail("compare: unexpected argument \"%s\"", args.positional[0]);
+    const char *model = cli_opt(&args, "--model"), *plan = cli_opt(&args, "--plan");
+    const char *gpu = cli_opt(&args, "--gpu");
+    int json = cli_flag(&args, "--json"), csv = cli_flag(&args, "--csv");
+    if (json && csv)
+        return cli_fail("compare: --csv and --json exclude each other%s", "");
+    if (!model)
+        return cli_fail("compare: --model is required%s", "");
+    if (!cli_opt(&args, "--gpus"))
+        return cli_fail("compare: --gpus is required%s", "");
+    const char *specs[MAX_CLUSTERS];
+    int nc = cli_opt_all(&args, "--cluster", specs, MAX_CLUSTERS);
+    if (nc < 1)
+        return cli_fail("compare: at least one --cluster is required (a catalog node such as "
+                        "dgx-h100, a shipped cluster, or a file)%s", "");
+    long long ngpus = 0;
+    if ((rc = cli_parse_count("gpus", cli_opt(&args, "--gpus"), 1, 1LL << 24, &ngpus)))
+        return rc;
+
+    mp_catalog *cat = NULL;
+    if ((rc = cli_load_catalog(&args, &cat)))
+        return rc;
+    mp_model m;
+    result res[MAX_CLUSTERS];
+    memset(res, 0, sizeof res);
+    int nres = 0, failed = 0;
+    if ((rc = cli_load_model(cat, model, &m)))
+        goto done;
+    for (int i = 0; i < nc; i++) {
+        result *r = &res[nres++];
+        r->spec = specs[i];
+        if ((rc = cli_load_cluster(cat, specs[i], ngpus, gpu, &r->c))) {
+            failed = rc;
+            continue;
+        }
+        mp_plan p;
+        mp_plan_init_default(&p);
+        mp_diag d = {0};
+        mp_status st = mp_plan_parse(plan, &p, &d);
+        if (st == MP_OK)
+            st = mp_plan_resolve(&p, &m, r->c.num_gpus, &d);
+        if (st != MP_OK) {
+            fprintf(stderr, "meshplan: the plan cannot be formed:\n");
+            cli_print_diag(&d);
+            rc = cli_exit_for(st);
+            goto done;
+        }
+        r->e = malloc(sizeof *r->e);
+        if (!r->e) {
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+        st = mp_estimate_plan(&m, &r->c, &p, NULL, r->e, &d);
+        if (st != MP_OK) {
+            fprintf(stderr, "meshplan: cluster = \"%s\":\n", specs[i]);
+            cli_print_diag(&d);
+            failed = cli_exit_for(st);
+            continue;
+        }
+        r->ok = 1;
+        bound(r);
+    }
+
+    if (json) {
+        json_t *rows = json_array();
+        for (int i = 0; i < nres; i++) {
+            const result *r = &res[i];
+            if (!r->ok) {
+                json_array_append_new(rows, json_pack("{s:s,s:s}", "cluster", r->spec, "error",
+                                                      "cannot be predicted (see stderr)"));
+                continue;
+            }
+            const mp_estimate *e = r->e;
+            json_t *b = json_pack("{s:s?,s:f,s:i,s:s?,s:s?}", "kind", r->kind, "exposed_s",
+                                  r->kind_s, "tier", r->tier, "tier_name",
+                                  r->tier >= 0 ? r->c.tier[r->tier].name : NULL, "link",
+                                  r->tier >= 0 ? r->c.tier[r->tier].link : NULL);
+            json_array_append_new(rows, json_pack(
+                "{s:s,s:s,s:s,s:b,s:f,s:f,s:f,s:f,s:{s:f,s:f,s:f,s:f,s:f},s:f,s:o,s:s}",
+                "cluster", r->spec, "name", r->c.name, "gpu", r->c.gpu.key, "feasible", e->feasible,
+                "step_s", e->step_s, "tokens_per_s", e->tokens_per_s, "mfu", e->mfu,
+                "memory_gib", e->memory.total / 1073741824.0, "exposed_comm_s", "tp",
+                e->time.tp_comm, "cp", e->time.cp_comm, "ep", e->time.ep_comm, "pp",
+                e->time.pp_comm, "dp", e->time.dp_comm_exposed, "pp_bubble_s", e->time.pp_bubble,
+                "bound", b, "bottleneck", e->bottleneck));
+        }
+        json_t *o = json_pack("{s:s,s:s,s:I,s:o}", "model", m.key, "plan", plan ? plan : "",
+                              "gpus", (json_int_t)ngpus, "rows", rows);
+        char *s = o ? json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) : NULL;
+        if (!s) {
+            fprintf(stderr, "meshplan: out of memory writing JSON\n");
+            rc = EXIT_INTERNAL;
+            json_decref(o);
+            goto done;
+        }
+        printf("%s\n", s);
+        free(s);
+        json_decref(o);
+    } else if (csv) {
+        printf("cluster,gpu,feasible,step_s,tokens_per_s,mfu,tp_s,cp_s,ep_s,pp_s,dp_exposed_s,"
+               "pp_bubble_s,bound_kind,bound_tier,bound_link\n");
+        for (int i = 0; i < nres; i++) {
+            const result *r = &res[i];
+            if (!r->ok) {
+                printf("%s,,,,,,,,,,,,,,\n", r->spec);
+                continue;
+            }
+            const mp_estimate *e = r->e;
+            printf("%s,%s,%d,%.6g,%.6g,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%d,%s\n", r->spec,
+                   r->c.gpu.key, e->feasible, e->step_s, e->tokens_per_s, e->mfu, e->time.tp_comm,
+                   e->time.cp_comm, e->time.ep_comm, e->time.pp_comm, e->time.dp_comm_exposed,
+                   e->time.pp_bubble, r->kind ? r->kind : "", r->tier,
+                   r->tier >= 0 ? r->c.tier[r->tier].link : "");
+        }
+    } else {
+        printf("%s on %lld GPUs, plan \"%s\"\n", m.key, ngpus, plan ? plan : "");
+        printf("%-28s %-15s %8s %10s %6s   %-40s %8s  %s\n", "cluster", "gpu", "step s", "tokens/s",
+               "MFU", "exposed comm s: tp / cp / ep / pp / dp", "bubble", "comm bound by");
+        for (int i = 0; i < nres; i++) {
+            const result *r = &res[i];
+            if (!r->ok) {
+                printf("%-28s (cannot be predicted, see above)\n", r->spec);
+                continue;
+            }
+            const mp_estimate *e = r->e;
+            char comm[64], by[160] = "-";
+            snprintf(comm, sizeof comm, "%.3f / %.3f / %.3f / %.3f / %.3f", e->time.tp_comm,
+                     e->time.cp_comm, e->time.ep_comm, e->time.pp_comm, e->time.dp_comm_exposed);
+            if (r->kind && r->tier >= 0)
+                snprintf(by, sizeof by, "%s: tier %d %s (%s)", r->kind, r->tier,
+                         r->c.tier[r->tier].name, r->c.tier[r->tier].link);
+            printf("%-28s %-15s %8.3f %10.0f %5.1f%%   %-40s %8.3f  %s%s\n", r->spec, r->c.gpu.key,
+                   e->step_s, e->tokens_per_s, 100.0 * e->mfu, comm, e->time.pp_bubble, by,
+                   e->feasible ? "" : "  [does not fit in memory]");
+        }
+        printf("bottleneck:\n");
+        for (int i = 0; i < nres; i++)
+            if (res[i].ok)
+                printf("  %-26s %s\n", res[i].spec, res[i].e->bottleneck);
+    }
+    rc = failed;
+done:
+    for (int i = 0; i < nres; i++)
+        free(res[i].e);
+    mp_catalog_destroy(cat);
+    return rc;
+}

@@ -1,0 +1,116 @@
+/* src/cli/cmd_search.c — `meshplan search`: every valid plan for a job, the best ones and why. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* The plan to rank (--rank): the job's gb, seq, precision and flash unless the string says
+ * otherwise, resolved on the first GPU count where its degrees fit. */
+static int rank_plan(const char *text, const mp_model *m, const mp_search_opts *o,
+                     const mp_cluster *clusters, int n, mp_plan *p, int *cluster)
+{
+    mp_diag d = {0};
+    int first_bad = -1;
+    for (int i = 0; i < n; i++) {
+        mp_plan_init_default(p);
+        p->gb = o->pin.gb;
+        p->seq = o->pin.seq;
+        p->precision = o->pin.precision;
+        p->flash = o->pin.flash;
+        mp_diag di = {0};
+        mp_status st = mp_plan_parse(text, p, &di);
+        if (st == MP_OK)
+            st = mp_plan_resolve(p, m, clusters[i].num_gpus, &di);
+        if (st == MP_OK) {
+            *cluster = i;
+            return 0;
+        }
+        if (first_bad < 0) {
+            first_bad = i;
+            d = di;
+        }
+    }
+    fprintf(stderr, "meshplan: --rank \"%s\": the plan cannot be formed:\n", text);
+    cli_print_diag(&d);
+    return EXIT_INPUT;
+}
+
+int cmd_search(int argc, char **argv)
+{
+    static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
+                                       "--catalog", "--gb", "--seq", "--precision", "--fix",
+                                       "--objective", "--tokens", "--price-gpu-hour", "--top",
+                                       "--threads", "--rank", "--orders", NULL};
+    static const char *const flags[] = {"--json", "--csv", "--no-prune", NULL};
+    cli_args a;
+    int rc = cli_parse(argc, argv, opts, flags, &a);
+    if (rc)
+        return rc;
+    if (a.npositional)
+        return cli_fail("search: unexpected argument \"%s\"", a.positional[0]);
+    if (!cli_opt(&a, "--model")) return cli_fail("search: --model is required%s", "");
+    if (!cli_opt(&a, "--gpu")) return cli_fail("search: --gpu is required%s", "");
+    if (!cli_opt(&a, "--gpus")) return cli_fail("search: --gpus is required (N, or A:B to search GPU counts A, 2A, ... B)%s", "");
+    if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
+        return cli_fail("search: --json and --csv exclude each other%s", "");
+    long long counts[MP_SEARCH_MAX_CLUSTERS];
+    int n = 0;
+    if ((rc = cli_parse_gpu_range(cli_opt(&a, "--gpus"), counts, MP_SEARCH_MAX_CLUSTERS, &n)))
+        return rc;
+
+    mp_catalog *cat = NULL;
+    if ((rc = cli_load_catalog(&a, &cat)))
+        return rc;
+    mp_model m;
+    mp_cluster *clusters = calloc((size_t)n, sizeof *clusters);
+    mp_search_opts o;
+    mp_search_result r;
+    memset(&r, 0, sizeof r);
+    mp_plan rp;
+    mp_diag d = {0};
+    if (!clusters) {
+        rc = EXIT_INTERNAL;
+        goto done;
+    }
+    if ((rc = cli_load_model(cat, cli_opt(&a, "--model"), &m)) ||
+        (rc = cli_search_clusters(&a, cat, counts, n, clusters)) ||
+        (rc = cli_search_opts(&a, &m, &o)))
+        goto done;
+    if (cli_opt(&a, "--rank")) {
+        if ((rc = rank_plan(cli_opt(&a, "--rank"), &m, &o, clusters, n, &rp, &o.rank_cluster)))
+            goto done;
+        o.rank_plan = &rp;
+    }
+    cli_progress prog;
+    cli_progress_init(&prog, "searching");
+    o.progress = cli_progress_cb;
+    o.progress_ctx = &prog;
+    mp_status st = mp_search(&m, clusters, n, &o, &r, &d);
+    cli_progress_done(&prog);
+    if (st != MP_OK) {
+        rc = cli_exit_for(st);
+        goto done;
+    }
+    if (cli_flag(&a, "--json")) {
+        char *s = mp_search_report_json(&m, clusters, n, &o, &r);
+        if (!s) {
+            fprintf(stderr, "meshplan: out of memory writing JSON\n");
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+        printf("%s\n", s);
+        free(s);
+    } else if (cli_flag(&a, "--csv")) {
+        mp_search_report_csv(stdout, &o, &r);
+    } else {
+        mp_search_report_text(stdout, &m, clusters, n, &o, &r);
+    }
+    rc = 0;
+done:
+    cli_print_diag(&d);
+    mp_search_result_free(&r);
+    free(clusters);
+    mp_catalog_destroy(cat);
+    return rc;
+}

@@ -1,0 +1,229 @@
+#define _POSIX_C_SOURCE 199309L
+/* src/cli/cmd_trace.c — `meshplan trace`: simulate one training step event by event, write its
+ * Chrome trace (-o FILE, for Perfetto or chrome://tracing) and print the simulated step time and
+ * its parts next to the analytical prediction. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static json_t *time_json(const mp_time *t)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "compute", json_real(t->compute));
+    json_object_set_new(o, "recompute", json_real(t->recompute));
+    json_object_set_new(o, "tp_comm", json_real(t->tp_comm));
+    json_object_set_new(o, "cp_comm", json_real(t->cp_comm));
+    json_object_set_new(o, "ep_comm", json_real(t->ep_comm));
+    json_object_set_new(o, "pp_comm", json_real(t->pp_comm));
+    json_object_set_new(o, "pp_bubble", json_real(t->pp_bubble));
+    json_object_set_new(o, "dp_comm_exposed", json_real(t->dp_comm_exposed));
+    json_object_set_new(o, "optimizer", json_real(t->optimizer));
+    json_object_set_new(o, "dp_comm_total", json_real(t->dp_comm_total));
+    return o;
+}
+
+static void row(const char *what, double sim, double ana)
+{
+    printf("  %-30s %12.4f %12.4f\n", what, sim, ana);
+}
+
+int cmd_trace(int argc, char **argv)
+{
+    static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
+                                       "--plan", "--catalog", "-o", "--output", "--contention",
+                                       "--straggler-rank", "--straggler-compute", "--straggler-link",
+                                       "--max-events", NULL};
+    static const char *const flags[] = {"--json", "--tp-overlap", "--p2p-overlap", "--analytical-rules",
+                                        NULL};
+    cli_args args;
+    int rc = cli_parse(argc, argv, opts, flags, &args);
+    if (rc)
+        return rc;
+    const char *model = cli_opt(&args, "--model"), *gpu = cli_opt(&args, "--gpu");
+    const char *gpus = cli_opt(&args, "--gpus"), *plan = cli_opt(&args, "--plan");
+    const char *outpath = cli_opt(&args, "-o") ? cli_opt(&args, "-o") : cli_opt(&args, "--output");
+    if (args.npositional)
+        return cli_fail("trace: unexpected argument \"%s\"", args.positional[0]);
+    if (!model) return cli_fail("trace: --model is required%s", "");
+    if (!gpu) return cli_fail("trace: --gpu is required%s", "");
+    if (!gpus) return cli_fail("trace: --gpus is required%s", "");
+    if (!plan) return cli_fail("trace: --plan is required%s", "");
+    long long ngpus = 0, gpn = 0;
+    if ((rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &ngpus)))
+        return rc;
+    if (cli_opt(&args, "--gpus-per-node") &&
+        (rc = cli_parse_count("gpus-per-node", cli_opt(&args, "--gpus-per-node"), 1, 1 << 20, &gpn)))
+        return rc;
+    mp_sim_opts so;
+    mp_sim_opts_init(&so);
+    so.tp_overlap = cli_flag(&args, "--tp-overlap");
+    so.p2p_overlap = cli_flag(&args, "--p2p-overlap");
+    so.analytical_rules = cli_flag(&args, "--analytical-rules");
+    if (so.analytical_rules)
+        so.contention_frac = 0.0; /* the estimator's default interference; --contention overrides */
+    const char *v;
+    if ((v = cli_opt(&args, "--contention")) && (rc = cli_parse_real("contention", v, 0.0, 10.0, &so.contention_frac)))
+        return rc;
+    if ((v = cli_opt(&args, "--straggler-compute")) &&
+        (rc = cli_parse_real("straggler-compute", v, 1.0, 1000.0, &so.straggler_compute_factor)))
+        return rc;
+    if ((v = cli_opt(&args, "--straggler-link")) &&
+        (rc = cli_parse_real("straggler-link", v, 1.0, 1000.0, &so.straggler_link_factor)))
+        return rc;
+    long long ll;
+    if ((v = cli_opt(&args, "--straggler-rank"))) {
+        if ((rc = cli_parse_count("straggler-rank", v, 0, ngpus - 1, &ll)))
+            return rc;
+        so.straggler_rank = ll;
+    } else if (so.straggler_compute_factor > 1.0 || so.straggler_link_factor > 1.0) {
+        so.straggler_rank = 0; /* a factor without a rank: rank 0 */
+    }
+    if ((v = cli_opt(&args, "--max-events"))) {
+        if ((rc = cli_parse_count("max-events", v, 1, 1LL << 40, &ll)))
+            return rc;
+        so.max_events = ll;
+    }
+
+    mp_catalog *cat = NULL;
+    if ((rc = cli_load_catalog(&args, &cat)))
+        return rc;
+    mp_model m;
+    mp_cluster cl;
+    mp_plan p;
+    mp_estimate *e = NULL;
+    mp_sim *sim = NULL;
+    mp_diag d = {0};
+    if ((rc = cli_load_model(cat, model, &m)))
+        goto done;
+    mp_status st = mp_cluster_from_catalog(cat, gpu, ngpus, (int)gpn, cli_opt(&args, "--scale-out"), &cl, &d);
+    if (st != MP_OK) {
+        rc = cli_exit_for(st);
+        goto done;
+    }
+    if ((rc = cli_plan_estimate(&m, &cl, plan, ngpus, &p, &e, &d)))
+        goto done;
+    mp_sim_result r;
+    double t0 = now_s();
+    st = mp_sim_run(&m, &cl, &p, e, &so, &sim, &r, &d);
+    double wall = now_s() - t0;
+    if (st != MP_OK) {
+        rc = cli_exit_for(st);
+        goto done;
+    }
+    char pstr[512], title[800];
+    mp_plan_format(&p, pstr, sizeof pstr);
+    snprintf(title, sizeof title, "%s on %lld x %s: %s", m.key, ngpus, cl.gpu.key, pstr);
+    long trace_bytes = -1;
+    if (outpath) {
+        FILE *f = fopen(outpath, "w");
+        if (!f) {
+            fprintf(stderr, "meshplan: -o %s: %s\n", outpath, strerror(errno));
+            rc = EXIT_INPUT;
+            goto done;
+        }
+        st = mp_sim_write_trace(sim, f, title, &d);
+        trace_bytes = ftell(f);
+        if (fclose(f) != 0 && st == MP_OK) {
+            mp_diag_add(&d, "-o %s: %s", outpath, strerror(errno));
+            st = MP_ERR_IO;
+        }
+        if (st != MP_OK) {
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+    }
+    const mp_time *a = &e->time, *s = &r.time;
+    double diff_pct = 100.0 * (r.step_s - e->step_s) / e->step_s;
+    if (cli_flag(&args, "--json")) {
+        json_t *o = json_object();
+        json_t *js = json_object();
+        json_object_set_new(js, "step_s", json_real(r.step_s));
+        json_object_set_new(js, "time_s", time_json(s));
+        json_object_set_new(js, "bubble_frac", json_real(r.bubble_frac));
+        json_object_set_new(js, "critical_stage", json_integer(r.critical_stage));
+        json_object_set_new(js, "tasks", json_integer(r.tasks));
+        json_object_set_new(js, "events", json_integer(r.events));
+        json_object_set_new(js, "wall_s", json_real(wall));
+        json_object_set_new(o, "simulated", js);
+        json_t *ja = json_object();
+        json_object_set_new(ja, "step_s", json_real(e->step_s));
+        json_object_set_new(ja, "time_s", time_json(a));
+        json_object_set_new(o, "analytical", ja);
+        json_object_set_new(o, "difference_pct", json_real(diff_pct));
+        json_t *jo = json_object();
+        json_object_set_new(jo, "contention_frac", json_real(so.contention_frac));
+        json_object_set_new(jo, "analytical_rules", json_boolean(so.analytical_rules));
+        json_object_set_new(jo, "tp_overlap", json_boolean(so.tp_overlap));
+        json_object_set_new(jo, "p2p_overlap", json_boolean(so.p2p_overlap));
+        json_object_set_new(jo, "straggler_rank", json_integer(so.straggler_rank));
+        json_object_set_new(jo, "straggler_stage", json_integer(r.straggler_stage));
+        json_object_set_new(jo, "straggler_compute_factor", json_real(so.straggler_compute_factor));
+        json_object_set_new(jo, "straggler_link_factor", json_real(so.straggler_link_factor));
+        json_object_set_new(o, "options", jo);
+        json_object_set_new(o, "plan", json_string(pstr));
+        json_object_set_new(o, "trace", outpath ? json_string(outpath) : json_null());
+        char *txt = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        json_decref(o);
+        if (!txt) {
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+        printf("%s\n", txt);
+        free(txt);
+    } else {
+        printf("trace    %s\n", title);
+        printf("         %s schedule, %d stages x %lld ranks, %d micro-batches; simulated one rank per "
+               "stage:\n         %lld tasks, %lld events in %.3f s\n",
+               mp_schedule_name(p.schedule), r.nstages, (long long)(p.tp * p.cp * p.dp), e->microbatches,
+               (long long)r.tasks, (long long)r.events, wall);
+        if (outpath)
+            printf("         wrote %s (%.1f MB): open it in https://ui.perfetto.dev or chrome://tracing\n",
+                   outpath, trace_bytes / 1e6);
+        printf("\nstep time parts (s)              %12s %12s\n", "simulated", "analytical");
+        row("compute", s->compute, a->compute);
+        row("recompute", s->recompute, a->recompute);
+        row("TP communication", s->tp_comm, a->tp_comm);
+        row("CP communication", s->cp_comm, a->cp_comm);
+        row("pipeline send/recv", s->pp_comm, a->pp_comm);
+        row("pipeline bubble", s->pp_bubble, a->pp_bubble);
+        row("exposed DP/ZeRO communication", s->dp_comm_exposed, a->dp_comm_exposed);
+        row("optimizer step", s->optimizer, a->optimizer);
+        row("step", r.step_s, e->step_s);
+        row("DP/ZeRO communication, all", s->dp_comm_total, a->dp_comm_total);
+        printf("\nsimulated step %.4f s, analytical %.4f s (%+.1f%%); bubble %.1f%% of the step; "
+               "critical stage %d\n",
+               r.step_s, e->step_s, diff_pct, 100.0 * r.bubble_frac, r.critical_stage);
+        printf("contention: compute x%.3f while communication runs on the GPU%s\n", 1.0 + so.contention_frac,
+               so.contention_frac == MP_SIM_DEFAULT_CONTENTION_FRAC
+                   ? " (default: mean measured slowdown, arXiv:2507.03114)" : "");
+        if (r.straggler_stage >= 0)
+            printf("straggler: rank %lld (stage %d), compute x%.2f, off-node links x%.2f\n",
+                   (long long)so.straggler_rank, r.straggler_stage, so.straggler_compute_factor,
+                   so.straggler_link_factor);
+        if (so.analytical_rules)
+            printf("analytical rules: every stage runs as the slowest; DP reduction may start with the "
+                   "backward pass that completes the gradients\n");
+    }
+    rc = 0;
+done:
+    cli_print_diag(&d);
+    mp_sim_destroy(sim);
+    free(e);
+    mp_catalog_destroy(cat);
+    return rc;
+}

@@ -1,0 +1,915 @@
+/* src/islands/islands.c — predict training across islands joined by WAN links (islands.h).
+ *
+ * Every island runs the plan on its own GPUs: the estimator (estimate.c) gives its step for its
+ * share of the batch. What crosses the WAN depends on the scheme (plan key sync):
+ *   hsdp    every step: the gradients all-reduced across islands (HSDP's replicate group),
+ *           hiding behind the last micro-batch's backward as bucketed DDP does;
+ *   diloco  every H inner steps: the pseudo-gradients (Douillard et al. 2023), blocking or, in
+ *           N fragments overlapped with the next T inner steps, streaming (Douillard et al. 2025);
+ *   fl      the same cadence through an aggregator island (Photon, Sani et al. 2024);
+ *   pp      every step: activations forward and their gradients backward between consecutive
+ *           islands, each holding a block of layers.
+ * Exchanges: ring all-reduce over the best ring of islands, rotating pairwise averaging
+ * (gossip over a round-robin of perfect matchings), or a star through the aggregator. Each WAN
+ * link carries at most min(capacity, uplinks) x efficiency x (1 - load), and, with a TCP window,
+ * flows x window / round trip (the bandwidth-delay product; RFC 7323 Sec. 1, Mathis et al. 1997).
+ * docs/islands.md derives every term. One prediction: one estimator call per island (two with
+ * split=speed), O(k^2) for the exchange, the exact best ring for k <= 9 ((k-1)! orders), a
+ * 2-opt local search beyond. No allocation but one mp_estimate.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "meshplan/islands.h"
+
+void mp_islands_opts_init(mp_islands_opts *o)
+{
+    o->quality_factor = 0.0;
+    o->estimate_opts = NULL;
+}
+
+double mp_wan_rate_Bps(const mp_islands *isl, int a, int b, double flows)
+{
+    if (!isl || a == b || a < 0 || b < 0 || a >= isl->n || b >= isl->n)
+        return 0.0;
+    const mp_wan_link *l = &isl->link[a][b];
+    if (!l->present || !(l->bw_Bps > 0))
+        return 0.0;
+    /* W1: capacity (the pair's links, capped by each island's uplink) x achievable fraction x
+     * what other traffic leaves; a window-limited flow carries window / RTT (RFC 7323 Sec. 1:
+     * "the bandwidth-delay product"), so F parallel flows carry F x window / RTT. */
+    double cap = l->bw_Bps;
+    if (isl->island[a].uplink_Bps > 0 && isl->island[a].uplink_Bps < cap)
+        cap = isl->island[a].uplink_Bps;
+    if (isl->island[b].uplink_Bps > 0 && isl->island[b].uplink_Bps < cap)
+        cap = isl->island[b].uplink_Bps;
+    double r = cap * l->efficiency_frac * (1.0 - l->background_load_frac);
+    if (l->tcp_window_bytes > 0 && l->latency_s > 0) {
+        double f = flows > 1 ? flows : 1.0;
+        double w = f * l->tcp_window_bytes / (2.0 * l->latency_s);
+        if (w < r)
+            r = w;
+    }
+    return r;
+}
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static void add_reason(mp_islands_estimate *e, const char *fmt, ...)
+{
+    if (e->nreasons >= 4)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->reasons[e->nreasons++], sizeof e->reasons[0], fmt, ap);
+    va_end(ap);
+}
+
+/* Achievable element-wise HBM rate of a GPU, as the estimator's memory-bound kernels use it
+ * (estimate.c gpu_rates: measured, else 0.865 of the peak; times the sustained fraction). */
+static double elem_rate_Bps(const mp_gpu *g, const mp_estimate_opts *o)
+{
+    double bw = g->measured_mem_bw_Bps > 0 ? g->measured_mem_bw_Bps : g->mem_bw_Bps * 0.865;
+    return bw * (o ? o->memory_bound_sustained_frac : 0.6);
+}
+
+/* One island's plan: the base plan with its batch, resolved for its GPU count. */
+static mp_status island_plan(const mp_plan *base, const mp_model *m, const mp_island *x, int64_t gb,
+                             mp_plan *out, mp_diag *diag)
+{
+    *out = *base;
+    out->gb = gb;
+    mp_diag d = {0};
+    mp_status st = mp_plan_resolve(out, m, x->cluster.num_gpus, &d);
+    if (st != MP_OK)
+        mp_diag_add(diag, "island %s (%lld x %s): the plan cannot be formed: %s", x->name,
+                    (long long)x->cluster.num_gpus, x->cluster.gpu.key, d.text);
+    return st;
+}
+
+/* What one island's estimate contributes. */
+typedef struct {
+    double step_s, compute_s, bwd_window_s, mem, cap, model_flops, hw_flops, peak_flops;
+    double head_s;   /* LM head fwd+bwd of all its micro-batches (pp: taken off non-last islands) */
+    double layer_s;  /* pp: one layer's share of the step, for the layer split */
+    int64_t gran;    /* mb x dp: its batch must be a multiple */
+    int feasible;
+    char reason[256];
+} island_run;
+
+static mp_status run_island(const mp_model *m, const mp_island *x, const mp_plan *base, int64_t gb,
+                            const mp_estimate_opts *eo, mp_estimate *e, island_run *r, mp_diag *diag)
+{
+    mp_plan p;
+    mp_status st = island_plan(base, m, x, gb, &p, diag);
+    if (st != MP_OK)
+        return st;
+    mp_diag d = {0};
+    st = mp_estimate_plan(m, &x->cluster, &p, eo, e, &d);
+    if (st != MP_OK) {
+        mp_diag_add(diag, "island %s: %s", x->name, d.text);
+        return st;
+    }
+    const double sf = x->straggler_factor >= 1.0 ? x->straggler_factor : 1.0;
+    const double M = (double)e->microbatches;
+    memset(r, 0, sizeof *r);
+    r->step_s = e->step_s * sf;
+    r->compute_s = (e->time.compute + e->time.recompute) * sf;
+    /* Backward of the last micro-batch: backward is 2/3 of the forward+backward FLOPs
+     * (Narayanan et al. 2021 Sec. 5.1) plus the recomputation, which runs in backward. */
+    r->bwd_window_s = M > 0 ? (2.0 / 3.0 * e->time.compute + e->time.recompute) / M * sf : 0.0;
+    r->mem = e->memory.total;
+    r->cap = e->memory.capacity;
+    r->model_flops = e->model_flops_per_step;
+    r->hw_flops = e->hardware_flops_per_step;
+    r->peak_flops = e->peak_flops_per_s * (double)x->cluster.num_gpus;
+    r->head_s = M * (e->parts.head_fwd_s + e->parts.head_bwd_s) * sf;
+    r->layer_s = m->layers > 0 ? fmax(0.0, r->step_s - r->head_s - e->time.optimizer * sf) / (double)m->layers : 0.0;
+    r->gran = p.mb * p.dp;
+    r->feasible = e->feasible;
+    if (!e->feasible)
+        snprintf(r->reason, sizeof r->reason, "%s", e->nreasons ? e->reasons[0] : "does not fit");
+    return MP_OK;
+}
+
+/* ---- exchanges ---------------------------------------------------------------------------- */
+
+typedef struct {
+    int k;
+    double rate[MP_MAX_ISLANDS][MP_MAX_ISLANDS]; /* achievable B/s per direction, 0 = none */
+    double lat[MP_MAX_ISLANDS][MP_MAX_ISLANDS];  /* one-way latency */
+} wan;
+
+/* One ring step moving c bytes over every edge of the ring: the slowest edge's time. */
+static double ring_step(const wan *w, const int *ord, double c, double *sum)
+{
+    double worst = 0.0, s = 0.0;
+    for (int j = 0; j < w->k; j++) {
+        int a = ord[j], b = ord[(j + 1) % w->k];
+        double t = w->rate[a][b] > 0 ? c / w->rate[a][b] + w->lat[a][b] : INFINITY;
+        s += t;
+        if (t > worst)
+            worst = t;
+    }
+    if (sum)
+        *sum = s;
+    return worst;
+}
+
+static int ring_better(double t, double s, double bt, double bs)
+{
+    return t < bt * (1.0 - 1e-12) || (t <= bt * (1.0 + 1e-12) && s < bs * (1.0 - 1e-12));
+}
+
+/* Heap's algorithm over ord[1..k-1] (ord[0] fixed: rotations are the same ring). */
+static void ring_exact(const wan *w, double c, int *best)
+{
+    int a[MP_MAX_ISLANDS], cnt[MP_MAX_ISLANDS] = {0};
+    const int k = w->k;
+    for (int i = 0; i < k; i++)
+        a[i] = i;
+    double bs, bt = ring_step(w, a, c, &bs);
+    memcpy(best, a, sizeof(int) * (size_t)k);
+    int i = 1;
+    while (i < k - 1) {
+        if (cnt[i] < i) {
+            int j = (i % 2 == 0) ? 0 : cnt[i];
+            int t = a[1 + j];
+            a[1 + j] = a[1 + i];
+            a[1 + i] = t;
+            double s, tt = ring_step(w, a, c, &s);
+            if (ring_better(tt, s, bt, bs)) {
+                bt = tt;
+                bs = s;
+                memcpy(best, a, sizeof(int) * (size_t)k);
+            }
+            cnt[i]++;
+            i = 1;
+        } else {
+            cnt[i] = 0;
+            i++;
+        }
+    }
+}
+
+/* Greedy rings (from every start, the fastest next edge) improved by 2-opt on (slowest edge,
+ * sum of edge times): a heuristic for k > 9, where the bottleneck travelling-salesman problem
+ * is too large to enumerate. */
+static void ring_search(const wan *w, double c, int *best)
+{
+    const int k = w->k;
+    double bt = INFINITY, bs = INFINITY;
+    for (int s0 = 0; s0 < k; s0++) {
+        int ord[MP_MAX_ISLANDS], used[MP_MAX_ISLANDS] = {0};
+        ord[0] = s0;
+        used[s0] = 1;
+        for (int j = 1; j < k; j++) {
+            int prev = ord[j - 1], pick = -1;
+            double pt = INFINITY;
+            for (int b = 0; b < k; b++) {
+                if (used[b])
+                    continue;
+                double t = w->rate[prev][b] > 0 ? c / w->rate[prev][b] + w->lat[prev][b] : INFINITY;
+                if (pick < 0 || t < pt) {
+                    pick = b;
+                    pt = t;
+                }
+            }
+            ord[j] = pick;
+            used[pick] = 1;
+        }
+        double s, t = ring_step(w, ord, c, &s);
+        for (int improved = 1, guard = 0; improved && guard < 64; guard++) {
+            improved = 0;
+            for (int i = 1; i < k - 1; i++)
+                for (int j = i + 1; j < k; j++) {
+                    int cand[MP_MAX_ISLANDS];
+                    memcpy(cand, ord, sizeof(int) * (size_t)k);
+                    for (int lo = i, hi = j; lo < hi; lo++, hi--) {
+                        int x = cand[lo];
+                        cand[lo] = cand[hi];
+                        cand[hi] = x;
+                    }
+                    double s2, t2 = ring_step(w, cand, c, &s2);
+                    if (ring_better(t2, s2, t, s)) {
+                        memcpy(ord, cand, sizeof(int) * (size_t)k);
+                        t = t2;
+                        s = s2;
+                        improved = 1;
+                    }
+                }
+        }
+        if (ring_better(t, s, bt, bs)) {
+            bt = t;
+            bs = s;
+            memcpy(best, ord, sizeof(int) * (size_t)k);
+        }
+    }
+}
+
+/* Round r (0-based) of the round-robin 1-factorisation of k islands (circle method; with k odd
+ * a bye): partner[i] = the island i exchanges with, -1 for the bye. Rounds: k-1 (k even), k (odd). */
+static void round_robin(int k, int r, int *partner)
+{
+    int m = k % 2 ? k + 1 : k; /* with a dummy for odd k */
+    int pos[MP_MAX_ISLANDS + 1];
+    pos[0] = 0;
+    for (int i = 1; i < m; i++)
+        pos[i] = 1 + (i - 1 + r) % (m - 1);
+    for (int i = 0; i < k; i++)
+        partner[i] = -1;
+    for (int i = 0; i < m / 2; i++) {
+        int a = pos[i], b = pos[m - 1 - i];
+        if (a < k && b < k) {
+            partner[a] = b;
+            partner[b] = a;
+        }
+    }
+}
+
+/* Add bytes a sends to b and b sends to a, and the busy time, to the pair's flow record; each
+ * sender pays its egress. */
+static void flow_add(mp_islands_estimate *e, const wan *w, int a, int b, double ab, double ba,
+                     double busy_s, const mp_islands *isl)
+{
+    const double usd = isl->link[a][b].usd_per_GB / 1e9;
+    e->island[a].wan_out_bytes += ab;
+    e->island[b].wan_out_bytes += ba;
+    e->island[a].egress_usd += ab * usd;
+    e->island[b].egress_usd += ba * usd;
+    const double bytes = ab + ba;
+    if (a > b) {
+        int t = a;
+        a = b;
+        b = t;
+    }
+    int f = -1;
+    for (int i = 0; i < e->nflows; i++)
+        if (e->flow[i].a == a && e->flow[i].b == b)
+            f = i;
+    if (f < 0) {
+        if (e->nflows >= MP_MAX_WAN_FLOWS)
+            return;
+        f = e->nflows++;
+        memset(&e->flow[f], 0, sizeof e->flow[f]);
+        e->flow[f].a = a;
+        e->flow[f].b = b;
+        e->flow[f].rate_Bps = w->rate[a][b];
+    }
+    e->flow[f].bytes += bytes;
+    e->flow[f].busy_s += busy_s;
+    e->flow[f].usd += bytes * usd;
+}
+
+/* ---- quality defaults --------------------------------------------------------------------- */
+
+/* Tokens-to-quality factor defaults: tokens a scheme needs to reach a loss / tokens synchronous
+ * data parallelism needs. Only what was published; 1.0 with published = 0 otherwise. */
+static void quality_default(mp_sync s, mp_exchange x, mp_compress c, double *f, int *published,
+                            char *src, size_t cap)
+{
+    *f = 1.0;
+    *published = 1;
+    if (x == MP_EXCH_ROTATE) {
+        *published = 0;
+        snprintf(src, cap, "no published figure for rotating pairwise averaging at this scale: 1.0 "
+                           "assumed, state yours (--quality-factor); gossip averaging is known to need "
+                           "more steps (Koloskova et al. 2020)");
+        return;
+    }
+    if (c == MP_COMPRESS_TOPK) {
+        *published = 0;
+        snprintf(src, cap, "no published figure for top-k pseudo-gradients/gradients at this scale: "
+                           "1.0 assumed, state yours (--quality-factor)");
+        return;
+    }
+    switch (s) {
+    case MP_SYNC_DILOCO:
+        snprintf(src, cap, "1.0: DiLoCo matched fully synchronous training at the same tokens "
+                           "(Douillard et al. 2023, arXiv 2311.08105: 8 workers, H = 500); DiLoCo "
+                           "scaling laws (Charles et al. 2025, arXiv 2503.09799): the gap shrinks "
+                           "with model size; int8 pseudo-gradients without loss (INTELLECT-1, "
+                           "arXiv 2412.01152)");
+        break;
+    case MP_SYNC_FL:
+        snprintf(src, cap, "1.0: federated pre-training matched centralised perplexity at the same "
+                           "tokens (Photon, Sani et al. 2024, arXiv 2411.02908)");
+        break;
+    default:
+        snprintf(src, cap, "1.0: the same optimization as synchronous data parallelism in one "
+                           "cluster (the gradients are summed exactly)");
+        break;
+    }
+}
+
+/* ---- the prediction ----------------------------------------------------------------------- */
+
+mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_plan *p,
+                             const mp_islands_opts *opts, mp_islands_estimate *out, mp_diag *diag)
+{
+    mp_islands_opts dopt;
+    if (!opts) {
+        mp_islands_opts_init(&dopt);
+        opts = &dopt;
+    }
+    mp_estimate_opts eod;
+    mp_estimate_opts_init(&eod);
+    const mp_estimate_opts *eo = opts->estimate_opts ? opts->estimate_opts : &eod;
+    /* Clear everything but the flow records (written as they are used). */
+    memset(out, 0, offsetof(mp_islands_estimate, flow));
+    memset((char *)out + offsetof(mp_islands_estimate, flow) + sizeof out->flow, 0,
+           sizeof *out - offsetof(mp_islands_estimate, flow) - sizeof out->flow);
+    out->bottleneck_flow = -1;
+    if (!isl || isl->n < 1 || isl->n > MP_MAX_ISLANDS) {
+        mp_diag_add(diag, "islands: expected 1 to %d islands", MP_MAX_ISLANDS);
+        return MP_ERR_INPUT;
+    }
+    const int k = isl->n;
+    const mp_xsync *xs = &p->xsync;
+
+    /* Resolve the scheme and check the keys against it. */
+    mp_sync sync = xs->sync == MP_SYNC_NONE ? MP_SYNC_HSDP : xs->sync;
+    int bad = 0;
+#define BAD(...) do { mp_diag_add(diag, __VA_ARGS__); bad++; } while (0)
+    const int local = sync == MP_SYNC_DILOCO || sync == MP_SYNC_FL;
+    if (xs->inner_steps && !local)
+        BAD("plan.inner_steps = %lld: only with sync=diloco or sync=fl (got sync=%s)",
+            (long long)xs->inner_steps, mp_sync_name(sync));
+    if (xs->fragments > 1 && sync != MP_SYNC_DILOCO)
+        BAD("plan.fragments = %lld: only with sync=diloco (streaming DiLoCo)", (long long)xs->fragments);
+    if (xs->overlap_steps && !local)
+        BAD("plan.overlap = %lld: only with sync=diloco or sync=fl", (long long)xs->overlap_steps);
+    if (xs->exchange == MP_EXCH_ROTATE && !local)
+        BAD("plan.exchange = rotate: pairwise averaging leaves replicas apart; only with sync=diloco "
+            "or sync=fl");
+    if (sync == MP_SYNC_PP && xs->exchange != MP_EXCH_DEFAULT)
+        BAD("plan.exchange = %s: sync=pp sends activations between consecutive islands; no exchange",
+            mp_exchange_name(xs->exchange));
+    if (sync == MP_SYNC_PP && xs->compress != MP_COMPRESS_NONE)
+        BAD("plan.compress = %s: compression applies to gradients and pseudo-gradients (hsdp, diloco, "
+            "fl), not to sync=pp activations", mp_compress_name(xs->compress));
+    if (sync == MP_SYNC_PP && xs->split != MP_SPLIT_SPEED)
+        BAD("plan.split: sync=pp splits layers, not the batch (every island sees the whole batch)");
+    const int64_t H = local ? (xs->inner_steps ? xs->inner_steps : 100) : 1;
+    const int64_t N = xs->fragments > 1 ? xs->fragments : 1;
+    const int64_t tau = xs->overlap_steps;
+    if (local && tau * N > H)
+        BAD("plan: overlap * fragments = %lld * %lld = %lld: expected at most inner_steps (%lld)",
+            (long long)tau, (long long)N, (long long)(tau * N), (long long)H);
+    if (xs->split == MP_SPLIT_WEIGHTS && xs->nweights != k)
+        BAD("plan.split: %d weights for %d islands: give one per island, in island order",
+            xs->nweights, k);
+    if (p->gb <= 0)
+        BAD("plan.gb: the global batch (sequences per step, all islands) is required across islands");
+    if (bad)
+        return MP_ERR_INPUT;
+#undef BAD
+    mp_exchange xch = xs->exchange != MP_EXCH_DEFAULT ? xs->exchange
+                    : sync == MP_SYNC_FL ? MP_EXCH_STAR : MP_EXCH_RING;
+    if (k == 1)
+        xch = MP_EXCH_DEFAULT;
+    out->sync = sync;
+    out->exchange = sync == MP_SYNC_PP ? MP_EXCH_DEFAULT : xch;
+    out->compress = xs->compress;
+    out->inner_steps = H;
+    out->fragments = N;
+    out->overlap_steps = tau;
+    out->nislands = k;
+    out->steps_per_period = H;
+
+    mp_estimate *est = malloc(sizeof *est);
+    if (!est) {
+        mp_diag_add(diag, "islands: out of memory");
+        return MP_ERR_NOMEM;
+    }
+    mp_status st = MP_OK;
+    island_run run[MP_MAX_ISLANDS];
+    int64_t batch[MP_MAX_ISLANDS], layers[MP_MAX_ISLANDS];
+    int64_t Ntot = 0;
+    for (int i = 0; i < k; i++)
+        Ntot += isl->island[i].cluster.num_gpus;
+    mp_param_count pc;
+    mp_model_params(m, p->tp > 0 ? (int)p->tp : 1, &pc);
+    mp_flops fl;
+    const int64_t seq = p->seq > 0 ? p->seq : m->seq_len;
+    mp_model_flops(m, seq, &fl);
+    const double P = (double)pc.total;
+
+    /* ---- the batch (or, with pp, the layers) per island ---- */
+    if (sync != MP_SYNC_PP) {
+        int64_t gran[MP_MAX_ISLANDS];
+        double w[MP_MAX_ISLANDS];
+        for (int i = 0; i < k; i++) {
+            mp_plan q;
+            if ((st = island_plan(p, m, &isl->island[i], 0, &q, diag)) != MP_OK)
+                goto done;
+            gran[i] = q.mb * q.dp;
+        }
+        for (int i = 0; i < k; i++) {
+            if (xs->split == MP_SPLIT_WEIGHTS) {
+                w[i] = xs->weights[i];
+            } else if (xs->split == MP_SPLIT_GPUS || k == 1) {
+                w[i] = (double)isl->island[i].cluster.num_gpus;
+            } else {
+                /* speed: sequences per second at a share proportional to its GPUs */
+                int64_t ref = (int64_t)llround((double)p->gb * (double)isl->island[i].cluster.num_gpus / (double)Ntot);
+                ref = ref / gran[i] * gran[i];
+                if (ref < gran[i])
+                    ref = gran[i];
+                if ((st = run_island(m, &isl->island[i], p, ref, eo, est, &run[i], diag)) != MP_OK)
+                    goto done;
+                w[i] = (double)ref / run[i].step_s;
+            }
+        }
+        double wsum = 0.0;
+        int64_t used = 0;
+        for (int i = 0; i < k; i++)
+            wsum += w[i];
+        for (int i = 0; i < k; i++) {
+            double x = (double)p->gb * w[i] / wsum;
+            int64_t u = (int64_t)floor(x / (double)gran[i] + 1e-9);
+            batch[i] = (u < 1 ? 1 : u) * gran[i];
+            used += batch[i];
+        }
+        if (used > p->gb) {
+            mp_diag_add(diag, "plan.gb = %lld: too small to split across %d islands: each needs a "
+                        "multiple of mb x its dp sequences (together at least %lld)",
+                        (long long)p->gb, k, (long long)used);
+            st = MP_ERR_INPUT;
+            goto done;
+        }
+        /* Hand out the rest in whole units, each to the island furthest below its share (speed:
+         * whose step would stay shortest), while any unit fits; the global batch is then gb or
+         * just below it (reported). */
+        for (int guard = 0; guard < 1 << 20; guard++) {
+            int pick = -1;
+            double best = INFINITY;
+            for (int i = 0; i < k; i++) {
+                if (used + gran[i] > p->gb)
+                    continue;
+                double score = (double)(batch[i] + gran[i]) / w[i]; /* its time (speed) or load */
+                if (score < best) {
+                    best = score;
+                    pick = i;
+                }
+            }
+            if (pick < 0)
+                break;
+            batch[pick] += gran[pick];
+            used += gran[pick];
+        }
+        for (int i = 0; i < k; i++) {
+            layers[i] = m->layers;
+            if ((st = run_island(m, &isl->island[i], p, batch[i], eo, est, &run[i], diag)) != MP_OK)
+                goto done;
+        }
+        out->global_batch_seqs = used;
+    } else {
+        if (k > m->layers) {
+            mp_diag_add(diag, "sync=pp: %d islands for %lld layers: expected at most one island per layer",
+                        k, (long long)m->layers);
+            st = MP_ERR_INPUT;
+            goto done;
+        }
+        island_run full[MP_MAX_ISLANDS];
+        for (int i = 0; i < k; i++)
+            if ((st = run_island(m, &isl->island[i], p, p->gb, eo, est, &full[i], diag)) != MP_OK)
+                goto done;
+        /* Layers: one each, then every further layer to the island whose stage would finish
+         * first (list scheduling of identical jobs on machines of different speeds is optimal
+         * for the makespan); the last island also runs the LM head. */
+        double load[MP_MAX_ISLANDS];
+        for (int i = 0; i < k; i++) {
+            layers[i] = 1;
+            load[i] = full[i].layer_s + (i == k - 1 ? full[i].head_s : 0.0);
+        }
+        for (int64_t l = k; l < m->layers; l++) {
+            int pick = 0;
+            for (int i = 1; i < k; i++)
+                if (load[i] + full[i].layer_s < load[pick] + full[pick].layer_s)
+                    pick = i;
+            layers[pick]++;
+            load[pick] += full[pick].layer_s;
+        }
+        for (int i = 0; i < k; i++) {
+            mp_model sub = *m;
+            sub.layers = layers[i];
+            if ((st = run_island(&sub, &isl->island[i], p, p->gb, eo, est, &run[i], diag)) != MP_OK)
+                goto done;
+            if (i != k - 1) {
+                /* Not the last island: no LM head compute; its logits are not stored. The head's
+                 * weights stay counted (conservative). */
+                run[i].step_s -= run[i].head_s;
+                run[i].compute_s -= run[i].head_s;
+                run[i].mem -= est->memory.logits;
+                run[i].feasible = run[i].mem <= run[i].cap;
+                if (run[i].feasible)
+                    run[i].reason[0] = '\0';
+            }
+            batch[i] = p->gb;
+        }
+        out->global_batch_seqs = p->gb;
+    }
+
+    /* ---- WAN rates ---- */
+    static const wan zero_wan;
+    wan *w = malloc(sizeof *w);
+    if (!w) {
+        st = MP_ERR_NOMEM;
+        goto done;
+    }
+    *w = zero_wan;
+    w->k = k;
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b < k; b++) {
+            if (a == b)
+                continue;
+            int64_t na = isl->island[a].cluster.num_gpus, nb = isl->island[b].cluster.num_gpus;
+            double flows = (double)(na < nb ? na : nb) * isl->link[a][b].flows_per_gpu;
+            if (sync == MP_SYNC_PP) { /* the ranks of the boundary stages */
+                int64_t pa = p->pp > 0 ? p->pp : 1;
+                flows = (double)((na < nb ? na : nb) / pa) * isl->link[a][b].flows_per_gpu;
+            }
+            w->rate[a][b] = mp_wan_rate_Bps(isl, a, b, flows);
+            w->lat[a][b] = isl->link[a][b].latency_s;
+        }
+
+    /* ---- per island times and the period ---- */
+    const double tok_seq = (double)seq;
+    double slow = 0.0;
+    int slowest = 0;
+    for (int i = 0; i < k; i++)
+        if (run[i].step_s > slow) {
+            slow = run[i].step_s;
+            slowest = i;
+        }
+    double sync_s = 0.0, sync_exposed = 0.0, sync_hidden = 0.0, compress_s = 0.0, period = 0.0;
+    const double b = mp_compress_bytes_per_value(xs->compress);
+    const int topk = xs->compress == MP_COMPRESS_TOPK;
+    const double F = topk ? xs->topk_frac : 1.0;
+
+    if (sync == MP_SYNC_PP) {
+        /* Activations of every sequence cross each boundary forward, their gradients backward:
+         * s x h 16-bit values per sequence each way (docs/islands.md eq. P1). */
+        double per_dir = (double)p->gb * tok_seq * (double)m->hidden * 2.0;
+        int64_t Mx = INT64_MAX;
+        for (int i = 0; i < k; i++) {
+            int64_t Mi = run[i].gran > 0 ? p->gb / run[i].gran : 1; /* micro-batches per DP rank */
+            if (Mi < Mx)
+                Mx = Mi;
+        }
+        if (Mx < 1)
+            Mx = 1;
+        double twan = 0.0, fill = 0.0;
+        for (int i = 0; i + 1 < k; i++) {
+            double r = w->rate[i][i + 1];
+            if (!(r > 0)) {
+                mp_diag_add(diag, "sync=pp: islands %s and %s are consecutive stages but no WAN link joins them",
+                            isl->island[i].name, isl->island[i + 1].name);
+                st = MP_ERR_INPUT;
+                free(w);
+                goto done;
+            }
+            double t = per_dir / r + w->lat[i][i + 1];
+            if (t > twan) {
+                twan = t;
+            }
+            fill += 2.0 * (per_dir / (double)Mx / r + w->lat[i][i + 1]);
+            flow_add(out, w, i, i + 1, per_dir, per_dir, t, isl);
+        }
+        /* P2: the slowest stage or the slowest boundary paces the steady state; filling and
+         * draining the pipeline of islands costs (k-1) micro-batch groups of the slowest stage
+         * plus one micro-batch's transfer over every boundary each way. */
+        double steady = slow > twan ? slow : twan;
+        double bubble = (double)(k - 1) * slow / (double)Mx + fill;
+        period = steady + bubble;
+        sync_s = twan;
+        sync_hidden = fmin(twan, slow);
+        sync_exposed = fmax(0.0, twan - slow) + fill;
+        for (int i = 0; i < k; i++) {
+            out->island[i].train_s = run[i].step_s;
+            out->island[i].sync_exposed_s = sync_exposed;
+            out->island[i].wait_s = fmax(0.0, period - run[i].step_s - sync_exposed);
+        }
+    } else {
+        /* Bytes each island contributes to one synchronization: every parameter's gradient
+         * (hsdp) or pseudo-gradient (diloco, fl) in the wire format (S1). */
+        const double S = P * b * (topk ? F : 1.0);
+        if (k > 1) {
+            /* Compression compute per GPU (S3), memory-bound on the slowest island's GPUs. */
+            double cbytes_elem = 0.0;
+            if (topk)
+                cbytes_elem = 28.0 + (double)(k - 1) * F * 16.0;
+            else if (xs->compress != MP_COMPRESS_NONE)
+                cbytes_elem = xch == MP_EXCH_RING ? 2.0 * (double)(k - 1) / (double)k * 2.0 * (4.0 + b)
+                                                  : 2.0 * (4.0 + b);
+            for (int i = 0; i < k; i++) {
+                const mp_cluster *c = &isl->island[i].cluster;
+                double t = P / (double)c->num_gpus * cbytes_elem / elem_rate_Bps(&c->gpu, eo);
+                if (xch == MP_EXCH_STAR && isl->island[i].aggregator && !topk && xs->compress != MP_COMPRESS_NONE)
+                    t += P / (double)c->num_gpus * (double)(k - 1) * (b + 4.0) / elem_rate_Bps(&c->gpu, eo);
+                if (t > compress_s)
+                    compress_s = t;
+            }
+            /* One fragment's exchange (S2): fragments split the bytes, each pays the latencies. */
+            const double Sf = S / (double)N;
+            double tx = 0.0;
+            if (xch == MP_EXCH_RING) {
+                int ord[MP_MAX_ISLANDS];
+                double chunk = topk ? Sf : Sf / (double)k;
+                if (k <= 9)
+                    ring_exact(w, chunk, ord);
+                else
+                    ring_search(w, chunk, ord);
+                /* Dense: reduce-scatter + all-gather, 2(k-1) steps of S/k (Patarasuk & Yuan 2009);
+                 * top-k: an all-gather of the sparse sets, k-1 steps of S (they do not sum in
+                 * place; Shi et al. 2019). Every step is paced by the ring's slowest edge. */
+                double steps = topk ? (double)(k - 1) : 2.0 * (double)(k - 1);
+                double stept = ring_step(w, ord, chunk, NULL);
+                if (!isfinite(stept)) {
+                    mp_diag_add(diag, "exchange=ring: no ring joins all %d islands over existing WAN links", k);
+                    st = MP_ERR_INPUT;
+                    free(w);
+                    goto done;
+                }
+                tx = steps * stept;
+                for (int j = 0; j < k; j++) {
+                    int a = ord[j], c2 = ord[(j + 1) % k];
+                    double et = chunk / w->rate[a][c2] + w->lat[a][c2];
+                    flow_add(out, w, a, c2, (double)N * steps * chunk, 0.0, (double)N * steps * et, isl);
+                }
+            } else if (xch == MP_EXCH_ROTATE) {
+                /* R1: one round of pairwise averaging per synchronization, the partners rotating
+                 * over the round-robin; the mean round is the synchronization's time. */
+                int rounds = k % 2 ? k : k - 1;
+                double sum = 0.0, mn = INFINITY, mx = 0.0;
+                for (int r = 0; r < rounds; r++) {
+                    int partner[MP_MAX_ISLANDS];
+                    round_robin(k, r, partner);
+                    double rt = 0.0;
+                    for (int a = 0; a < k; a++) {
+                        int c2 = partner[a];
+                        if (c2 <= a)
+                            continue;
+                        if (!(w->rate[a][c2] > 0)) {
+                            mp_diag_add(diag, "exchange=rotate: islands %s and %s are paired but no WAN link joins them",
+                                        isl->island[a].name, isl->island[c2].name);
+                            st = MP_ERR_INPUT;
+                            free(w);
+                            goto done;
+                        }
+                        double t = Sf / w->rate[a][c2] + w->lat[a][c2];
+                        if (t > rt)
+                            rt = t;
+                        flow_add(out, w, a, c2, (double)N * Sf / rounds, (double)N * Sf / rounds,
+                                 (double)N * t / rounds, isl);
+                    }
+                    sum += rt;
+                    if (rt < mn)
+                        mn = rt;
+                    if (rt > mx)
+                        mx = rt;
+                }
+                tx = sum / rounds;
+                out->rotate_min_s = (double)N * mn;
+                out->rotate_max_s = (double)N * mx;
+            } else {
+                /* X1: star through the aggregator: every island uploads S, the aggregator sums and
+                 * sends the aggregate back; its uplink is shared by all the others. */
+                int ag = 0;
+                for (int i = 0; i < k; i++)
+                    if (isl->island[i].aggregator) {
+                        ag = i;
+                        break;
+                    }
+                double down = topk ? fmin((double)(k - 1) * Sf, P * 4.0 / (double)N) : Sf;
+                double up_t = 0.0, dn_t = 0.0, agg_cap = isl->island[ag].uplink_Bps;
+                for (int i = 0; i < k; i++) {
+                    if (i == ag)
+                        continue;
+                    if (!(w->rate[i][ag] > 0)) {
+                        mp_diag_add(diag, "exchange=star: no WAN link joins island %s to the aggregator %s",
+                                    isl->island[i].name, isl->island[ag].name);
+                        st = MP_ERR_INPUT;
+                        free(w);
+                        goto done;
+                    }
+                    double tu = Sf / w->rate[i][ag] + w->lat[i][ag];
+                    double td = down / w->rate[i][ag] + w->lat[i][ag];
+                    up_t = fmax(up_t, tu);
+                    dn_t = fmax(dn_t, td);
+                    flow_add(out, w, i, ag, (double)N * Sf, (double)N * down, (double)N * (tu + td), isl);
+                }
+                if (agg_cap > 0) {
+                    const mp_wan_link *l0 = &isl->link[ag][ag == 0 ? 1 : 0];
+                    double capr = agg_cap * l0->efficiency_frac * (1.0 - l0->background_load_frac);
+                    up_t = fmax(up_t, (double)(k - 1) * Sf / capr);
+                    dn_t = fmax(dn_t, (double)(k - 1) * down / capr);
+                }
+                tx = up_t + dn_t;
+            }
+            sync_s = (double)N * tx + compress_s;
+        }
+        /* The period and what of the synchronization hides (S4). */
+        if (sync == MP_SYNC_HSDP) {
+            double window = run[slowest].bwd_window_s * eo->grad_reduce_overlap_frac;
+            sync_hidden = fmin(sync_s, window);
+            sync_exposed = sync_s - sync_hidden;
+            period = slow + sync_exposed;
+        } else {
+            double window = (double)N * (double)tau * slow;
+            sync_hidden = fmin(sync_s, window);
+            sync_exposed = sync_s - sync_hidden;
+            period = (double)H * slow + sync_exposed;
+        }
+        for (int i = 0; i < k; i++) {
+            out->island[i].train_s = (double)H * run[i].step_s;
+            out->island[i].sync_exposed_s = sync_exposed;
+            out->island[i].wait_s = (double)H * (slow - run[i].step_s);
+        }
+    }
+    free(w);
+
+    /* ---- totals ---- */
+    out->period_s = period;
+    out->step_s = period / (double)H;
+    out->sync_s = sync_s;
+    out->sync_compress_s = compress_s;
+    out->sync_hidden_s = sync_hidden;
+    out->sync_exposed_s = sync_exposed;
+    out->feasible = 1;
+    double flops_total = 0.0, hw_total = 0.0, peak_total = 0.0, util_w = 0.0, tokens = 0.0, busy_peak = 0.0;
+    const double per_tok_layers = fl.model_per_token - 3.0 * fl.fwd_lm_head_per_token;
+    for (int i = 0; i < k; i++) {
+        mp_island_result *r = &out->island[i];
+        const mp_island *x = &isl->island[i];
+        mp_strlcpy(r->name, x->name, sizeof r->name);
+        mp_strlcpy(r->gpu, x->cluster.gpu.key, sizeof r->gpu);
+        r->gpus = x->cluster.num_gpus;
+        r->batch_seqs = batch[i];
+        r->layers = layers[i];
+        r->feasible = run[i].feasible;
+        mp_strlcpy(r->reason, run[i].reason, sizeof r->reason);
+        r->memory_bytes = run[i].mem;
+        r->memory_capacity_bytes = run[i].cap;
+        r->step_s = run[i].step_s;
+        r->compute_s = (double)H * run[i].compute_s;
+        double tok_i = (double)H * (double)batch[i] * tok_seq;
+        double fl_i;
+        if (sync == MP_SYNC_PP) {
+            /* its layers' share of every token's FLOPs; the last island also the LM head */
+            fl_i = tok_i * (per_tok_layers * (double)layers[i] / (double)m->layers +
+                            (i == k - 1 ? 3.0 * fl.fwd_lm_head_per_token : 0.0));
+            r->tokens_per_s = tok_i / period;
+            if (i == k - 1)
+                tokens = tok_i;
+        } else {
+            fl_i = (double)H * run[i].model_flops;
+            r->tokens_per_s = tok_i / period;
+            tokens += tok_i;
+        }
+        /* recomputation's share as the island's own estimate has it */
+        hw_total += run[i].model_flops > 0 ? fl_i * run[i].hw_flops / run[i].model_flops : fl_i;
+        r->compute_util = r->train_s / period;
+        r->mfu = fl_i / (period * run[i].peak_flops);
+        flops_total += fl_i;
+        peak_total += run[i].peak_flops;
+        busy_peak += r->train_s * run[i].peak_flops;
+        util_w += r->compute_util * (double)r->gpus;
+        if (!r->feasible) {
+            out->feasible = 0;
+            add_reason(out, "island %s: %s", r->name, r->reason);
+        }
+    }
+    out->tokens_per_period = tokens;
+    out->tokens_per_s = tokens / period;
+    out->tokens_per_s_per_gpu = out->tokens_per_s / (double)Ntot;
+    out->mfu = flops_total / (period * peak_total);
+    out->mfu_in_steps = busy_peak > 0 ? flops_total / busy_peak : 0.0;
+    out->hfu = hw_total / (period * peak_total);
+    out->model_tflops_per_gpu = flops_total / period / (double)Ntot / 1e12;
+    out->hardware_tflops_per_gpu = hw_total / period / (double)Ntot / 1e12;
+    out->compute_util = util_w / (double)Ntot;
+    for (int f = 0; f < out->nflows; f++) {
+        mp_wan_flow *fw = &out->flow[f];
+        out->wan_bytes += fw->bytes;
+        out->egress_usd += fw->usd;
+    }
+    out->wan_bytes_per_token = tokens > 0 ? out->wan_bytes / tokens : 0.0;
+    out->wan_bytes_per_hour = out->wan_bytes / period * 3600.0;
+    out->egress_usd_per_hour = out->egress_usd / period * 3600.0;
+    out->egress_usd_per_mtoken = tokens > 0 ? out->egress_usd / tokens * 1e6 : 0.0;
+    /* Reference: fp32 gradients ring-all-reduced every step over the same islands: each of the
+     * k ring edges carries 2(k-1)/k x 4P per step, both directions counted once (S5). */
+    if (k > 1 && sync != MP_SYNC_PP && out->global_batch_seqs > 0)
+        out->dp_bytes_per_token = 2.0 * (double)(k - 1) * 4.0 * P / ((double)out->global_batch_seqs * tok_seq);
+    /* The synchronization's slowest link. */
+    {
+        double worst = -1.0;
+        for (int f = 0; f < out->nflows; f++) {
+            double t = out->flow[f].busy_s;
+            if (t > worst) {
+                worst = t;
+                out->bottleneck_flow = f;
+            }
+        }
+        if (out->nflows == 0)
+            out->bottleneck_flow = -1;
+    }
+    double train_slow = (double)H * slow;
+    out->comm_bound = sync_exposed >= train_slow && k > 1;
+    {
+        char linktxt[160] = "";
+        if (out->bottleneck_flow >= 0) {
+            const mp_wan_flow *fw = &out->flow[out->bottleneck_flow];
+            const mp_wan_link *l = &isl->link[fw->a][fw->b];
+            int win = l->tcp_window_bytes > 0 &&
+                      fw->rate_Bps < l->bw_Bps * l->efficiency_frac * (1.0 - l->background_load_frac) * 0.999;
+            snprintf(linktxt, sizeof linktxt, " over %.32s<->%.32s (%.3g MB/s%s)", isl->island[fw->a].name,
+                     isl->island[fw->b].name, fw->rate_Bps / 1e6, win ? ", TCP-window-limited" : "");
+        }
+        double wait_share = k > 1 ? out->island[0].wait_s : 0.0;
+        int most_wait = 0;
+        for (int i = 0; i < k; i++)
+            if (out->island[i].wait_s > out->island[most_wait].wait_s)
+                most_wait = i;
+        wait_share = out->island[most_wait].wait_s / period;
+        if (k == 1)
+            snprintf(out->bottleneck, sizeof out->bottleneck, "one island: no WAN traffic");
+        else if (out->comm_bound)
+            snprintf(out->bottleneck, sizeof out->bottleneck,
+                     "communication-bound: the WAN %s is %.0f%% of wall-clock%.100s",
+                     sync == MP_SYNC_PP ? "activation traffic" : "synchronization",
+                     100.0 * sync_exposed / period, linktxt);
+        else if (wait_share > 0.1)
+            snprintf(out->bottleneck, sizeof out->bottleneck,
+                     "compute-bound, gated by the slowest island %.32s: %.32s waits %.0f%% of "
+                     "wall-clock; WAN exposed %.0f%%%.100s", isl->island[slowest].name, isl->island[most_wait].name,
+                     100.0 * wait_share, 100.0 * sync_exposed / period, linktxt);
+        else
+            snprintf(out->bottleneck, sizeof out->bottleneck,
+                     "compute-bound: %.0f%% of wall-clock in training steps; WAN exposed %.0f%%%.100s",
+                     100.0 * train_slow / period, 100.0 * sync_exposed / period, linktxt);
+    }
+    quality_default(sync, xch, xs->compress, &out->quality_factor, &out->quality_published,
+                    out->quality_source, sizeof out->quality_source);
+    if (opts->quality_factor > 0) {
+        out->quality_factor = opts->quality_factor;
+        out->quality_published = 0;
+        snprintf(out->quality_source, sizeof out->quality_source, "stated by the user");
+    }
+    out->tokens_per_s_at_quality = out->tokens_per_s / out->quality_factor;
+    if (!isfinite(out->period_s) || !(out->period_s > 0) || !isfinite(out->tokens_per_s) ||
+        !isfinite(out->wan_bytes) || !isfinite(out->mfu)) {
+        mp_diag_add(diag, "islands: the prediction is not finite (period %g s)", out->period_s);
+        st = MP_ERR_RANGE;
+    }
+done:
+    free(est);
+    return st;
+}

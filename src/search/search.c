@@ -1,0 +1,1007 @@
+/* src/search/search.c — evaluate the space in parallel and keep what the user asked for.
+ *
+ * Work is split by degree shape (src/search/space.c), largest first, over OpenMP threads with
+ * dynamic scheduling. Each thread keeps its own top list (a bounded max-heap), its own Pareto
+ * frontiers and counters; they are merged after the parallel region under the total order of
+ * mp_search_entry_cmp, so the result does not depend on the thread count or on which thread
+ * evaluated what:
+ *   - top-K: every member of the global top K is in the top K of the thread that saw it;
+ *   - frontiers: dominance (below) is a strict partial order, so the maximal set is unique and a
+ *     point maximal overall is maximal within its thread;
+ *   - counts are integer sums.
+ * A thread's frontier is a staircase sorted by throughput (descending) with the second objective
+ * ascending; a new point is checked with one binary search, O(log F).
+ *
+ * Sizes: one mp_estimate (~37 KB) and top_n entries per thread; frontiers grow to
+ * MP_SEARCH_MAX_FRONTIER points at most.
+ */
+#define _POSIX_C_SOURCE 199309L
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "search_internal.h"
+
+static const char *const obj_names[] = {
+#define MP_X(n, s) s,
+    MP_OBJECTIVE_LIST(MP_X)
+#undef MP_X
+};
+_Static_assert(sizeof obj_names / sizeof obj_names[0] == MP_OBJ_COUNT, "objective names");
+static const char *const rule_keys[] = {
+#define MP_X(n, k, s) k,
+    MP_SEARCH_RULE_LIST(MP_X)
+#undef MP_X
+};
+static const char *const rule_texts[] = {
+#define MP_X(n, k, s) s,
+    MP_SEARCH_RULE_LIST(MP_X)
+#undef MP_X
+};
+_Static_assert(sizeof rule_keys / sizeof rule_keys[0] == MP_RULE_COUNT, "rule names");
+
+const char *mp_objective_name(mp_objective o) { return ((int)o >= 0 && o < MP_OBJ_COUNT) ? obj_names[o] : "?"; }
+const char *mp_search_rule_key(mp_search_rule r) { return ((int)r >= 0 && r < MP_RULE_COUNT) ? rule_keys[r] : "?"; }
+const char *mp_search_rule_text(mp_search_rule r) { return ((int)r >= 0 && r < MP_RULE_COUNT) ? rule_texts[r] : "?"; }
+
+mp_status mp_objective_parse(const char *s, mp_objective *out)
+{
+    for (int i = 0; i < MP_OBJ_COUNT; i++)
+        if (s && !strcmp(s, obj_names[i])) {
+            *out = (mp_objective)i;
+            return MP_OK;
+        }
+    return MP_ERR_INPUT;
+}
+
+void mp_search_opts_init(mp_search_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    mp_plan_init_default(&o->pin);
+    o->pin.recompute = MP_RC_COUNT; /* free */
+    o->pin.cp_algo = MP_CP_ALGO_COUNT; /* free */
+    o->objective = MP_OBJ_THROUGHPUT;
+    o->top_n = 10;
+    o->prune = 1;
+}
+
+/* ---- entries and their order ----------------------------------------------------------- */
+
+static int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
+static int cmp_dbl(double a, double b) { return (a > b) - (a < b); }
+
+/* The rank order as a number: 0 for the default (no order key), else 1 + the permutation in
+ * base 5. */
+static int64_t order_key(const mp_plan *p)
+{
+    if (!p->order_listed)
+        return 0;
+    int64_t k = 0;
+    for (int i = MP_DIM_COUNT - 1; i >= 0; i--)
+        k = 5 * k + (int64_t)p->order[i];
+    return 1 + k;
+}
+
+int mp_search_entry_cmp(const mp_search_entry *a, const mp_search_entry *b)
+{
+    int c;
+    if ((c = cmp_dbl(a->score, b->score)))
+        return c;
+    if ((c = cmp_dbl(b->headroom_bytes, a->headroom_bytes)))
+        return c;
+    if ((c = cmp_i64(a->gpus, b->gpus)))
+        return c;
+    const mp_plan *p = &a->plan, *q = &b->plan;
+    if ((c = cmp_i64(p->tp, q->tp)) || (c = cmp_i64(p->cp, q->cp)) || (c = cmp_i64(p->pp, q->pp)) ||
+        (c = cmp_i64(p->vpp, q->vpp)) || (c = cmp_i64(p->dp, q->dp)) || (c = cmp_i64(p->ep, q->ep)) ||
+        (c = cmp_i64(p->etp, q->etp)) || (c = cmp_i64(p->cp_algo, q->cp_algo)) ||
+        (c = cmp_i64(p->mb, q->mb)) || (c = cmp_i64(p->sp, q->sp)) || (c = cmp_i64(p->zero, q->zero)) ||
+        (c = cmp_i64(p->hsdp, q->hsdp)) || (c = cmp_i64(p->recompute, q->recompute)) ||
+        (c = cmp_i64(p->schedule, q->schedule)) || (c = cmp_i64(order_key(p), order_key(q))))
+        return c;
+    /* Same keys: plans of one search differ in nothing else; keep the order total anyway. */
+    if ((c = cmp_i64(p->gb, q->gb)) || (c = cmp_i64(p->seq, q->seq)) ||
+        (c = cmp_i64(p->precision, q->precision)) || (c = cmp_i64(p->flash, q->flash)))
+        return c;
+    return cmp_i64(a->cluster, b->cluster);
+}
+
+static int entry_qsort_cmp(const void *a, const void *b)
+{
+    return mp_search_entry_cmp((const mp_search_entry *)a, (const mp_search_entry *)b);
+}
+
+/* Fill everything but the bottleneck text from an estimate. */
+static mp_status fill_entry(const mp_model *m, const mp_cluster *c, int ci, const mp_search_opts *o,
+                            const mp_plan *p, const mp_estimate *e, mp_search_entry *en)
+{
+    en->plan = *p;
+    en->cluster = ci;
+    en->gpus = c->num_gpus;
+    en->feasible = e->feasible;
+    en->step_s = e->step_s;
+    en->tokens_per_s = e->tokens_per_s;
+    en->mfu = e->mfu;
+    en->memory_bytes = e->memory.total;
+    en->capacity_bytes = e->memory.capacity;
+    en->headroom_bytes = e->memory.capacity - e->memory.total;
+    en->bottleneck[0] = '\0';
+    const double tps = e->tokens_per_step, n = (double)c->num_gpus;
+    const double steps = o->tokens > 0 ? ceil(o->tokens / tps) : 0.0;
+    en->time_to_train_s = steps * e->step_s;
+    /* GPU-hours x price: for the budget, else per million tokens. */
+    en->cost_usd = o->price_per_gpu_hour > 0
+                       ? (o->tokens > 0 ? o->price_per_gpu_hour * n * en->time_to_train_s / 3600.0
+                                        : o->price_per_gpu_hour * n * e->step_s / 3600.0 / tps * 1e6)
+                       : 0.0;
+    en->energy_J_per_token = 0.0;
+    if (o->energy) {
+        double j = 0;
+        mp_status st = o->energy(o->energy_ctx, m, c, p, e, &j);
+        if (st != MP_OK || !isfinite(j) || j < 0)
+            return st != MP_OK ? st : MP_ERR_RANGE;
+        en->energy_J_per_token = j / tps;
+    }
+    switch (o->objective) {
+    case MP_OBJ_TIME_TO_TRAIN: en->score = en->time_to_train_s; break;
+    case MP_OBJ_COST: en->score = o->price_per_gpu_hour * n * e->step_s / 3600.0 / tps; break;
+    case MP_OBJ_ENERGY: en->score = en->energy_J_per_token; break;
+    default: en->score = e->step_s / tps; break;
+    }
+    return MP_OK;
+}
+
+/* ---- Pareto frontiers ------------------------------------------------------------------- */
+
+/* Both coordinates are maximised: x = tokens/s; y = memory headroom, or minus the cost. */
+enum { FR_MEMORY, FR_COST };
+
+typedef struct {
+    int kind;
+    mp_search_entry *a; /* x strictly descending, y strictly ascending */
+    int n, cap;
+    int truncated, nomem;
+} frontier;
+
+static double fr_y(int kind, const mp_search_entry *e)
+{
+    return kind == FR_MEMORY ? e->headroom_bytes : -e->cost_usd;
+}
+
+/* q dominates p: at least as good in both, better in one, or equal in both and first in the
+ * total order. A strict partial order (transitive: equal points are ordered by the total order). */
+static int dominates(int kind, const mp_search_entry *q, const mp_search_entry *p)
+{
+    double xq = q->tokens_per_s, xp = p->tokens_per_s, yq = fr_y(kind, q), yp = fr_y(kind, p);
+    if (xq < xp || yq < yp)
+        return 0;
+    if (xq > xp || yq > yp)
+        return 1;
+    return mp_search_entry_cmp(q, p) < 0;
+}
+
+static void fr_insert(frontier *f, const mp_search_entry *p)
+{
+    const double xp = p->tokens_per_s;
+    /* j = how many points are strictly faster. */
+    int lo = 0, hi = f->n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (f->a[mid].tokens_per_s > xp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int j = lo;
+    int jp = (j < f->n && f->a[j].tokens_per_s == xp) ? j + 1 : j; /* points at least as fast */
+    if (jp > 0 && dominates(f->kind, &f->a[jp - 1], p))
+        return; /* the one with the most y among them is enough to check */
+    int k = j;
+    while (k < f->n && dominates(f->kind, p, &f->a[k]))
+        k++;
+    int removed = k - j;
+    if (!removed && f->n == f->cap) {
+        if (f->cap >= MP_SEARCH_MAX_FRONTIER) {
+            f->truncated = 1;
+            return;
+        }
+        int nc = f->cap ? 2 * f->cap : 64;
+        if (nc > MP_SEARCH_MAX_FRONTIER)
+            nc = MP_SEARCH_MAX_FRONTIER;
+        mp_search_entry *g = realloc(f->a, (size_t)nc * sizeof *g);
+        if (!g) {
+            f->nomem = 1;
+            return;
+        }
+        f->a = g;
+        f->cap = nc;
+    }
+    if (removed != 1)
+        memmove(&f->a[j + 1], &f->a[k], (size_t)(f->n - k) * sizeof *f->a);
+    f->a[j] = *p;
+    f->n += 1 - removed;
+}
+
+/* ---- per-thread state ------------------------------------------------------------------- */
+
+typedef struct {
+    const mp_model *m;
+    const mp_cluster *clusters;
+    const mp_search_opts *o;
+    const mp_estimate_opts *eo;  /* hot loop: the caller's assumptions, texts skipped */
+    int k;                       /* top list size */
+    const mp_search_entry *rank_ref; /* evaluated rank plan, or NULL */
+} search_ctx;
+
+typedef struct {
+    sp_walker w;                 /* first: the walk calls back through it */
+    const search_ctx *sc;
+    const mp_cluster *c;
+    int ci;
+    mp_estimate *e;
+    mp_search_entry *heap;       /* max-heap under mp_search_entry_cmp: the worst kept on top */
+    int nheap;
+    frontier fm, fc;
+    mp_search_counts counts;
+    uint64_t rank_better;
+    /* The best plan (A), how many share its score, and the best plan scoring worse than A (B):
+     * merged, they give the first plan that scores differently from #1, however many tie. */
+    int have_a, have_b;
+    mp_search_entry a, b;
+    uint64_t a_ties;
+    /* The last plan visited (the default rank order of its line): what its order variants share. */
+    int last_fit;                /* 1 fits, 0 over memory, -1 failed */
+    double last_headroom, last_lb_step, last_tokens_per_step;
+    uint64_t order_skipped;
+    int have_least;
+    mp_search_entry least;
+    int nomem;
+} tstate;
+
+static void swap_entries(mp_search_entry *a, mp_search_entry *b)
+{
+    mp_search_entry t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void heap_push(tstate *t, const mp_search_entry *en)
+{
+    mp_search_entry *h = t->heap;
+    int i;
+    if (t->nheap < t->sc->k) {
+        i = t->nheap++;
+        h[i] = *en;
+        while (i > 0 && mp_search_entry_cmp(&h[(i - 1) / 2], &h[i]) < 0) {
+            swap_entries(&h[(i - 1) / 2], &h[i]);
+            i = (i - 1) / 2;
+        }
+        return;
+    }
+    if (mp_search_entry_cmp(en, &h[0]) >= 0)
+        return;
+    h[0] = *en;
+    i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, big = i;
+        if (l < t->nheap && mp_search_entry_cmp(&h[l], &h[big]) > 0)
+            big = l;
+        if (r < t->nheap && mp_search_entry_cmp(&h[r], &h[big]) > 0)
+            big = r;
+        if (big == i)
+            break;
+        swap_entries(&h[i], &h[big]);
+        i = big;
+    }
+}
+
+static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capacity)
+{
+    tstate *t = (tstate *)w;
+    const search_ctx *sc = t->sc;
+    mp_estimate *e = t->e;
+    t->counts.evaluated++;
+    t->last_fit = -1;
+    if (mp_estimate_plan(sc->m, t->c, p, sc->eo, e, NULL) != MP_OK) {
+        t->counts.failed++;
+        return -1;
+    }
+    if (states) {
+        *states = e->memory.weights + e->memory.gradients + e->memory.optimizer + e->memory.buffers;
+        *capacity = e->memory.capacity;
+    }
+    mp_search_entry en;
+    if (fill_entry(sc->m, t->c, t->ci, sc->o, p, e, &en) != MP_OK) {
+        t->counts.failed++;
+        return -1;
+    }
+    /* For the communication variants of this plan (CP algorithm, rank order): the step-time terms
+     * they do not change (compute, recompute, optimizer; docs/search.md) bound their step from
+     * below. */
+    t->last_fit = e->feasible;
+    t->last_headroom = en.headroom_bytes;
+    t->last_lb_step = e->time.compute + e->time.recompute + e->time.optimizer;
+    t->last_tokens_per_step = e->tokens_per_step;
+    if (!e->feasible) {
+        t->counts.over_memory++;
+        if (!t->have_least || en.memory_bytes < t->least.memory_bytes ||
+            (en.memory_bytes == t->least.memory_bytes && mp_search_entry_cmp(&en, &t->least) < 0)) {
+            t->least = en;
+            t->have_least = 1;
+        }
+        return 0;
+    }
+    t->counts.feasible++;
+    if (!t->have_a || en.score < t->a.score) {
+        if (t->have_a && (!t->have_b || mp_search_entry_cmp(&t->a, &t->b) < 0)) {
+            t->b = t->a; /* the old best now scores worse than the new one */
+            t->have_b = 1;
+        }
+        t->a = en;
+        t->have_a = 1;
+        t->a_ties = 1;
+    } else if (en.score == t->a.score) {
+        t->a_ties++;
+        if (mp_search_entry_cmp(&en, &t->a) < 0)
+            t->a = en;
+    } else if (!t->have_b || mp_search_entry_cmp(&en, &t->b) < 0) {
+        t->b = en;
+        t->have_b = 1;
+    }
+    heap_push(t, &en);
+    fr_insert(&t->fm, &en);
+    if (sc->o->price_per_gpu_hour > 0)
+        fr_insert(&t->fc, &en);
+    if (sc->rank_ref && mp_search_entry_cmp(&en, sc->rank_ref) < 0)
+        t->rank_better++;
+    return 1;
+}
+
+/* A frontier point dominates every plan with throughput at most x and second coordinate at most
+ * y, one of them strictly less (the staircase: among points at least as fast as x, the last
+ * has the largest y). */
+static int fr_dominates_box(const frontier *f, double x, double y)
+{
+    int lo = 0, hi = f->n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (f->a[mid].tokens_per_s >= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 0;
+    const mp_search_entry *q = &f->a[lo - 1];
+    double yq = fr_y(f->kind, q);
+    return (q->tokens_per_s > x && yq >= y) || yq > y;
+}
+
+/* A communication variant (CP algorithm, rank order) of the plan last visited. It has the same
+ * memory, so the same verdict;
+ * when it fits it is skipped only if no order could make it matter: its best possible step (the
+ * order-independent terms) is worse than the thread's top-K, than the best plan scoring worse
+ * than the thread's best, and than the plan being ranked, and it is dominated on every frontier
+ * at that best. Counted as feasible either way. */
+static int ts_variant(sp_walker *w, const mp_plan *p)
+{
+    tstate *t = (tstate *)w;
+    const search_ctx *sc = t->sc;
+    const mp_search_opts *o = sc->o;
+    if (!w->prune || t->last_fit < 0)
+        return ts_visit(w, p, NULL, NULL);
+    if (t->last_fit == 0) {
+        t->counts.over_memory++;
+        t->counts.over_memory_proven++;
+        return 0;
+    }
+    if (o->objective == MP_OBJ_ENERGY || sc->eo->comm_compute_slowdown_frac != 0.0 ||
+        t->nheap < sc->k || !t->have_b)
+        return ts_visit(w, p, NULL, NULL);
+    const double lb = t->last_lb_step, tps = t->last_tokens_per_step, n = (double)t->c->num_gpus;
+    double lb_score;
+    switch (o->objective) {
+    case MP_OBJ_TIME_TO_TRAIN: lb_score = ceil(o->tokens / tps) * lb; break;
+    case MP_OBJ_COST: lb_score = o->price_per_gpu_hour * n * lb / 3600.0 / tps; break;
+    default: lb_score = lb / tps; break;
+    }
+    const double ub_tokens_per_s = tps / lb;
+    double lb_cost = 0;
+    if (o->price_per_gpu_hour > 0)
+        lb_cost = o->tokens > 0 ? o->price_per_gpu_hour * n * ceil(o->tokens / tps) * lb / 3600.0
+                                : o->price_per_gpu_hour * n * lb / 3600.0 / tps * 1e6;
+    if (lb_score > t->heap[0].score && lb_score > t->b.score &&
+        (!sc->rank_ref || lb_score > sc->rank_ref->score) &&
+        fr_dominates_box(&t->fm, ub_tokens_per_s, t->last_headroom) &&
+        (o->price_per_gpu_hour <= 0 || fr_dominates_box(&t->fc, ub_tokens_per_s, -lb_cost))) {
+        t->counts.feasible++;
+        t->order_skipped++;
+        return 1;
+    }
+    int keep_fit = t->last_fit;
+    double keep[3] = {t->last_headroom, t->last_lb_step, t->last_tokens_per_step};
+    int r = ts_visit(w, p, NULL, NULL);
+    /* The next variant still refers to the default-order plan of the line. */
+    t->last_fit = keep_fit;
+    t->last_headroom = keep[0];
+    t->last_lb_step = keep[1];
+    t->last_tokens_per_step = keep[2];
+    return r;
+}
+
+static void ts_skip(sp_walker *w, uint64_t n)
+{
+    tstate *t = (tstate *)w;
+    t->counts.over_memory += n;
+    t->counts.over_memory_proven += n;
+}
+
+/* ---- the search ------------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Shapes largest first (dynamic scheduling then ends with small pieces); ties by position. */
+typedef struct {
+    uint64_t size;
+    size_t idx;
+} order_item;
+
+static int order_cmp(const void *a, const void *b)
+{
+    const order_item *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size < y->size ? 1 : -1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static mp_status evaluate_full(const mp_model *m, const mp_cluster *c, int ci,
+                               const mp_search_opts *o, const mp_plan *p, mp_estimate *e,
+                               mp_search_entry *out, mp_diag *diag)
+{
+    mp_status st = mp_estimate_plan(m, c, p, o->estimate, e, diag);
+    if (st != MP_OK)
+        return st;
+    st = fill_entry(m, c, ci, o, p, e, out);
+    if (st != MP_OK) {
+        mp_diag_add(diag, "search: the energy model failed for this plan (%s)", mp_status_str(st));
+        return st;
+    }
+    memcpy(out->bottleneck, e->bottleneck, sizeof out->bottleneck);
+    return MP_OK;
+}
+
+mp_status mp_search_evaluate(const mp_model *m, const mp_cluster *c, int cluster_index,
+                             const mp_search_opts *opts, const mp_plan *p, mp_search_entry *out,
+                             mp_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    mp_estimate *e = malloc(sizeof *e);
+    if (!e)
+        return MP_ERR_NOMEM;
+    mp_status st = evaluate_full(m, c, cluster_index, opts, p, e, out, diag);
+    free(e);
+    return st;
+}
+
+static void tstate_free(tstate *t)
+{
+    free(t->e);
+    free(t->heap);
+    free(t->fm.a);
+    free(t->fc.a);
+}
+
+/* Fill the bottleneck texts of a list by re-evaluating its plans. */
+static void fill_bottlenecks(const search_ctx *sc, mp_search_entry *a, int n, mp_estimate *e)
+{
+    for (int i = 0; i < n; i++)
+        if (mp_estimate_plan(sc->m, &sc->clusters[a[i].cluster], &a[i].plan, sc->o->estimate, e,
+                             NULL) == MP_OK)
+            memcpy(a[i].bottleneck, e->bottleneck, sizeof a[i].bottleneck);
+}
+
+/* Merge the threads' frontiers of one kind: every point, in the total order, into a fresh one. */
+static mp_status merge_frontier(tstate *ts, int nt, int kind, mp_search_entry **out, int *nout,
+                                int *truncated)
+{
+    size_t total = 0;
+    for (int i = 0; i < nt; i++) {
+        frontier *f = kind == FR_MEMORY ? &ts[i].fm : &ts[i].fc;
+        total += (size_t)f->n;
+        *truncated |= f->truncated;
+    }
+    mp_search_entry *all = malloc((total + 1) * sizeof *all);
+    if (!all)
+        return MP_ERR_NOMEM;
+    size_t k = 0;
+    for (int i = 0; i < nt; i++) {
+        frontier *f = kind == FR_MEMORY ? &ts[i].fm : &ts[i].fc;
+        if (f->n)
+            memcpy(all + k, f->a, (size_t)f->n * sizeof *all);
+        k += (size_t)f->n;
+    }
+    qsort(all, total, sizeof *all, entry_qsort_cmp);
+    frontier g = {kind, NULL, 0, 0, 0, 0};
+    for (size_t i = 0; i < total && !g.nomem; i++)
+        fr_insert(&g, &all[i]);
+    free(all);
+    if (g.nomem) {
+        free(g.a);
+        return MP_ERR_NOMEM;
+    }
+    *truncated |= g.truncated;
+    *out = g.a;
+    *nout = g.n;
+    return MP_OK;
+}
+
+mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters,
+                    const mp_search_opts *o, mp_search_result *out, mp_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    const double t0 = now_s();
+    if (nclusters < 1 || nclusters > MP_SEARCH_MAX_CLUSTERS) {
+        mp_diag_add(diag, "search: %d GPU counts: expected 1..%d", nclusters, MP_SEARCH_MAX_CLUSTERS);
+        return MP_ERR_INPUT;
+    }
+    mp_status st = mp_model_check(m, diag);
+    if (st != MP_OK)
+        return st;
+    sp_space space;
+    if ((st = sp_space_init(&space, m, o, diag)) != MP_OK)
+        return st;
+    if (o->rank_plan && (o->rank_cluster < 0 || o->rank_cluster >= nclusters)) {
+        mp_diag_add(diag, "search: rank_cluster = %d: expected 0..%d", o->rank_cluster, nclusters - 1);
+        return MP_ERR_INPUT;
+    }
+
+    /* The shapes of every cluster. */
+    sp_shape *shapes = NULL;
+    size_t nshapes = 0, cap = 0;
+    for (int ci = 0; ci < nclusters && st == MP_OK; ci++)
+        st = sp_shapes(&space, ci, clusters[ci].num_gpus, &shapes, &nshapes, &cap, &out->counts);
+    if (st == MP_OK && out->counts.plans > MP_SEARCH_MAX_PLANS) {
+        mp_diag_add(diag, "search: the space has %llu plans, more than %llu: pin some keys (--fix)",
+                    (unsigned long long)out->counts.plans, (unsigned long long)MP_SEARCH_MAX_PLANS);
+        st = MP_ERR_RANGE;
+    }
+    mp_estimate *scratch = malloc(sizeof *scratch);
+    order_item *order = malloc((nshapes + 1) * sizeof *order);
+    if (st == MP_OK && (!scratch || !order))
+        st = MP_ERR_NOMEM;
+    if (st != MP_OK)
+        goto fail;
+
+    /* The job must be one the estimator takes (precision on this GPU, ...): ask it once per
+     * cluster with the first plan of its first shape, so the error names the problem. */
+    {
+        sp_axes *ax = malloc(sizeof *ax);
+        if (!ax) {
+            st = MP_ERR_NOMEM;
+            goto fail;
+        }
+        int checked[MP_SEARCH_MAX_CLUSTERS] = {0};
+        for (size_t i = 0; i < nshapes && st == MP_OK; i++) {
+            const sp_shape *sh = &shapes[i];
+            if (checked[sh->cluster])
+                continue;
+            checked[sh->cluster] = 1;
+            sp_shape_axes(&space, sh, ax);
+            mp_plan p = space.base;
+            p.tp = sh->tp; p.cp = sh->cp; p.pp = sh->pp; p.dp = sh->dp;
+            p.zero = ax->shard_zero[0]; p.hsdp = ax->shard_hsdp[0];
+            p.ep = ax->ep[0]; p.etp = ax->etp[0]; p.cp_algo = ax->cpa[0];
+            p.vpp = ax->vpp_lo; p.sp = ax->sp[0]; p.recompute = ax->rc[0]; p.mb = ax->mb[0];
+            p.schedule = o->pin.schedule_given ? o->pin.schedule
+                         : p.vpp > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
+            mp_diag pd = {0};
+            if (mp_estimate_plan(m, &clusters[sh->cluster], &p, o->estimate, scratch, &pd) == MP_ERR_INPUT) {
+                mp_diag_add(diag, "search: %s", pd.text);
+                st = MP_ERR_INPUT;
+            }
+        }
+        free(ax);
+        if (st != MP_OK)
+            goto fail;
+    }
+
+    /* The hot loop computes every number but formats no text (over half of an evaluation); the
+     * plans reported are re-evaluated with the caller's options. */
+    mp_estimate_opts hot;
+    if (o->estimate)
+        hot = *o->estimate;
+    else
+        mp_estimate_opts_init(&hot);
+    hot.skip_text = 1;
+    search_ctx sc = {m, clusters, o, &hot, o->top_n, NULL};
+    if (o->rank_plan) {
+        mp_diag rd = {0};
+        if (evaluate_full(m, &clusters[o->rank_cluster], o->rank_cluster, o, o->rank_plan, scratch,
+                          &out->rank_entry, &rd) != MP_OK) {
+            mp_diag_add(diag, "search: the plan to rank cannot be evaluated: %s", rd.text);
+            st = MP_ERR_INPUT;
+            goto fail;
+        }
+        out->rank_feasible = out->rank_entry.feasible;
+        out->rank_in_space = sp_contains(&space, clusters[o->rank_cluster].num_gpus, o->rank_plan);
+        sc.rank_ref = &out->rank_entry;
+    }
+
+    for (size_t i = 0; i < nshapes; i++) {
+        order[i].size = shapes[i].size;
+        order[i].idx = i;
+    }
+    qsort(order, nshapes, sizeof *order, order_cmp);
+
+#ifdef _OPENMP
+    int nt = o->threads > 0 ? o->threads : omp_get_max_threads();
+#else
+    int nt = 1; /* built without OpenMP: serial, same results */
+#endif
+    if (nt <= 0)
+        nt = 1;
+    out->threads = nt;
+    tstate *ts = calloc((size_t)nt, sizeof *ts);
+    if (!ts) {
+        st = MP_ERR_NOMEM;
+        goto fail;
+    }
+    for (int i = 0; i < nt; i++) {
+        ts[i].w.visit = ts_visit;
+        ts[i].w.skip = ts_skip;
+        ts[i].w.variant = ts_variant;
+        ts[i].w.prune = o->prune;
+        ts[i].sc = &sc;
+        ts[i].fm.kind = FR_MEMORY;
+        ts[i].fc.kind = FR_COST;
+        ts[i].e = malloc(sizeof *ts[i].e);
+        ts[i].heap = malloc((size_t)sc.k * sizeof *ts[i].heap);
+        if (!ts[i].e || !ts[i].heap)
+            ts[i].nomem = 1;
+    }
+
+    uint64_t done_plans = 0;
+    const double progress_total = (double)(out->counts.plans ? out->counts.plans : 1);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        tstate *t = &ts[tid];
+        sp_axes *ax = malloc(sizeof *ax);
+        if (!ax)
+            t->nomem = 1;
+        long n = (long)nshapes;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (long i = 0; i < n; i++) {
+            if (t->nomem)
+                continue;
+            const sp_shape *sh = &shapes[order[i].idx];
+            t->c = &clusters[sh->cluster];
+            t->ci = sh->cluster;
+            sp_shape_axes(&space, sh, ax);
+            sp_walk(&space, sh, ax, &t->w);
+            if (t->fm.nomem || t->fc.nomem)
+                t->nomem = 1;
+            uint64_t d;
+#ifdef _OPENMP
+#pragma omp atomic capture
+#endif
+            d = done_plans += sh->size;
+            if (o->progress && tid == 0)
+                o->progress(o->progress_ctx, (double)d / progress_total, d);
+        }
+        free(ax);
+    }
+
+    if (o->progress)
+        o->progress(o->progress_ctx, 1.0, done_plans);
+
+    /* Merge. */
+    int nomem = 0;
+    size_t nall = 0;
+    for (int i = 0; i < nt; i++) {
+        nomem |= ts[i].nomem;
+        nall += (size_t)ts[i].nheap;
+        mp_search_counts *c = &ts[i].counts;
+        out->counts.evaluated += c->evaluated;
+        out->counts.feasible += c->feasible;
+        out->counts.over_memory += c->over_memory;
+        out->counts.over_memory_proven += c->over_memory_proven;
+        out->counts.failed += c->failed;
+        out->counts.order_skipped += ts[i].order_skipped;
+        out->rank += ts[i].rank_better;
+        if (ts[i].have_least &&
+            (!out->have_least_memory || ts[i].least.memory_bytes < out->least_memory.memory_bytes ||
+             (ts[i].least.memory_bytes == out->least_memory.memory_bytes &&
+              mp_search_entry_cmp(&ts[i].least, &out->least_memory) < 0))) {
+            out->least_memory = ts[i].least;
+            out->have_least_memory = 1;
+        }
+    }
+    if (!nomem) {
+        out->top = malloc((nall + 1) * sizeof *out->top);
+        if (!out->top)
+            nomem = 1;
+    }
+    if (!nomem) {
+        size_t k = 0;
+        for (int i = 0; i < nt; i++) {
+            if (ts[i].nheap)
+                memcpy(out->top + k, ts[i].heap, (size_t)ts[i].nheap * sizeof *out->top);
+            k += (size_t)ts[i].nheap;
+        }
+        qsort(out->top, nall, sizeof *out->top, entry_qsort_cmp);
+        out->ntop = (int)(nall < (size_t)o->top_n ? nall : (size_t)o->top_n);
+        if (merge_frontier(ts, nt, FR_MEMORY, &out->pareto_memory, &out->npareto_memory,
+                           &out->truncated) != MP_OK ||
+            (o->price_per_gpu_hour > 0 &&
+             merge_frontier(ts, nt, FR_COST, &out->pareto_cost, &out->npareto_cost,
+                            &out->truncated) != MP_OK))
+            nomem = 1;
+    }
+    /* #1's score s*, the plans sharing it, and the best plan scoring worse (see tstate). */
+    int have_distinct = 0;
+    {
+        int have_best = 0;
+        double best = 0;
+        for (int i = 0; i < nt; i++)
+            if (ts[i].have_a && (!have_best || ts[i].a.score < best)) {
+                best = ts[i].a.score;
+                have_best = 1;
+            }
+        for (int i = 0; i < nt && have_best; i++) {
+            if (!ts[i].have_a)
+                continue;
+            if (ts[i].a.score == best)
+                out->winner_ties += ts[i].a_ties;
+            const mp_search_entry *cand[2] = {&ts[i].a, ts[i].have_b ? &ts[i].b : NULL};
+            for (int k = 0; k < 2; k++)
+                if (cand[k] && cand[k]->score > best &&
+                    (!have_distinct || mp_search_entry_cmp(cand[k], &out->next_distinct) < 0)) {
+                    out->next_distinct = *cand[k];
+                    have_distinct = 1;
+                }
+        }
+    }
+    for (int i = 0; i < nt; i++)
+        tstate_free(&ts[i]);
+    free(ts);
+    if (nomem) {
+        st = MP_ERR_NOMEM;
+        goto fail;
+    }
+    if (out->ntop)
+        out->have_least_memory = 0; /* only reported when nothing fits */
+    out->rank = out->rank_feasible ? out->rank + 1 : 0;
+
+    fill_bottlenecks(&sc, out->top, out->ntop, scratch);
+    fill_bottlenecks(&sc, out->pareto_memory, out->npareto_memory, scratch);
+    fill_bottlenecks(&sc, out->pareto_cost, out->npareto_cost, scratch);
+    if (out->have_least_memory)
+        fill_bottlenecks(&sc, &out->least_memory, 1, scratch);
+    if (out->ntop >= 2 &&
+        mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->top[1], 2,
+                          &out->explanation, NULL) == MP_OK)
+        out->have_explanation = 1;
+    if (out->have_explanation && out->explanation.tied && have_distinct) {
+        out->next_distinct_rank = out->winner_ties + 1;
+        fill_bottlenecks(&sc, &out->next_distinct, 1, scratch);
+        if (mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->next_distinct,
+                              out->next_distinct_rank > INT_MAX ? INT_MAX : (int)out->next_distinct_rank,
+                              &out->explanation_next, NULL) != MP_OK)
+            out->next_distinct_rank = 0;
+    }
+    free(scratch);
+    free(order);
+    free(shapes);
+    out->wall_s = now_s() - t0;
+    return MP_OK;
+
+fail:
+    free(scratch);
+    free(order);
+    free(shapes);
+    mp_search_result_free(out);
+    return st;
+}
+
+void mp_search_result_free(mp_search_result *r)
+{
+    if (!r)
+        return;
+    free(r->top);
+    free(r->pareto_memory);
+    free(r->pareto_cost);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- explanation ------------------------------------------------------------------------ */
+
+static void appendf(char *buf, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void appendf(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    if (n + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+#define GiB 1073741824.0
+
+static const char *order_name(const mp_plan *p, char *buf, size_t cap)
+{
+    if (!p->order_listed)
+        return "default";
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < MP_DIM_COUNT && n + 4 < cap; i++)
+        if (p->order_listed & MP_DIM_BIT(p->order[i]))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "-" : "", mp_dim_name(p->order[i]));
+    return buf;
+}
+
+mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int nclusters,
+                            const mp_search_opts *o, const mp_search_entry *a, int ra,
+                            const mp_search_entry *b, int rb, mp_search_explanation *x, mp_diag *diag)
+{
+    memset(x, 0, sizeof *x);
+    if (a->cluster < 0 || a->cluster >= nclusters || b->cluster < 0 || b->cluster >= nclusters ||
+        ra < 1 || rb < 1) {
+        mp_diag_add(diag, "search: explain: cluster index out of range");
+        return MP_ERR_INPUT;
+    }
+    mp_estimate *ea = malloc(sizeof *ea), *eb = malloc(sizeof *eb);
+    mp_status st = (ea && eb) ? MP_OK : MP_ERR_NOMEM;
+    if (st == MP_OK)
+        st = mp_estimate_plan(m, &clusters[a->cluster], &a->plan, o->estimate, ea, diag);
+    if (st == MP_OK)
+        st = mp_estimate_plan(m, &clusters[b->cluster], &b->plan, o->estimate, eb, diag);
+    if (st != MP_OK) {
+        free(ea);
+        free(eb);
+        return st;
+    }
+    /* Plan keys that differ. */
+    const mp_plan *p = &a->plan, *q = &b->plan;
+    char oa[48], ob[48];
+    struct { const char *k; long long u, v; } keys[] = {
+        {"gpus", (long long)a->gpus, (long long)b->gpus}, {"tp", (long long)p->tp, (long long)q->tp},
+        {"cp", (long long)p->cp, (long long)q->cp}, {"pp", (long long)p->pp, (long long)q->pp},
+        {"vpp", (long long)p->vpp, (long long)q->vpp}, {"dp", (long long)p->dp, (long long)q->dp},
+        {"ep", (long long)p->ep, (long long)q->ep}, {"etp", (long long)p->etp, (long long)q->etp},
+        {"mb", (long long)p->mb, (long long)q->mb},
+        {"sp", p->sp, q->sp}, {"zero", p->zero, q->zero}, {"hsdp", (long long)p->hsdp, (long long)q->hsdp}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (keys[i].u != keys[i].v)
+            appendf(x->differs, sizeof x->differs, "%s%s %lld vs %lld", x->differs[0] ? ", " : "",
+                    keys[i].k, keys[i].u, keys[i].v);
+    if (p->recompute != q->recompute)
+        appendf(x->differs, sizeof x->differs, "%srecompute %s vs %s", x->differs[0] ? ", " : "",
+                mp_recompute_name(p->recompute), mp_recompute_name(q->recompute));
+    if (p->cp_algo != q->cp_algo)
+        appendf(x->differs, sizeof x->differs, "%scp_algo %s vs %s", x->differs[0] ? ", " : "",
+                mp_cp_algo_name(p->cp_algo), mp_cp_algo_name(q->cp_algo));
+    if (p->order_listed != q->order_listed ||
+        (p->order_listed && memcmp(p->order, q->order, sizeof p->order)))
+        appendf(x->differs, sizeof x->differs, "%srank order %s vs %s", x->differs[0] ? ", " : "",
+                order_name(p, oa, sizeof oa), order_name(q, ob, sizeof ob));
+    if (p->schedule != q->schedule)
+        appendf(x->differs, sizeof x->differs, "%sschedule %s vs %s", x->differs[0] ? ", " : "",
+                mp_schedule_name(p->schedule), mp_schedule_name(q->schedule));
+
+    /* The step-time term and the memory component that differ most. */
+    struct { const char *k; double u, v; } terms[] = {
+        {"compute", ea->time.compute, eb->time.compute},
+        {"recompute", ea->time.recompute, eb->time.recompute},
+        {"TP communication", ea->time.tp_comm, eb->time.tp_comm},
+        {"CP communication", ea->time.cp_comm, eb->time.cp_comm},
+        {"EP communication", ea->time.ep_comm, eb->time.ep_comm},
+        {"pipeline send/recv", ea->time.pp_comm, eb->time.pp_comm},
+        {"pipeline bubble", ea->time.pp_bubble, eb->time.pp_bubble},
+        {"exposed DP/ZeRO communication", ea->time.dp_comm_exposed, eb->time.dp_comm_exposed},
+        {"optimizer step", ea->time.optimizer, eb->time.optimizer}};
+    size_t bt = 0;
+    for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
+        if (fabs(terms[i].v - terms[i].u) > fabs(terms[bt].v - terms[bt].u))
+            bt = i;
+    snprintf(x->term, sizeof x->term, "%s", terms[bt].k);
+    x->term_winner_s = terms[bt].u;
+    x->term_runner_up_s = terms[bt].v;
+    struct { const char *k; double u, v; } mem[] = {
+        {"weights", ea->memory.weights, eb->memory.weights},
+        {"gradients", ea->memory.gradients, eb->memory.gradients},
+        {"optimizer", ea->memory.optimizer, eb->memory.optimizer},
+        {"activations", ea->memory.activations, eb->memory.activations},
+        {"logits", ea->memory.logits, eb->memory.logits},
+        {"buffers", ea->memory.buffers, eb->memory.buffers}};
+    size_t bm = 0;
+    for (size_t i = 1; i < sizeof mem / sizeof mem[0]; i++)
+        if (fabs(mem[i].v - mem[i].u) > fabs(mem[bm].v - mem[bm].u))
+            bm = i;
+    snprintf(x->memory_term, sizeof x->memory_term, "%s", mem[bm].k);
+    x->memory_winner_bytes = mem[bm].u;
+    x->memory_runner_up_bytes = mem[bm].v;
+    x->step_winner_s = ea->step_s;
+    x->step_runner_up_s = eb->step_s;
+    x->tied = a->score == b->score;
+
+    /* The sentences. */
+    char *t = x->text;
+    const size_t cap = sizeof x->text;
+    const char *differs = x->differs[0] ? x->differs : "no plan key";
+    if (x->tied) {
+        appendf(t, cap, "#%d and #%d (%s) tie on %s", ra, rb, differs, mp_objective_name(o->objective));
+        if (a->headroom_bytes != b->headroom_bytes)
+            appendf(t, cap, "; #%d comes first because it leaves more memory headroom (%.1f vs %.1f GiB).",
+                    ra, a->headroom_bytes / GiB, b->headroom_bytes / GiB);
+        else
+            appendf(t, cap, " and headroom; #%d comes first in the tie-break order of plan keys.", ra);
+        appendf(t, cap, " Step %.4g s vs %.4g s.", ea->step_s, eb->step_s);
+    } else {
+        appendf(t, cap, "#%d beats #%d (%s) on %s: ", ra, rb, differs, mp_objective_name(o->objective));
+        switch (o->objective) {
+        case MP_OBJ_TIME_TO_TRAIN:
+            appendf(t, cap, "%.3g vs %.3g days to train %.3g tokens. ", a->time_to_train_s / 86400,
+                    b->time_to_train_s / 86400, o->tokens);
+            break;
+        case MP_OBJ_COST:
+            appendf(t, cap, "$%.4g vs $%.4g%s. ", a->cost_usd, b->cost_usd,
+                    o->tokens > 0 ? "" : " per million tokens");
+            break;
+        case MP_OBJ_ENERGY:
+            appendf(t, cap, "%.4g vs %.4g J per token. ", a->energy_J_per_token, b->energy_J_per_token);
+            break;
+        default:
+            appendf(t, cap, "%.6g vs %.6g tokens/s (%.3g%% more). ", a->tokens_per_s, b->tokens_per_s,
+                    100.0 * (a->tokens_per_s / b->tokens_per_s - 1.0));
+            break;
+        }
+        appendf(t, cap, "Step %.6g s vs %.6g s; the term that differs most is %s: %.4g s vs %.4g s",
+                ea->step_s, eb->step_s, x->term, x->term_winner_s, x->term_runner_up_s);
+        /* The second largest time difference, when it is a sizeable offset. */
+        size_t b2 = bt == 0 ? 1 : 0;
+        for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
+            if (i != bt && fabs(terms[i].v - terms[i].u) > fabs(terms[b2].v - terms[b2].u))
+                b2 = i;
+        double d2 = terms[b2].v - terms[b2].u;
+        if (fabs(d2) > 0.1 * fabs(terms[bt].v - terms[bt].u) && fabs(d2) > 0)
+            appendf(t, cap, ", then %s: %.4g s vs %.4g s", terms[b2].k, terms[b2].u, terms[b2].v);
+        appendf(t, cap, ".");
+    }
+    appendf(t, cap, " Memory %.1f vs %.1f GiB of %.1f",
+            ea->memory.total / GiB, eb->memory.total / GiB, ea->memory.capacity / GiB);
+    if (x->memory_winner_bytes != x->memory_runner_up_bytes)
+        appendf(t, cap, " (%s differ%s most: %.1f vs %.1f GiB)", x->memory_term,
+                strcmp(x->memory_term, "optimizer") && strcmp(x->memory_term, "logits") ? "" : "s",
+                x->memory_winner_bytes / GiB, x->memory_runner_up_bytes / GiB);
+    appendf(t, cap, ".");
+    free(ea);
+    free(eb);
+    return MP_OK;
+}

@@ -1,0 +1,496 @@
+/* tests/test_sim.c — the timeline simulator: closed forms of the pipeline schedules on a uniform
+ * synthetic pipeline (hand-derived below), the differential test against the analytical
+ * estimator on real plans of every schedule, contention and stragglers on hand-derived cases,
+ * the event cap, determinism, scale by symmetry, and the Chrome trace (parsed with jansson,
+ * slices of one thread never overlap). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "test_util.h"
+
+#include "meshplan/meshplan.h"
+
+typedef struct {
+    mp_model m;
+    mp_cluster c;
+    mp_plan p;
+    mp_estimate e;
+} job;
+
+static job *make_job(const char *model, const char *gpu, int64_t gpus, const char *plan)
+{
+    job *j = calloc(1, sizeof *j);
+    assert_non_null(j);
+    mp_diag d = {0};
+    const mp_model *m = mp_catalog_model(g_cat, model);
+    if (!m)
+        fail_msg("catalog model %s missing", model);
+    j->m = *m;
+    if (mp_cluster_from_catalog(g_cat, gpu, gpus, 0, NULL, &j->c, &d) != MP_OK)
+        fail_msg("cluster: %s", d.text);
+    mp_plan_init_default(&j->p);
+    if (mp_plan_parse(plan, &j->p, &d) != MP_OK || mp_plan_resolve(&j->p, &j->m, gpus, &d) != MP_OK)
+        fail_msg("plan \"%s\": %s", plan, d.text);
+    if (mp_estimate_plan(&j->m, &j->c, &j->p, NULL, &j->e, &d) != MP_OK)
+        fail_msg("estimate \"%s\": %s", plan, d.text);
+    return j;
+}
+
+static mp_sim_result run(job *j, const mp_sim_opts *o, mp_sim **out)
+{
+    mp_sim_result r;
+    mp_diag d = {0};
+    mp_status st = mp_sim_run(&j->m, &j->c, &j->p, &j->e, o, out, &r, &d);
+    if (st != MP_OK)
+        fail_msg("simulation failed (%s): %s", mp_status_str(st), d.text);
+    /* The parts of the critical stage's timeline add up to the step. */
+    const mp_time *t = &r.time;
+    double sum = t->compute + t->recompute + t->tp_comm + t->cp_comm + t->ep_comm + t->pp_comm +
+                 t->pp_bubble + t->dp_comm_exposed + t->optimizer;
+    assert_close(sum, r.step_s, 1e-9);
+    return r;
+}
+
+/* ---- a synthetic uniform pipeline: exact closed forms -------------------------------------- */
+
+/* Llama 3 8B has 32 layers; tp = dp = 1 so there is no TP or DP communication and the ranks are
+ * the stages. The estimate's building blocks are replaced by round numbers: every layer takes
+ * 1 ms forward, 2 ms backward of which 1 ms weight gradient (so T_F = T_B = T_W for ZB-H1, Qi et
+ * al.'s setting); no LM head, no pipeline transfer time, no optimizer. With 32/p layers per stage
+ * a stage's forward is F = 32/p ms and its backward B = 64/p ms. */
+static job *synthetic(int p, int v, int64_t M, const char *schedule)
+{
+    char plan[160];
+    snprintf(plan, sizeof plan, "tp=1,pp=%d,vpp=%d,mb=1,gb=%lld,seq=1024,schedule=%s", p, v, (long long)M,
+             schedule);
+    job *j = make_job("llama3-8b", "h100-sxm5-80gb", p, plan);
+    memset(&j->e.parts, 0, sizeof j->e.parts);
+    j->e.parts.layer_fwd_s = 1e-3;
+    j->e.parts.layer_bwd_s = 2e-3;
+    j->e.parts.layer_bwd_weight_s = 1e-3;
+    return j;
+}
+
+static mp_sim_opts quiet(void)
+{
+    mp_sim_opts o;
+    mp_sim_opts_init(&o);
+    o.contention_frac = 0.0;
+    return o;
+}
+
+static void test_1f1b_bubble_closed_form(void **state)
+{
+    (void)state;
+    /* 1F1B with uniform stages: step = (M + p - 1)(F + B), bubble = (p - 1)(F + B), so the bubble
+     * is (p - 1)/(M + p - 1) of the step (Narayanan et al. 2021 Sec. 2.2.1). */
+    static const struct { int p; int64_t M; } cases[] = {{4, 8}, {8, 8}, {2, 16}, {4, 1}, {16, 32}, {4, 6}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int p = cases[k].p;
+        int64_t M = cases[k].M;
+        job *j = synthetic(p, 1, M, "1f1b");
+        mp_sim_opts o = quiet();
+        mp_sim_result r = run(j, &o, NULL);
+        double FB = 3e-3 * 32.0 / p;
+        assert_close(r.step_s, (double)(M + p - 1) * FB, 1e-9);
+        assert_close(r.time.pp_bubble, (double)(p - 1) * FB, 1e-9);
+        assert_close(r.bubble_frac, (double)(p - 1) / (double)(M + p - 1), 1e-9);
+        assert_close(r.time.compute, (double)M * FB, 1e-9);
+        /* GPipe has the same bubble. */
+        job *g = synthetic(p, 1, M, "gpipe");
+        mp_sim_result rg = run(g, &o, NULL);
+        assert_close(rg.step_s, r.step_s, 1e-9);
+        free(g);
+        free(j);
+    }
+}
+
+static void test_interleaving_divides_the_bubble_by_vpp(void **state)
+{
+    (void)state;
+    /* p = 4, M = 8, F + B = 24 ms per stage: 1F1B bubble 3 x 24 = 72 ms. With v chunks of 8/v
+     * layers the bubble is (p - 1)(F + B)/v (Narayanan et al. 2021 Sec. 2.2.2): 36 ms for v = 2,
+     * 18 ms for v = 4; the step is 8 x 24 = 192 ms plus the bubble. Breadth-first GPipe over the
+     * same chunks shrinks it the same way. */
+    mp_sim_opts o = quiet();
+    job *j1 = synthetic(4, 1, 8, "1f1b");
+    mp_sim_result r1 = run(j1, &o, NULL);
+    assert_close(r1.time.pp_bubble, 0.072, 1e-9);
+    for (int v = 2; v <= 4; v *= 2) {
+        job *jv = synthetic(4, v, 8, "interleaved");
+        mp_sim_result rv = run(jv, &o, NULL);
+        assert_close(rv.time.pp_bubble, r1.time.pp_bubble / v, 1e-9);
+        assert_close(rv.step_s, 0.192 + 0.072 / v, 1e-9);
+        job *gv = synthetic(4, v, 8, "gpipe");
+        mp_sim_result rg = run(gv, &o, NULL);
+        assert_close(rg.step_s, 0.192 + 0.072 / v, 1e-9);
+        free(gv);
+        free(jv);
+    }
+    free(j1);
+}
+
+static void test_zb_h1_shrinks_it_further(void **state)
+{
+    (void)state;
+    /* ZB-H1 (Qi et al. 2023 Sec. 2.1): bubble (p - 1)(T_F + T_B - T_W) with B the input-gradient
+     * pass. Here T_F = T_B = T_W = 8 ms per stage: 3 x 8 = 24 ms, one third of 1F1B's 72 ms and
+     * below interleaving's 36 ms at v = 2; step 192 + 24 = 216 ms. */
+    mp_sim_opts o = quiet();
+    job *z = synthetic(4, 1, 8, "zb");
+    mp_sim_result rz = run(z, &o, NULL);
+    assert_close(rz.time.pp_bubble, 0.024, 1e-9);
+    assert_close(rz.step_s, 0.216, 1e-9);
+    job *i2 = synthetic(4, 2, 8, "interleaved");
+    mp_sim_result ri = run(i2, &o, NULL);
+    assert_true(rz.time.pp_bubble < ri.time.pp_bubble);
+    /* With unequal passes, on a real plan's building blocks (Llama 3 70B, pp 4, 32 micro-batches,
+     * uniform stages, no DP): ZB-H1's step is 1F1B's minus 2 (p - 1) T_W, since 1F1B's bubble is
+     * (p - 1)(T_F + T_B + T_W) and ZB-H1's (p - 1)(T_F + T_B - T_W). T_W per stage: 20 layers'
+     * weight-gradient GEMMs plus the LM head's (folded into every stage by the analytical rules). */
+    job *j = make_job("llama3-70b", "h100-sxm5-80gb", 32, "tp=8,pp=4,mb=1,gb=32,seq=8192,schedule=zb");
+    job *j1 = make_job("llama3-70b", "h100-sxm5-80gb", 32, "tp=8,pp=4,mb=1,gb=32,seq=8192,schedule=1f1b");
+    mp_sim_opts oa = quiet();
+    oa.analytical_rules = 1;
+    mp_sim_result r = run(j, &oa, NULL), r1 = run(j1, &oa, NULL);
+    const mp_step_parts *t = &j->e.parts;
+    double W = 20.0 * t->layer_bwd_weight_s + t->head_bwd_weight_s;
+    assert_close(r1.step_s - r.step_s, 2.0 * 3.0 * W, 0.01);
+    assert_close(r.step_s, j->e.step_s, 0.01);
+    free(j1);
+    free(j);
+    free(i2);
+    free(z);
+}
+
+/* ---- differential: the simulation with the analytical rules equals the estimator --------- */
+
+static void test_differential_every_schedule(void **state)
+{
+    (void)state;
+    static const struct { const char *model; int64_t gpus; const char *plan; } cases[] = {
+        {"llama3-70b", 1024, "tp=8,pp=4,mb=1,gb=1024,seq=8192,zero=1,sp=1"},
+        {"llama3-70b", 1024, "tp=8,pp=4,vpp=5,mb=1,gb=1024,seq=8192,zero=1,sp=1,recompute=selective"},
+        {"llama3-70b", 1024, "tp=8,pp=4,mb=1,gb=1024,seq=8192,zero=1,sp=1,schedule=gpipe"},
+        {"llama3-70b", 1024, "tp=8,pp=4,mb=1,gb=1024,seq=8192,zero=1,sp=1,schedule=zb"},
+        {"llama3-70b", 1024, "tp=8,pp=8,mb=1,gb=256,seq=8192,zero=0,schedule=zb,recompute=full"},
+        {"llama3-70b", 1024, "tp=8,pp=4,mb=1,gb=256,seq=8192,zero=0,sp=1,recompute=full"},
+        {"llama3-70b", 1024, "tp=4,pp=4,vpp=2,mb=2,gb=1024,seq=4096,zero=2,schedule=gpipe"},
+        {"llama3-70b", 1024, "tp=8,pp=2,cp=2,mb=1,gb=256,seq=8192,zero=1"},
+        {"llama3-70b", 1024, "tp=8,pp=1,mb=1,gb=256,seq=8192,zero=3"},
+        {"llama3-70b", 1024, "tp=8,pp=1,mb=1,gb=256,seq=8192,zero=3,hsdp=16"},
+        {"llama3-70b", 1024, "tp=8,pp=1,mb=1,gb=256,seq=8192,zero=2"},
+        {"llama3-8b", 64, "tp=1,mb=2,gb=128,seq=8192,zero=0"},
+        {"llama3-405b", 2048, "tp=8,pp=16,vpp=2,mb=1,gb=256,seq=8192,zero=1,sp=1"},
+    };
+    mp_sim_opts o = quiet();
+    o.analytical_rules = 1;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        job *j = make_job(cases[k].model, "h100-sxm5-80gb", cases[k].gpus, cases[k].plan);
+        mp_sim_result r = run(j, &o, NULL);
+        double err = (r.step_s - j->e.step_s) / j->e.step_s;
+        print_message("  %-12s %-72s sim %9.4f s  analytical %9.4f s  %+.2f%%\n", cases[k].model,
+                      cases[k].plan, r.step_s, j->e.step_s, 100.0 * err);
+        if (fabs(err) > 0.01)
+            fail_msg("%s %s: simulated %.6f s vs analytical %.6f s (%+.2f%%)", cases[k].model,
+                     cases[k].plan, r.step_s, j->e.step_s, 100.0 * err);
+        /* Compute is the same work in both. */
+        assert_close(r.time.compute + r.time.recompute, j->e.time.compute + j->e.time.recompute, 1e-6);
+        free(j);
+    }
+}
+
+/* ---- contention, stragglers, options -------------------------------------------------------- */
+
+static void test_contention_rate(void **state)
+{
+    (void)state;
+    /* Llama 3 8B on one node, tp 8, pp 1, 2 micro-batches; every layer: 1 ms forward, 2 ms
+     * backward, 0.5 ms of TP per pass; nothing else. With TP overlapped and compute slowed by 20%
+     * while it runs: forward does 0.5/1.2 = 0.416667 ms of work in the first 0.5 ms, the remaining
+     * 0.583333 ms at full speed — 1.083333 ms; backward 0.5 + (2 - 0.416667) = 2.083333 ms.
+     * Step: 2 micro-batches x 32 layers x 3.166667 ms = 202.667 ms. Without contention 192 ms;
+     * TP on the critical path (no overlap, nothing runs beside compute): 64 x 4 ms = 256 ms. */
+    job *j = make_job("llama3-8b", "h100-sxm5-80gb", 8, "tp=8,mb=1,gb=2,seq=1024");
+    memset(&j->e.parts, 0, sizeof j->e.parts);
+    j->e.parts.layer_fwd_s = 1e-3;
+    j->e.parts.layer_bwd_s = 2e-3;
+    j->e.parts.layer_tp_fwd_s = 0.5e-3;
+    mp_sim_opts o = quiet();
+    o.tp_overlap = 1;
+    o.contention_frac = 0.2;
+    mp_sim_result r = run(j, &o, NULL);
+    assert_close(r.step_s, 64 * (1.083333e-3 + 2.083333e-3), 1e-6);
+    o.contention_frac = 0.0;
+    r = run(j, &o, NULL);
+    assert_close(r.step_s, 0.192, 1e-9);
+    o.tp_overlap = 0;
+    o.contention_frac = 0.2;
+    r = run(j, &o, NULL);
+    assert_close(r.step_s, 0.256, 1e-9);
+    assert_close(r.time.tp_comm, 0.064, 1e-9);
+    free(j);
+}
+
+static void test_straggler(void **state)
+{
+    (void)state;
+    /* The synthetic p = 4, M = 8 pipeline (F + B = 24 ms per stage) with the last stage's GPU
+     * 1.5x slower: the last stage runs its 8 micro-batches back to back at 36 ms each after a
+     * 3 x 8 ms fill, then the backward drains through the 3 other stages (16 ms each):
+     * 24 + 288 + 48 = 360 ms. */
+    job *j = synthetic(4, 1, 8, "1f1b");
+    mp_sim_opts o = quiet();
+    o.straggler_rank = 3; /* tp = cp = dp = 1: rank 3 is stage 3 */
+    o.straggler_compute_factor = 1.5;
+    mp_sim_result r = run(j, &o, NULL);
+    assert_int_equal(r.straggler_stage, 3);
+    assert_close(r.step_s, 0.360, 1e-9);
+    /* Bad options are named. */
+    mp_diag d = {0};
+    o.straggler_compute_factor = 0.5;
+    assert_int_equal(mp_sim_run(&j->m, &j->c, &j->p, &j->e, &o, NULL, &r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "straggler_compute_factor"));
+    o.straggler_compute_factor = 1.0;
+    o.straggler_rank = 4;
+    mp_diag_clear(&d);
+    assert_int_equal(mp_sim_run(&j->m, &j->c, &j->p, &j->e, &o, NULL, &r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "straggler_rank"));
+    free(j);
+    /* A slow NIC on a real plan slows the step; a slow GPU more. */
+    job *k = make_job("llama3-70b", "h100-sxm5-80gb", 1024, "tp=8,pp=4,mb=1,gb=256,seq=8192,zero=1,sp=1");
+    mp_sim_opts q = quiet();
+    mp_sim_result base = run(k, &q, NULL);
+    q.straggler_rank = 700;
+    q.straggler_link_factor = 4.0;
+    mp_sim_result slow_link = run(k, &q, NULL);
+    assert_int_equal(slow_link.straggler_stage, 2); /* 256 ranks per stage */
+    assert_true(slow_link.step_s > base.step_s);
+    /* A 1.5x slower GPU on stage 2 paces the pipeline: its compute (about 80% of a slot, the rest
+     * TP) takes 1.4 slots where the last stage, with the LM head, took about 1.04; over 8
+     * micro-batches that is ~0.36 x 8 = 2.9 slots on an 11-slot step (+26%). */
+    q.straggler_link_factor = 1.0;
+    q.straggler_compute_factor = 1.5;
+    mp_sim_result slow_gpu = run(k, &q, NULL);
+    assert_true(slow_gpu.step_s > 1.2 * base.step_s && slow_gpu.step_s < 1.32 * base.step_s);
+    free(k);
+}
+
+static void test_bad_input_and_event_cap(void **state)
+{
+    (void)state;
+    mp_diag d = {0};
+    mp_sim_result r;
+    job *j = make_job("llama3-70b", "h100-sxm5-80gb", 1024, "tp=8,pp=4,mb=1,gb=256,seq=8192");
+    mp_sim_opts o;
+    mp_sim_opts_init(&o);
+    o.max_events = 100;
+    assert_int_equal(mp_sim_run(&j->m, &j->c, &j->p, &j->e, &o, NULL, &r, &d), MP_ERR_RANGE);
+    assert_non_null(strstr(d.text, "max_events"));
+    o.max_events = 10000000;
+    o.contention_frac = -1;
+    mp_diag_clear(&d);
+    assert_int_equal(mp_sim_run(&j->m, &j->c, &j->p, &j->e, &o, NULL, &r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "contention_frac"));
+    /* The estimate must belong to the plan. */
+    o.contention_frac = 0;
+    mp_plan other = j->p;
+    other.gb *= 2;
+    mp_diag_clear(&d);
+    assert_int_equal(mp_sim_run(&j->m, &j->c, &other, &j->e, &o, NULL, &r, &d), MP_ERR_INPUT);
+    free(j);
+    /* Schedules that are not defined over model chunks. */
+    static const char *const bad[] = {"tp=8,pp=4,vpp=2,mb=1,gb=256,seq=8192,schedule=zb",
+                                      "tp=8,pp=4,vpp=2,mb=1,gb=256,seq=8192,schedule=1f1b"};
+    for (size_t k = 0; k < 2; k++) {
+        job *b = make_job("llama3-70b", "h100-sxm5-80gb", 1024, bad[k]);
+        mp_diag_clear(&d);
+        assert_int_equal(mp_sim_run(&b->m, &b->c, &b->p, &b->e, NULL, NULL, &r, &d), MP_ERR_INPUT);
+        assert_non_null(strstr(d.text, "vpp"));
+        free(b);
+    }
+}
+
+static void test_scale_by_symmetry(void **state)
+{
+    (void)state;
+    /* Llama 3 405B, tp 8, pp 16, 128 micro-batches: on 16,384 GPUs (dp 128) and on 2,048 (dp 16)
+     * the simulation has one rank per stage and the same number of tasks. */
+    job *a = make_job("llama3-405b", "h100-sxm5-80gb", 16384, "tp=8,pp=16,mb=1,gb=16384,seq=8192,zero=1,sp=1");
+    job *b = make_job("llama3-405b", "h100-sxm5-80gb", 2048, "tp=8,pp=16,mb=1,gb=2048,seq=8192,zero=1,sp=1");
+    mp_sim_opts o;
+    mp_sim_opts_init(&o);
+    mp_sim_result ra = run(a, &o, NULL), rb = run(b, &o, NULL);
+    assert_int_equal(ra.nstages, 16);
+    assert_int_equal(ra.tasks, rb.tasks);
+    assert_true(ra.events < 4 * ra.tasks);
+    free(a);
+    free(b);
+}
+
+/* ---- the trace ------------------------------------------------------------------------------- */
+
+static char *trace_text(job *j, const mp_sim_opts *o, mp_sim_result *r)
+{
+    mp_sim *s = NULL;
+    *r = run(j, o, &s);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    mp_diag d = {0};
+    assert_int_equal(mp_sim_write_trace(s, f, "test \"job\"", &d), MP_OK);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    mp_sim_destroy(s);
+    return buf;
+}
+
+typedef struct {
+    int64_t pid, tid, ts_ns, dur_ns;
+} slice;
+
+static int cmp_slice(const void *x, const void *y)
+{
+    const slice *a = x, *b = y;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    if (a->tid != b->tid)
+        return a->tid < b->tid ? -1 : 1;
+    return (a->ts_ns > b->ts_ns) - (a->ts_ns < b->ts_ns);
+}
+
+static void check_trace(const char *text, const job *j, double step_s)
+{
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    if (!root)
+        fail_msg("trace does not parse: %s (line %d)", err.text, err.line);
+    json_t *ev = json_object_get(root, "traceEvents");
+    assert_true(json_is_array(ev));
+    size_t n = json_array_size(ev);
+    slice *sl = calloc(n + 1, sizeof *sl);
+    assert_non_null(sl);
+    size_t ns = 0, fwd = 0, procs = 0, flows = 0;
+    int64_t end_max = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(ev, i);
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        assert_non_null(ph);
+        json_t *args = json_object_get(e, "args");
+        if (!strcmp(ph, "M")) {
+            if (!strcmp(json_string_value(json_object_get(e, "name")), "process_name"))
+                procs++;
+            continue;
+        }
+        if (!strcmp(ph, "s") || !strcmp(ph, "f")) { /* flow arrows of pipeline sends */
+            assert_true(json_is_integer(json_object_get(e, "id")));
+            flows++;
+            continue;
+        }
+        assert_string_equal(ph, "X");
+        json_t *ts = json_object_get(e, "ts"), *dur = json_object_get(e, "dur");
+        assert_true(json_is_number(ts) && json_is_number(dur));
+        slice s = {json_integer_value(json_object_get(e, "pid")), json_integer_value(json_object_get(e, "tid")),
+                   llround(json_number_value(ts) * 1000.0), llround(json_number_value(dur) * 1000.0)};
+        assert_true(s.dur_ns > 0);
+        if (s.ts_ns + s.dur_ns > end_max)
+            end_max = s.ts_ns + s.dur_ns;
+        sl[ns++] = s;
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        assert_non_null(cat);
+        if (!strcmp(cat, "compute")) {
+            assert_true(json_is_integer(json_object_get(args, "micro_batch")));
+            assert_true(json_is_integer(json_object_get(args, "chunk")));
+            if (!strcmp(json_string_value(json_object_get(args, "what")), "forward"))
+                fwd++;
+        } else if (strcmp(cat, "optimizer")) {
+            assert_true(json_is_number(json_object_get(args, "bytes")));
+            assert_true(json_is_string(json_object_get(args, "algorithm")));
+        }
+    }
+    assert_int_equal(procs, (size_t)j->p.pp);
+    assert_true(flows % 2 == 0 && (j->p.pp == 1 || flows > 0));
+    /* Every micro-batch's forward of every layer (and the LM head) is a slice. */
+    assert_int_equal(fwd, (size_t)(j->e.microbatches * (j->m.layers + 1)));
+    assert_close((double)end_max * 1e-9, step_s, 1e-9);
+    qsort(sl, ns, sizeof *sl, cmp_slice);
+    for (size_t i = 1; i < ns; i++)
+        if (sl[i].pid == sl[i - 1].pid && sl[i].tid == sl[i - 1].tid &&
+            sl[i].ts_ns < sl[i - 1].ts_ns + sl[i - 1].dur_ns)
+            fail_msg("slices overlap on pid %lld tid %lld at %lld ns", (long long)sl[i].pid,
+                     (long long)sl[i].tid, (long long)sl[i].ts_ns);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "otherData"), "title")),
+                        "test \"job\"");
+    free(sl);
+    json_decref(root);
+}
+
+static void test_trace_parses_and_threads_do_not_overlap(void **state)
+{
+    (void)state;
+    static const char *const plans[] = {
+        "tp=8,pp=4,vpp=5,mb=1,gb=256,seq=8192,zero=1,sp=1,recompute=selective",
+        "tp=8,pp=4,mb=1,gb=256,seq=8192,zero=3,schedule=zb",
+        "tp=8,pp=2,cp=2,mb=1,gb=128,seq=8192,zero=2,recompute=full,schedule=gpipe",
+    };
+    for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+        job *j = make_job("llama3-70b", "h100-sxm5-80gb", 1024, plans[k]);
+        mp_sim_opts o;
+        mp_sim_opts_init(&o);
+        o.tp_overlap = k == 1;
+        o.straggler_rank = k == 2 ? 300 : -1;
+        o.straggler_link_factor = 2.0;
+        mp_sim_result r;
+        char *t = trace_text(j, &o, &r);
+        check_trace(t, j, r.step_s);
+        free(t);
+        free(j);
+    }
+}
+
+static void test_deterministic(void **state)
+{
+    (void)state;
+    job *j = make_job("llama3-70b", "h100-sxm5-80gb", 1024, "tp=8,pp=4,vpp=5,mb=1,gb=256,seq=8192,zero=1,sp=1");
+    mp_sim_opts o;
+    mp_sim_opts_init(&o);
+    mp_sim_result r1, r2;
+    char *a = trace_text(j, &o, &r1);
+    char *b = trace_text(j, &o, &r2);
+    assert_true(r1.step_s == r2.step_s);
+    assert_int_equal(r1.events, r2.events);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    free(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_1f1b_bubble_closed_form),
+        cmocka_unit_test(test_interleaving_divides_the_bubble_by_vpp),
+        cmocka_unit_test(test_zb_h1_shrinks_it_further),
+        cmocka_unit_test(test_differential_every_schedule),
+        cmocka_unit_test(test_contention_rate),
+        cmocka_unit_test(test_straggler),
+        cmocka_unit_test(test_bad_input_and_event_cap),
+        cmocka_unit_test(test_scale_by_symmetry),
+        cmocka_unit_test(test_trace_parses_and_threads_do_not_overlap),
+        cmocka_unit_test(test_deterministic),
+    };
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
+}
