@@ -7,6 +7,8 @@
  * followed by the contents of a file. The argument "@F" is replaced by the path of that file
  * (absent when the input has no "---" part: a missing file), "@D" by the path of a directory.
  * Example: "predict\n--model\n@F\n--gpu\nh100-sxm5-80gb\n--gpus\n8\n---\n{...config.json...}".
+ * The value of -o/--output (trace writes its Chrome trace there) is always replaced by a file in
+ * the harness's scratch folder.
  * Seeds: fuzz/seeds/cli/. Run with -close_fd_mask=2 to silence the command's stderr
  * (fuzz/run.sh does); its stdout goes to a scratch file read back for the JSON check.
  */
@@ -21,13 +23,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_ARGS 64
 
-static char g_dir[256], g_file[300], g_out[300];
+static char g_dir[256], g_file[300], g_out[300], g_written[300];
 static int g_out_fd = -1;
 
 static void cleanup(void)
 {
     unlink(g_file);
     unlink(g_out);
+    unlink(g_written);
     rmdir(g_dir);
 }
 
@@ -41,6 +44,7 @@ static void setup(void)
         abort();
     snprintf(g_file, sizeof g_file, "%s/input", g_dir);
     snprintf(g_out, sizeof g_out, "%s/stdout", g_dir);
+    snprintf(g_written, sizeof g_written, "%s/written", g_dir);
     g_out_fd = open(g_out, O_RDWR | O_CREAT | O_TRUNC, 0600);
     if (g_out_fd < 0)
         abort();
@@ -112,6 +116,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         line = nl ? nl + 1 : NULL;
     }
     argv[argc] = NULL;
+    /* A command that writes a file (trace -o FILE) writes it in the scratch folder, never where
+     * the input says. */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output"))
+            argv[i + 1] = g_written;
 
     if (ftruncate(STDOUT_FILENO, 0) != 0 || lseek(STDOUT_FILENO, 0, SEEK_SET) != 0)
         abort();

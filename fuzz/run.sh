@@ -3,13 +3,15 @@
 # target for a given time. The "make fuzz" of this project.
 #
 #   fuzz/run.sh [SECONDS] [TARGET...]      SECONDS per target (default 60); TARGET: plan,
-#                                          model_json, hf_json, catalog, validate_csv, cli
-#                                          (default: all six, one after the other)
+#                                          model_json, hf_json, catalog, validate_csv, cli,
+#                                          cluster_json, islands_json, faults_json
+#                                          (default: all nine, one after the other)
 #
 # Environment: FUZZ_JOBS=N runs N targets at a time (default 1); FUZZ_BUILD=dir (default
 # build-fuzz); FUZZ_SKIP_OK=1 exits 0 with a message when clang or libFuzzer is missing (CI).
 # Corpora persist in $FUZZ_BUILD/corpus/<target>/ (grown run after run; seeded each run from
-# fuzz/seeds/, fuzz/dicts/, data/, tests/data/, tests/bad_inputs/ and ../shared/validation/).
+# fuzz/seeds/, fuzz/dicts/, data/, tests/data/, tests/bad_inputs/, examples/ and
+# ../shared/validation/).
 # A crash, leak, timeout or sanitizer report leaves its input in $FUZZ_BUILD/artifacts/ and
 # makes the script exit 1; reproduce with `$FUZZ_BUILD/fuzz/fuzz_<target> <file>`.
 # Summary line per target: wall and CPU seconds, runs, corpus files and bytes, status (also
@@ -19,7 +21,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECS=${1:-60}
 shift || true
-ALL=(plan model_json hf_json catalog validate_csv cli)
+ALL=(plan model_json hf_json catalog validate_csv cli cluster_json islands_json faults_json)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 B=${FUZZ_BUILD:-build-fuzz}
@@ -69,6 +71,10 @@ for t in "${ALL[@]}"; do
     [ -d "tests/fuzz_regressions/$t" ] && cp tests/fuzz_regressions/"$t"/* "$S/$t/"
 done
 cp tests/data/hf/* "$S/hf_json/"
+if [ -d examples/clusters ]; then
+    cp examples/clusters/*.json "$S/cluster_json/"
+    cp examples/clusters/*.json "$S/islands_json/"
+fi
 cp data/*.json "$S/catalog/"
 for f in tests/data/*.csv ../shared/validation/runs.csv; do [ -f "$f" ] && cp "$f" "$S/validate_csv/"; done
 if [ -d tests/bad_inputs ]; then
@@ -108,7 +114,7 @@ PY
 dict_for() {
     case $1 in
         plan) echo fuzz/dicts/plan.dict ;;
-        model_json|hf_json|catalog) echo fuzz/dicts/json.dict ;;
+        model_json|hf_json|catalog|cluster_json|islands_json|faults_json) echo fuzz/dicts/json.dict ;;
         validate_csv) echo fuzz/dicts/csv.dict ;;
         cli) echo fuzz/dicts/cli.dict ;;
     esac
