@@ -82,6 +82,9 @@ if [ -d tests/bad_inputs ]; then
         [ -f "$f" ] || continue
         case "$f" in
             *.csv) cp "$f" "$S/validate_csv/" ;;
+            */cluster_*) cp "$f" "$S/cluster_json/" ;;
+            */islands_*) cp "$f" "$S/islands_json/" ;;
+            */faults_*) cp "$f" "$S/faults_json/" ;;
             *plan*) cp "$f" "$S/plan/" ;;
             *hf*|*config*) cp "$f" "$S/hf_json/" ;;
             *catalog*) cp "$f" "$S/catalog/" ;;

@@ -27,8 +27,9 @@ size_t mp_utf8_invalid_at(const char *s, size_t n);
 void mp_utf8_scrub(char *s);
 
 /** Line `line` (1-based) of text[0..len), without leading blanks, control bytes as '?', cut to
- *  cap-1 bytes with "..." — to show where a JSON parse error is ("" when there is no such line). */
-void mp_text_line(const char *text, size_t len, int line, char *out, size_t cap);
+ *  cap-1 bytes with "..." and shifted so that byte `column` (1-based; <= 0: unknown) is in view —
+ *  to show where a JSON parse error is ("" when there is no such line or cap < 8). */
+void mp_text_line(const char *text, size_t len, int line, int column, char *out, size_t cap);
 
 /** 1 when text[0..len) is empty or only blanks and line breaks (an "empty file"). */
 int mp_is_blank(const char *text, size_t len);

@@ -448,7 +448,7 @@ mp_status mp_catalog_merge_json(mp_catalog *c, const char *json_text, size_t len
     json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &err);
     if (!root) {
         char at[80];
-        mp_text_line(json_text, len, err.line, at, sizeof at);
+        mp_text_line(json_text, len, err.line, err.column, at, sizeof at);
         mp_diag_add(diag, "%s: line %d, column %d: %s%s%s%s", origin, err.line, err.column, err.text,
                     at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;
@@ -518,7 +518,7 @@ mp_status mp_model_from_catalog_json(const char *json_text, size_t len, mp_model
     json_t *o = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &err);
     if (!o) {
         char at[80];
-        mp_text_line(json_text, len, err.line, at, sizeof at);
+        mp_text_line(json_text, len, err.line, err.column, at, sizeof at);
         mp_diag_add(diag, "model file: line %d, column %d: %s%s%s%s", err.line, err.column, err.text,
                     at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;

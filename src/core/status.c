@@ -119,27 +119,37 @@ void mp_utf8_scrub(char *s)
     }
 }
 
-void mp_text_line(const char *text, size_t len, int line, char *out, size_t cap)
+void mp_text_line(const char *text, size_t len, int line, int column, char *out, size_t cap)
 {
     if (cap == 0)
         return;
     out[0] = '\0';
-    if (!text || line < 1)
+    if (!text || line < 1 || cap < 8)
         return;
     size_t i = 0;
     for (int l = 1; l < line && i < len; i++)
         if (text[i] == '\n')
             l++;
-    while (i < len && (text[i] == ' ' || text[i] == '\t'))
-        i++;
+    size_t start = i, end = i;
+    while (end < len && text[end] != '\n' && text[end] != '\r')
+        end++;
+    while (start < end && (text[start] == ' ' || text[start] == '\t'))
+        start++;
+    /* Keep the error's column in view: start up to cap - 24 bytes before it. */
+    size_t col = column > 0 ? i + (size_t)column : start;
     size_t n = 0;
-    while (i < len && text[i] != '\n' && text[i] != '\r' && n + 1 < cap) {
-        unsigned char c = (unsigned char)text[i++];
+    if (col > start + (cap - 24)) {
+        start = col - (cap - 24);
+        memcpy(out, "...", 3);
+        n = 3;
+    }
+    for (i = start; i < end && n + 1 < cap; i++) {
+        unsigned char c = (unsigned char)text[i];
         out[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
     }
     out[n] = '\0';
-    if (i < len && text[i] != '\n' && text[i] != '\r' && cap >= 4)
-        memcpy(out + (n >= 3 ? n - 3 : 0), "...", 4);
+    if (i < end)
+        memcpy(out + n - 3, "...", 4);
     mp_utf8_scrub(out);
 }
 

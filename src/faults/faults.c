@@ -169,7 +169,10 @@ mp_status mp_fault_model_from_json(const char *text, size_t len, const char *ori
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        mp_diag_add(d, "%s: line %d: %s", origin, jerr.line, jerr.text);
+        char at[80];
+        mp_text_line(text, len, jerr.line, jerr.column, at, sizeof at);
+        mp_diag_add(d, "%s: line %d: %s%s%s%s", origin, jerr.line, jerr.text,
+                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;
     }
     mp_status st = MP_OK;

@@ -194,7 +194,10 @@ mp_status mp_islands_from_json(const mp_catalog *cat, const char *text, size_t l
     json_error_t err;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
     if (!root) {
-        mp_diag_add(diag, "%s: line %d, column %d: %s", origin, err.line, err.column, err.text);
+        char at[80];
+        mp_text_line(text, len, err.line, err.column, at, sizeof at);
+        mp_diag_add(diag, "%s: line %d, column %d: %s%s%s%s", origin, err.line, err.column, err.text,
+                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;
     }
     ireader r = {origin, "islands", diag, 0, MP_OK};

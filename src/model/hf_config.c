@@ -660,7 +660,7 @@ mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out
             return MP_ERR_NOMEM;
         }
         char at[80];
-        mp_text_line(json_text, len, err.line, at, sizeof at);
+        mp_text_line(json_text, len, err.line, err.column, at, sizeof at);
         mp_diag_add(diag, "config.json: line %d, column %d: %s%s%s%s", err.line, err.column,
                     err.text, at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;

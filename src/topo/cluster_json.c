@@ -197,7 +197,10 @@ mp_status mp_cluster_from_json(const mp_catalog *cat, const char *json_text, siz
     json_error_t err;
     json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &err);
     if (!root) {
-        mp_diag_add(diag, "%s: line %d, column %d: %s", origin, err.line, err.column, err.text);
+        char at[80];
+        mp_text_line(json_text, len, err.line, err.column, at, sizeof at);
+        mp_diag_add(diag, "%s: line %d, column %d: %s%s%s%s", origin, err.line, err.column, err.text,
+                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
         return MP_ERR_PARSE;
     }
     jreader r = {origin, "cluster", diag, 0, MP_OK};
