@@ -157,6 +157,9 @@ typedef struct {
     mp_exchange exchange;      /* the exchange used (default resolved) */
     mp_compress compress;
     int64_t inner_steps, fragments, overlap_steps;
+    int64_t buckets;           /* sequential collectives per exchange (plan key buckets) */
+    mp_transport transport;    /* stream or rendezvous (plan key transport) */
+    mp_ring ring;              /* how the ring's order was chosen (plan key ring) */
     int nislands;
     mp_island_result island[MP_MAX_ISLANDS];
     int nflows;

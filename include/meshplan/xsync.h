@@ -34,6 +34,22 @@
  *   split=speed|gpus|W1:W2:...  the global batch across islands: in proportion to each island's
  *                            measured speed (default), to its GPU count (the step then waits for
  *                            the slowest), or by the given weights in island order
+ *   buckets=N                hsdp, diloco, fl: the exchange is issued as N collectives one after
+ *                            the other (one per parameter bucket: PRIME's INTELLECT-1 loop
+ *                            all-reduces one layer at a time), each paying its own latencies
+ *                            (default 1: one fused exchange); with fragments, per fragment
+ *   transport=stream|rendezvous  how a message crosses the WAN: stream (default) sends at once
+ *                            into buffers the receiver posted earlier (NCCL's proxies); rendezvous
+ *                            sends only after the receiver's ready notice arrived, one more
+ *                            one-way latency per message (Gloo's TCP transport: "sends cannot
+ *                            execute until the remote side is ready to receive", tcp/pair.cc)
+ *   ring=bottleneck|tsp|listed  exchange=ring: the order of the islands on the ring. bottleneck
+ *                            (default): the order whose slowest step is fastest, as every step
+ *                            waits for the slowest edge; tsp: the shortest tour by summed edge
+ *                            time (PRIME's ElasticDeviceMesh solves this travelling-salesman tour
+ *                            over measured transfer times, comms.py _optimize_ring_ranks);
+ *                            listed: the islands' order in the description file (rank order, as
+ *                            NCCL and Gloo rings follow the ranks as launched)
  */
 #ifndef MESHPLAN_XSYNC_H
 #define MESHPLAN_XSYNC_H
@@ -49,6 +65,8 @@ typedef enum {
 } mp_compress;
 typedef enum { MP_EXCH_DEFAULT, MP_EXCH_RING, MP_EXCH_ROTATE, MP_EXCH_STAR, MP_EXCH_COUNT } mp_exchange;
 typedef enum { MP_SPLIT_SPEED, MP_SPLIT_GPUS, MP_SPLIT_WEIGHTS, MP_SPLIT_COUNT } mp_split;
+typedef enum { MP_TRANSPORT_STREAM, MP_TRANSPORT_RENDEZVOUS, MP_TRANSPORT_COUNT } mp_transport;
+typedef enum { MP_RING_BOTTLENECK, MP_RING_TSP, MP_RING_LISTED, MP_RING_COUNT } mp_ring;
 
 /** Most weights in split=W1:W2:... (islands beyond take the last weight). */
 #define MP_XSYNC_MAX_WEIGHTS 16
@@ -61,6 +79,9 @@ typedef struct {
     double topk_frac;      /* compress=topk: kept fraction, (0, 0.5] */
     int64_t fragments;     /* 0 = default 1 */
     int64_t overlap_steps; /* inner steps a synchronization may hide behind; 0 = blocking */
+    int64_t buckets;       /* sequential collectives per exchange; 0 = default 1 */
+    mp_transport transport;
+    mp_ring ring;
     mp_exchange exchange;
     mp_split split;
     int nweights;
@@ -71,6 +92,8 @@ typedef struct {
 const char *mp_sync_name(mp_sync s);         /* "none", "hsdp", "diloco", "pp", "fl" */
 const char *mp_compress_name(mp_compress c); /* "none", "bf16", "fp8", "int8", "topk" */
 const char *mp_exchange_name(mp_exchange e); /* "default", "ring", "rotate", "star" */
+const char *mp_transport_name(mp_transport t); /* "stream", "rendezvous" */
+const char *mp_ring_name(mp_ring r);           /* "bottleneck", "tsp", "listed" */
 
 /** Parse one key=value of the plan string when the key is one of the keys above. Returns 1 if
  *  the key is one of them (then *ok is 1, or 0 with a diag line naming the key, the value and

@@ -98,6 +98,12 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
                 e->compress == MP_COMPRESS_NONE ? "fp32" : mp_compress_name(e->compress));
     if (e->fragments > 1)
         fprintf(f, ", %lld fragments", (long long)e->fragments);
+    if (e->buckets > 1)
+        fprintf(f, ", %lld buckets one after the other", (long long)e->buckets);
+    if (e->transport != MP_TRANSPORT_STREAM)
+        fprintf(f, ", %s transport", mp_transport_name(e->transport));
+    if (e->ring != MP_RING_BOTTLENECK)
+        fprintf(f, ", ring order %s", mp_ring_name(e->ring));
     if (e->sync == MP_SYNC_DILOCO || e->sync == MP_SYNC_FL)
         fprintf(f, e->overlap_steps ? ", overlapped with %lld inner steps" : ", blocking",
                 (long long)e->overlap_steps);
@@ -233,6 +239,9 @@ json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan
     json_object_set_new(sy, "inner_steps", json_integer(e->inner_steps));
     json_object_set_new(sy, "fragments", json_integer(e->fragments));
     json_object_set_new(sy, "overlap_steps", json_integer(e->overlap_steps));
+    json_object_set_new(sy, "buckets", json_integer(e->buckets));
+    json_object_set_new(sy, "transport", json_string(mp_transport_name(e->transport)));
+    json_object_set_new(sy, "ring", json_string(mp_ring_name(e->ring)));
     json_object_set_new(sy, "time_s", json_real(e->sync_s));
     json_object_set_new(sy, "compress_s", json_real(e->sync_compress_s));
     json_object_set_new(sy, "hidden_s_per_period", json_real(e->sync_hidden_s));

@@ -65,7 +65,8 @@ static const char *usage_text =
     "           order(rank order, innermost first; default tp-cp-ep-dp-pp)\n"
     "           across islands (--cluster ISLANDS, docs/islands.md): sync(hsdp|diloco|pp|fl)\n"
     "           inner_steps compress(none|bf16|fp8|int8|topk:F) fragments overlap\n"
-    "           exchange(ring|rotate|star) split(speed|gpus|W1:W2:...); predict --quality-factor F\n"
+    "           exchange(ring|rotate|star) split(speed|gpus|W1:W2:...) buckets\n"
+    "           transport(stream|rendezvous) ring(bottleneck|tsp|listed); predict --quality-factor F\n"
     "clusters:  C is a catalog node (dgx-h100, ...), a shipped cluster (docs/cluster.md) or a\n"
     "           cluster description file\n"
     "exit codes: 0 ok, 2 bad usage or input, 1 internal error\n";

@@ -33,22 +33,31 @@ void mp_islands_opts_init(mp_islands_opts *o)
     o->estimate_opts = NULL;
 }
 
-double mp_wan_rate_Bps(const mp_islands *isl, int a, int b, double flows)
+/* W1 without the window: capacity (the pair's links, capped by each island's uplink) x
+ * achievable fraction x what other traffic leaves. 0 when no link joins a and b. */
+static double wan_line_Bps(const mp_islands *isl, int a, int b)
 {
-    if (!isl || a == b || a < 0 || b < 0 || a >= isl->n || b >= isl->n)
-        return 0.0;
     const mp_wan_link *l = &isl->link[a][b];
     if (!l->present || !(l->bw_Bps > 0))
         return 0.0;
-    /* W1: capacity (the pair's links, capped by each island's uplink) x achievable fraction x
-     * what other traffic leaves; a window-limited flow carries window / RTT (RFC 7323 Sec. 1:
-     * "the bandwidth-delay product"), so F parallel flows carry F x window / RTT. */
     double cap = l->bw_Bps;
     if (isl->island[a].uplink_Bps > 0 && isl->island[a].uplink_Bps < cap)
         cap = isl->island[a].uplink_Bps;
     if (isl->island[b].uplink_Bps > 0 && isl->island[b].uplink_Bps < cap)
         cap = isl->island[b].uplink_Bps;
-    double r = cap * l->efficiency_frac * (1.0 - l->background_load_frac);
+    return cap * l->efficiency_frac * (1.0 - l->background_load_frac);
+}
+
+double mp_wan_rate_Bps(const mp_islands *isl, int a, int b, double flows)
+{
+    if (!isl || a == b || a < 0 || b < 0 || a >= isl->n || b >= isl->n)
+        return 0.0;
+    const mp_wan_link *l = &isl->link[a][b];
+    double r = wan_line_Bps(isl, a, b);
+    if (!(r > 0))
+        return 0.0;
+    /* W1: a window-limited flow carries window / RTT (RFC 7323 Sec. 1: "the bandwidth-delay
+     * product"), so F parallel flows carry F x window / RTT. */
     if (l->tcp_window_bytes > 0 && l->latency_s > 0) {
         double f = flows > 1 ? flows : 1.0;
         double w = f * l->tcp_window_bytes / (2.0 * l->latency_s);
@@ -141,9 +150,35 @@ static mp_status run_island(const mp_model *m, const mp_island *x, const mp_plan
 
 typedef struct {
     int k;
-    double rate[MP_MAX_ISLANDS][MP_MAX_ISLANDS]; /* achievable B/s per direction, 0 = none */
+    double rate[MP_MAX_ISLANDS][MP_MAX_ISLANDS]; /* achievable B/s per direction, 0 = none (W1) */
+    double line[MP_MAX_ISLANDS][MP_MAX_ISLANDS]; /* the same without the window bound */
+    double inflight[MP_MAX_ISLANDS][MP_MAX_ISLANDS]; /* bytes the flows' windows allow in flight; 0 = no bound */
     double lat[MP_MAX_ISLANDS][MP_MAX_ISLANDS];  /* one-way latency */
+    double handshakes; /* one-way latencies paid before a message's data leaves: 0 stream, 1 rendezvous */
+    mp_ring ring;      /* how the ring's order is chosen */
 } wan;
+
+/* Time for one message of m bytes from island a to b (docs/islands.md eq. W2). The data leaves
+ * after `handshakes` one-way latencies (a rendezvous transport waits for the receiver's ready
+ * notice: Gloo tcp/pair.cc) and arrives one latency later. What fits in the flows' windows goes
+ * in one flight at the line rate; the rest at the window-limited rate, a window per round trip
+ * (RFC 7323 Sec. 1). Messages in a row (ring steps, buckets) cannot average more than the
+ * window-limited rate either, hence the second bound. Continuous and increasing in m; for m much
+ * larger than the window it is m / rate, the long-run rate of W1. Congestion windows are taken
+ * as open (no loss; no slow start after idle: a ring's flows idle less than a retransmission
+ * timeout between steps). */
+static double xfer_s(const wan *w, int a, int b, double m)
+{
+    if (!(w->rate[a][b] > 0))
+        return INFINITY;
+    double t = (1.0 + w->handshakes) * w->lat[a][b];
+    double W = w->inflight[a][b];
+    if (W > 0 && m > W)
+        t += W / w->line[a][b] + (m - W) / w->rate[a][b];
+    else
+        t += m / w->line[a][b];
+    return fmax(t, m / w->rate[a][b]);
+}
 
 /* One ring step moving c bytes over every edge of the ring: the slowest edge's time. */
 static double ring_step(const wan *w, const int *ord, double c, double *sum)
@@ -151,7 +186,7 @@ static double ring_step(const wan *w, const int *ord, double c, double *sum)
     double worst = 0.0, s = 0.0;
     for (int j = 0; j < w->k; j++) {
         int a = ord[j], b = ord[(j + 1) % w->k];
-        double t = w->rate[a][b] > 0 ? c / w->rate[a][b] + w->lat[a][b] : INFINITY;
+        double t = xfer_s(w, a, b, c);
         s += t;
         if (t > worst)
             worst = t;
@@ -161,8 +196,14 @@ static double ring_step(const wan *w, const int *ord, double c, double *sum)
     return worst;
 }
 
-static int ring_better(double t, double s, double bt, double bs)
+/* Is a ring with slowest step t and summed edge times s better than (bt, bs)? ring=bottleneck:
+ * the slowest step first (it paces every step), then the sum; ring=tsp: the sum first (the
+ * travelling-salesman tour PRIME's ElasticDeviceMesh builds from measured transfer times,
+ * comms.py _optimize_ring_ranks), then the slowest. */
+static int ring_better(const wan *w, double t, double s, double bt, double bs)
 {
+    if (w->ring == MP_RING_TSP)
+        return s < bs * (1.0 - 1e-12) || (s <= bs * (1.0 + 1e-12) && t < bt * (1.0 - 1e-12));
     return t < bt * (1.0 - 1e-12) || (t <= bt * (1.0 + 1e-12) && s < bs * (1.0 - 1e-12));
 }
 
@@ -183,7 +224,7 @@ static void ring_exact(const wan *w, double c, int *best)
             a[1 + j] = a[1 + i];
             a[1 + i] = t;
             double s, tt = ring_step(w, a, c, &s);
-            if (ring_better(tt, s, bt, bs)) {
+            if (ring_better(w, tt, s, bt, bs)) {
                 bt = tt;
                 bs = s;
                 memcpy(best, a, sizeof(int) * (size_t)k);
@@ -214,7 +255,7 @@ static void ring_search(const wan *w, double c, int *best)
             for (int b = 0; b < k; b++) {
                 if (used[b])
                     continue;
-                double t = w->rate[prev][b] > 0 ? c / w->rate[prev][b] + w->lat[prev][b] : INFINITY;
+                double t = xfer_s(w, prev, b, c);
                 if (pick < 0 || t < pt) {
                     pick = b;
                     pt = t;
@@ -236,7 +277,7 @@ static void ring_search(const wan *w, double c, int *best)
                         cand[hi] = x;
                     }
                     double s2, t2 = ring_step(w, cand, c, &s2);
-                    if (ring_better(t2, s2, t, s)) {
+                    if (ring_better(w, t2, s2, t, s)) {
                         memcpy(ord, cand, sizeof(int) * (size_t)k);
                         t = t2;
                         s = s2;
@@ -244,7 +285,7 @@ static void ring_search(const wan *w, double c, int *best)
                     }
                 }
         }
-        if (ring_better(t, s, bt, bs)) {
+        if (ring_better(w, t, s, bt, bs)) {
             bt = t;
             bs = s;
             memcpy(best, ord, sizeof(int) * (size_t)k);
@@ -397,7 +438,16 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
         BAD("plan.split: sync=pp splits layers, not the batch (every island sees the whole batch)");
     const int64_t H = local ? (xs->inner_steps ? xs->inner_steps : 100) : 1;
     const int64_t N = xs->fragments > 1 ? xs->fragments : 1;
+    const int64_t Bk = xs->buckets > 1 ? xs->buckets : 1;
     const int64_t tau = xs->overlap_steps;
+    if (xs->ring != MP_RING_BOTTLENECK && (sync == MP_SYNC_PP || xs->exchange == MP_EXCH_ROTATE ||
+                                           xs->exchange == MP_EXCH_STAR ||
+                                           (sync == MP_SYNC_FL && xs->exchange == MP_EXCH_DEFAULT)))
+        BAD("plan.ring = %s: only with a ring exchange (sync=hsdp or diloco, exchange=ring)",
+            mp_ring_name(xs->ring));
+    if (Bk > 1 && sync == MP_SYNC_PP)
+        BAD("plan.buckets = %lld: only with sync=hsdp, diloco or fl (sync=pp sends activations, not "
+            "parameter buckets)", (long long)Bk);
     if (local && tau * N > H)
         BAD("plan: overlap * fragments = %lld * %lld = %lld: expected at most inner_steps (%lld)",
             (long long)tau, (long long)N, (long long)(tau * N), (long long)H);
@@ -418,6 +468,9 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
     out->compress = xs->compress;
     out->inner_steps = H;
     out->fragments = N;
+    out->buckets = Bk;
+    out->transport = xs->transport;
+    out->ring = xs->ring;
     out->overlap_steps = tau;
     out->nislands = k;
     out->steps_per_period = H;
@@ -576,8 +629,13 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                 flows = (double)((na < nb ? na : nb) / pa) * isl->link[a][b].flows_per_gpu;
             }
             w->rate[a][b] = mp_wan_rate_Bps(isl, a, b, flows);
+            w->line[a][b] = wan_line_Bps(isl, a, b);
             w->lat[a][b] = isl->link[a][b].latency_s;
+            if (isl->link[a][b].tcp_window_bytes > 0 && isl->link[a][b].latency_s > 0)
+                w->inflight[a][b] = (flows > 1 ? flows : 1.0) * isl->link[a][b].tcp_window_bytes;
         }
+    w->handshakes = xs->transport == MP_TRANSPORT_RENDEZVOUS ? 1.0 : 0.0;
+    w->ring = xs->ring;
 
     /* ---- per island times and the period ---- */
     const double tok_seq = (double)seq;
@@ -615,11 +673,11 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                 free(w);
                 goto done;
             }
-            double t = per_dir / r + w->lat[i][i + 1];
+            double t = xfer_s(w, i, i + 1, per_dir);
             if (t > twan) {
                 twan = t;
             }
-            fill += 2.0 * (per_dir / (double)Mx / r + w->lat[i][i + 1]);
+            fill += 2.0 * xfer_s(w, i, i + 1, per_dir / (double)Mx);
             flow_add(out, w, i, i + 1, per_dir, per_dir, t, isl);
         }
         /* P2: the slowest stage or the slowest boundary paces the steady state; filling and
@@ -656,13 +714,18 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                 if (t > compress_s)
                     compress_s = t;
             }
-            /* One fragment's exchange (S2): fragments split the bytes, each pays the latencies. */
-            const double Sf = S / (double)N;
+            /* One collective's exchange (S2): fragments and buckets split the bytes, each pays
+             * the latencies; NB collectives per synchronization, one after the other. */
+            const double NB = (double)N * (double)Bk;
+            const double Sf = S / NB;
             double tx = 0.0;
             if (xch == MP_EXCH_RING) {
                 int ord[MP_MAX_ISLANDS];
                 double chunk = topk ? Sf : Sf / (double)k;
-                if (k <= 9)
+                if (w->ring == MP_RING_LISTED)
+                    for (int j = 0; j < k; j++)
+                        ord[j] = j;
+                else if (k <= 9)
                     ring_exact(w, chunk, ord);
                 else
                     ring_search(w, chunk, ord);
@@ -680,8 +743,8 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                 tx = steps * stept;
                 for (int j = 0; j < k; j++) {
                     int a = ord[j], c2 = ord[(j + 1) % k];
-                    double et = chunk / w->rate[a][c2] + w->lat[a][c2];
-                    flow_add(out, w, a, c2, (double)N * steps * chunk, 0.0, (double)N * steps * et, isl);
+                    double et = xfer_s(w, a, c2, chunk);
+                    flow_add(out, w, a, c2, NB * steps * chunk, 0.0, NB * steps * et, isl);
                 }
             } else if (xch == MP_EXCH_ROTATE) {
                 /* R1: one round of pairwise averaging per synchronization, the partners rotating
@@ -703,11 +766,10 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                             free(w);
                             goto done;
                         }
-                        double t = Sf / w->rate[a][c2] + w->lat[a][c2];
+                        double t = xfer_s(w, a, c2, Sf);
                         if (t > rt)
                             rt = t;
-                        flow_add(out, w, a, c2, (double)N * Sf / rounds, (double)N * Sf / rounds,
-                                 (double)N * t / rounds, isl);
+                        flow_add(out, w, a, c2, NB * Sf / rounds, NB * Sf / rounds, NB * t / rounds, isl);
                     }
                     sum += rt;
                     if (rt < mn)
@@ -716,8 +778,8 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                         mx = rt;
                 }
                 tx = sum / rounds;
-                out->rotate_min_s = (double)N * mn;
-                out->rotate_max_s = (double)N * mx;
+                out->rotate_min_s = NB * mn;
+                out->rotate_max_s = NB * mx;
             } else {
                 /* X1: star through the aggregator: every island uploads S, the aggregator sums and
                  * sends the aggregate back; its uplink is shared by all the others. */
@@ -727,7 +789,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                         ag = i;
                         break;
                     }
-                double down = topk ? fmin((double)(k - 1) * Sf, P * 4.0 / (double)N) : Sf;
+                double down = topk ? fmin((double)(k - 1) * Sf, P * 4.0 / NB) : Sf;
                 double up_t = 0.0, dn_t = 0.0, agg_cap = isl->island[ag].uplink_Bps;
                 for (int i = 0; i < k; i++) {
                     if (i == ag)
@@ -739,11 +801,11 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                         free(w);
                         goto done;
                     }
-                    double tu = Sf / w->rate[i][ag] + w->lat[i][ag];
-                    double td = down / w->rate[i][ag] + w->lat[i][ag];
+                    double tu = xfer_s(w, i, ag, Sf);
+                    double td = xfer_s(w, ag, i, down);
                     up_t = fmax(up_t, tu);
                     dn_t = fmax(dn_t, td);
-                    flow_add(out, w, i, ag, (double)N * Sf, (double)N * down, (double)N * (tu + td), isl);
+                    flow_add(out, w, i, ag, NB * Sf, NB * down, NB * (tu + td), isl);
                 }
                 if (agg_cap > 0) {
                     const mp_wan_link *l0 = &isl->link[ag][ag == 0 ? 1 : 0];
@@ -753,7 +815,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                 }
                 tx = up_t + dn_t;
             }
-            sync_s = (double)N * tx + compress_s;
+            sync_s = NB * tx + compress_s;
         }
         /* The period and what of the synchronization hides (S4). */
         if (sync == MP_SYNC_HSDP) {

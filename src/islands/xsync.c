@@ -10,10 +10,14 @@
 static const char *const sync_names[MP_SYNC_COUNT] = {"none", "hsdp", "diloco", "pp", "fl"};
 static const char *const compress_names[MP_COMPRESS_COUNT] = {"none", "bf16", "fp8", "int8", "topk"};
 static const char *const exchange_names[MP_EXCH_COUNT] = {"default", "ring", "rotate", "star"};
+static const char *const transport_names[MP_TRANSPORT_COUNT] = {"stream", "rendezvous"};
+static const char *const ring_names[MP_RING_COUNT] = {"bottleneck", "tsp", "listed"};
 
 const char *mp_sync_name(mp_sync s) { return ((int)s >= 0 && s < MP_SYNC_COUNT) ? sync_names[s] : "?"; }
 const char *mp_compress_name(mp_compress c) { return ((int)c >= 0 && c < MP_COMPRESS_COUNT) ? compress_names[c] : "?"; }
 const char *mp_exchange_name(mp_exchange e) { return ((int)e >= 0 && e < MP_EXCH_COUNT) ? exchange_names[e] : "?"; }
+const char *mp_transport_name(mp_transport t) { return ((int)t >= 0 && t < MP_TRANSPORT_COUNT) ? transport_names[t] : "?"; }
+const char *mp_ring_name(mp_ring r) { return ((int)r >= 0 && r < MP_RING_COUNT) ? ring_names[r] : "?"; }
 
 /* Dense formats: the element size (fp32 is what DDP/FSDP reduce gradients in by default and
  * what DiLoCo's pseudo-gradients are kept in; bf16/fp8/int8 quantise them for the wire with a
@@ -31,9 +35,10 @@ double mp_compress_bytes_per_value(mp_compress c)
     }
 }
 
-enum { K_SYNC, K_INNER, K_COMPRESS, K_FRAGMENTS, K_OVERLAP, K_EXCHANGE, K_SPLIT, K_COUNT };
+enum { K_SYNC, K_INNER, K_COMPRESS, K_FRAGMENTS, K_OVERLAP, K_EXCHANGE, K_SPLIT, K_BUCKETS,
+       K_TRANSPORT, K_RING, K_COUNT };
 static const char *const keys[K_COUNT] = {"sync", "inner_steps", "compress", "fragments",
-                                          "overlap", "exchange", "split"};
+                                          "overlap", "exchange", "split", "buckets", "transport", "ring"};
 
 static int pick(const char *key, const char *val, const char *const *names, int n, int *out,
                 mp_diag *diag)
@@ -91,6 +96,15 @@ int mp_xsync_parse_key(const char *key, const char *val, mp_xsync *x, int *ok, m
     case K_INNER: *ok = count(key, val, 1, 1000000, &x->inner_steps, diag); break;
     case K_FRAGMENTS: *ok = count(key, val, 1, 4096, &x->fragments, diag); break;
     case K_OVERLAP: *ok = count(key, val, 0, 1000000, &x->overlap_steps, diag); break;
+    case K_BUCKETS: *ok = count(key, val, 1, 1000000, &x->buckets, diag); break;
+    case K_TRANSPORT:
+        if ((*ok = pick(key, val, transport_names, MP_TRANSPORT_COUNT, &e, diag)))
+            x->transport = (mp_transport)e;
+        break;
+    case K_RING:
+        if ((*ok = pick(key, val, ring_names, MP_RING_COUNT, &e, diag)))
+            x->ring = (mp_ring)e;
+        break;
     case K_EXCHANGE: {
         static const char *const ex[] = {"ring", "rotate", "star"};
         if ((*ok = pick(key, val, ex, 3, &e, diag)))
@@ -174,6 +188,12 @@ void mp_xsync_format(const mp_xsync *x, char *buf, size_t cap, size_t *len)
         APPEND(",overlap=%lld", (long long)x->overlap_steps);
     if (x->exchange != MP_EXCH_DEFAULT)
         APPEND(",exchange=%s", mp_exchange_name(x->exchange));
+    if (x->buckets > 1)
+        APPEND(",buckets=%lld", (long long)x->buckets);
+    if (x->transport != MP_TRANSPORT_STREAM)
+        APPEND(",transport=%s", mp_transport_name(x->transport));
+    if (x->ring != MP_RING_BOTTLENECK)
+        APPEND(",ring=%s", mp_ring_name(x->ring));
     if (x->split == MP_SPLIT_GPUS) {
         APPEND(",split=gpus");
     } else if (x->split == MP_SPLIT_WEIGHTS) {

@@ -248,7 +248,7 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
             mp_diag_add(diag, "plan: unknown key \"%s\" (value \"%s\"): expected one of tp, pp, vpp, "
                         "dp, cp, ep, etp, sp, mb, gb, seq, zero, hsdp, recompute, precision, flash, schedule, "
                         "cp_algo, capacity_factor, imbalance, fp8_comm, attn_kernel, order, sync, inner_steps, "
-                        "compress, fragments, overlap, exchange, split",
+                        "compress, fragments, overlap, exchange, split, buckets, transport, ring",
                         key, val);
             ok = 0;
         }
