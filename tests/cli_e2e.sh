@@ -587,6 +587,22 @@ check "C7: INTELLECT-1 across the US" "rc_is 0" "json_check '
 assert abs(d[\"compute_util\"] - 0.96) <= 0.08, d[\"compute_util\"]
 assert 0.362 <= d[\"mfu_in_steps\"] <= 0.414, d[\"mfu_in_steps\"]
 '"
+run predict --model intellect-1 --cluster intellect1-continents --plan "zero=3,mb=1,gb=1792,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8,buckets=44,transport=rendezvous,ring=tsp" --json
+check "C7: INTELLECT-1 across continents as PRIME synchronized (buckets, rendezvous, tsp ring)" "rc_is 0" "no_nonfinite" "json_check '
+s = d[\"sync\"]
+assert s[\"buckets\"] == 44 and s[\"transport\"] == \"rendezvous\" and s[\"ring\"] == \"tsp\", s
+assert 0.90 < d[\"compute_util\"] < 0.93, d[\"compute_util\"]
+'"
+run predict --model intellect-1 --cluster intellect1-us --plan "zero=3,mb=1,gb=1792,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8,buckets=44,transport=rendezvous,ring=tsp"
+check "buckets, transport and ring order in the text report" "rc_is 0" "stdout_has \"44 buckets one after the other, rendezvous transport, ring order tsp\""
+run predict --model intellect-1 --cluster intellect1-us --plan "zero=3,gb=1792,sync=diloco,buckets=0"
+check "buckets=0 is bad input" "rc_is 2" "stderr_has plan.buckets"
+run predict --model intellect-1 --cluster intellect1-us --plan "zero=3,gb=1792,sync=diloco,transport=udp"
+check "an unknown transport is bad input" "rc_is 2" "stderr_has plan.transport"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=8192,sync=pp,buckets=4"
+check "buckets with sync=pp is bad input" "rc_is 2" "stderr_has plan.buckets"
+run predict --model llama3-8b --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=8192,sync=fl,ring=tsp"
+check "a ring order without a ring exchange is bad input" "rc_is 2" "stderr_has plan.ring"
 run islands-scale --model llama3-70b --cluster three-continents --plan "tp=8,zero=1,mb=1,gb=2048,seq=8192,recompute=full,sync=hsdp" --island-gpus 64:4096 --json
 check "islands-scale finds where bigger islands stop paying (HSDP over the WAN)" "rc_is 0" "no_nonfinite" "json_check '
 r = d[\"rows\"]

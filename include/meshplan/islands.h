@@ -200,10 +200,13 @@ typedef struct {
  *  (inner) step, split across islands by p->xsync.split. sync none is taken as hsdp on several
  *  islands and as the plain estimate on one. opts may be NULL.
  *  With one island every scheme is the plain single-cluster prediction (no WAN, no
- *  synchronization). Returns MP_OK (check out->feasible), MP_ERR_INPUT when the plan cannot be
+ *  synchronization). Every WAN message costs (1 + h) one-way latencies plus its transfer, at the
+ *  line rate within the flows' windows and at the window-limited rate beyond, never faster on
+ *  average than the window-limited rate (docs/islands.md eq. W2; h = 1 with
+ *  transport=rendezvous); buckets=B runs B exchanges of S/B in a row. Returns MP_OK (check out->feasible), MP_ERR_INPUT when the plan cannot be
  *  formed on an island (the island and the reason named), the keys contradict the scheme
  *  (inner_steps with hsdp, rotate with hsdp, overlap * fragments > inner_steps, split weights
- *  count...), the batch cannot be split (each island needs at least mb x its dp sequences), or
+ *  count, buckets with pp, a ring order without a ring exchange...), the batch cannot be split (each island needs at least mb x its dp sequences), or
  *  the exchange needs a link that does not exist; MP_ERR_RANGE if a result is not finite. */
 mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_plan *p,
                              const mp_islands_opts *opts, mp_islands_estimate *out, mp_diag *diag);
