@@ -29,6 +29,7 @@ int main(void)
         {"three-continents", "llama3-8b", "zero=3,mb=1,gb=1024,seq=8192,sync=pp"},
         {"three-continents", "llama3-8b", "zero=3,mb=1,gb=1024,seq=8192,sync=fl,exchange=rotate"},
         {"intellect1-continents", "intellect-1", "zero=3,mb=1,gb=1792,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8"},
+        {"intellect1-continents", "intellect-1", "zero=3,mb=1,gb=1792,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8,buckets=44,transport=rendezvous,ring=tsp"},
     };
     static mp_islands_estimate e;
     printf("%-22s %-12s %-40s %12s %12s\n", "islands", "model", "scheme", "predicts/s", "us/predict");
