@@ -603,6 +603,10 @@ run predict --model llama3-8b --cluster three-continents --plan "zero=3,mb=1,gb=
 check "buckets with sync=pp is bad input" "rc_is 2" "stderr_has plan.buckets"
 run predict --model llama3-8b --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=8192,sync=fl,ring=tsp"
 check "a ring order without a ring exchange is bad input" "rc_is 2" "stderr_has plan.ring"
+run predict --model llama3-8b --cluster dgx-h100 --gpus 8 --plan "tp=8,mb=1,gb=64,seq=4096,buckets=4"
+check "a key across islands on one cluster is bad input, not ignored" "rc_is 2" "stderr_has plan.buckets"
+run islands-scale --model intellect-1 --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=4096,recompute=full,sync=diloco,ring=tsp,exchange=star" --island-gpus 8:64
+check "islands-scale: a plan rejected at every size is bad input" "rc_is 2" "stderr_has plan.ring"
 run islands-scale --model llama3-70b --cluster three-continents --plan "tp=8,zero=1,mb=1,gb=2048,seq=8192,recompute=full,sync=hsdp" --island-gpus 64:4096 --json
 check "islands-scale finds where bigger islands stop paying (HSDP over the WAN)" "rc_is 0" "no_nonfinite" "json_check '
 r = d[\"rows\"]

@@ -25,7 +25,7 @@
 
 static mp_islands *islands(const char *fmt, ...)
 {
-    char buf[8192];
+    static char buf[32768];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
@@ -504,22 +504,25 @@ static void test_message_time_golden(void **state)
     mp_islands_destroy(isl);
 }
 
-/* Properties of the transport keys on random WANs: a rendezvous never speeds a synchronization;
- * without windows more buckets never speed it; the bottleneck ring is never slower than the
- * travelling-salesman ring or the listed order. */
+/* Properties of the transport keys on random full-mesh WANs of 5 islands (exact ring search) and
+ * 12 (heuristic): a rendezvous never speeds a synchronization, for every ring order; without
+ * windows more buckets never speed it; the bottleneck order is never slower than the tsp order
+ * or the listed one; buckets never change the bytes. */
 static void test_transport_properties(void **state)
 {
     (void)state;
     const mp_model *m = llama8b();
     uint64_t rng = 12345;
+    static const char *const orders[] = {"", ",ring=tsp", ",ring=listed"};
     for (int trial = 0; trial < 12; trial++) {
-        char json[4096];
-        int n = snprintf(json, sizeof json, "{\"islands\": [{\"name\": \"n\", \"count\": 5, \"node\": \"dgx-h100\","
+        static char json[32768];
+        const int k = trial < 8 ? 5 : 12;
+        int n = snprintf(json, sizeof json, "{\"islands\": [{\"name\": \"n\", \"count\": %d, \"node\": \"dgx-h100\","
                          " \"num_gpus_count\": 8}], \"wan_default\": {\"link_bw_Bps\": 1e9, \"efficiency_frac\": 1,"
-                         " \"latency_s\": 0.01}, \"wan\": [");
+                         " \"latency_s\": 0.01}, \"wan\": [", k);
         int first = 1;
-        for (int a = 1; a <= 5; a++)
-            for (int b = a + 1; b <= 5; b++) {
+        for (int a = 1; a <= k; a++)
+            for (int b = a + 1; b <= k; b++) {
                 rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
                 double bw = 1e8 * (1.0 + (double)(rng >> 40) / (double)(1ULL << 24) * 20.0);
                 double lat = 0.001 + (double)((rng >> 20) & 0xfffff) / (double)0x100000 * 0.15;
@@ -530,23 +533,31 @@ static void test_transport_properties(void **state)
             }
         snprintf(json + n, sizeof json - (size_t)n, "]}");
         mp_islands *isl = islands("%s", json);
-        const char *base = BASE ",gb=40,sync=diloco,inner_steps=10,compress=int8";
+        char base[160];
+        snprintf(base, sizeof base, BASE ",gb=%d,sync=diloco,inner_steps=10,compress=int8", 8 * k);
         char buf[256];
-        double prev = 0.0;
+        double prev[3] = {0.0, 0.0, 0.0}, bytes[3] = {0.0, 0.0, 0.0};
         for (int bk = 1; bk <= 1000; bk *= 10) {
-            snprintf(buf, sizeof buf, "%s,buckets=%d", base, bk);
-            double st = predict(m, isl, buf)->sync_s;
-            snprintf(buf, sizeof buf, "%s,buckets=%d,transport=rendezvous", base, bk);
-            double rv = predict(m, isl, buf)->sync_s;
-            assert_true(rv >= st * (1.0 - 1e-12));
-            if (trial % 2 == 0)
-                assert_true(st >= prev * (1.0 - 1e-12));
-            prev = st;
-            snprintf(buf, sizeof buf, "%s,buckets=%d,ring=tsp", base, bk);
-            double tsp = predict(m, isl, buf)->sync_s;
-            snprintf(buf, sizeof buf, "%s,buckets=%d,ring=listed", base, bk);
-            double listed = predict(m, isl, buf)->sync_s;
-            assert_true(st <= tsp * (1.0 + 1e-12) && st <= listed * (1.0 + 1e-12));
+            double st[3];
+            for (int o = 0; o < 3; o++) {
+                snprintf(buf, sizeof buf, "%s,buckets=%d%s", base, bk, orders[o]);
+                mp_islands_estimate *e = predict(m, isl, buf);
+                st[o] = e->sync_s;
+                if (o > 0) { /* the tsp and listed rings do not depend on the buckets */
+                    if (bk == 1)
+                        bytes[o] = e->wan_bytes;
+                    assert_close(e->wan_bytes, bytes[o], 1e-9);
+                }
+                snprintf(buf, sizeof buf, "%s,buckets=%d,transport=rendezvous%s", base, bk, orders[o]);
+                double rv = predict(m, isl, buf)->sync_s;
+                if (rv < st[o] * (1.0 - 1e-12))
+                    fail_msg("trial %d, %s: rendezvous %.9g s < stream %.9g s", trial, buf, rv, st[o]);
+                if (trial % 2 == 0 && st[o] < prev[o] * (1.0 - 1e-12))
+                    fail_msg("trial %d, order %d: %d buckets %.9g s < fewer buckets %.9g s", trial, o, bk, st[o], prev[o]);
+                prev[o] = st[o];
+            }
+            if (st[0] > st[1] * (1.0 + 1e-12) || st[0] > st[2] * (1.0 + 1e-12))
+                fail_msg("trial %d, %d buckets: bottleneck %.9g s, tsp %.9g s, listed %.9g s", trial, bk, st[0], st[1], st[2]);
         }
         mp_islands_destroy(isl);
     }

@@ -37,17 +37,21 @@
  *   buckets=N                hsdp, diloco, fl: the exchange is issued as N collectives one after
  *                            the other (one per parameter bucket: PRIME's INTELLECT-1 loop
  *                            all-reduces one layer at a time), each paying its own latencies
+ *                            unless the TCP window already holds the sender back longer
  *                            (default 1: one fused exchange); with fragments, per fragment
  *   transport=stream|rendezvous  how a message crosses the WAN: stream (default) sends at once
  *                            into buffers the receiver posted earlier (NCCL's proxies); rendezvous
  *                            sends only after the receiver's ready notice arrived, one more
- *                            one-way latency per message (Gloo's TCP transport: "sends cannot
- *                            execute until the remote side is ready to receive", tcp/pair.cc)
+ *                            one-way latency per message, unless the window already held the
+ *                            sender back as long (Gloo's TCP transport: "sends cannot execute
+ *                            until the remote side is ready to receive", tcp/pair.cc)
  *   ring=bottleneck|tsp|listed  exchange=ring: the order of the islands on the ring. bottleneck
  *                            (default): the order whose slowest step is fastest, as every step
- *                            waits for the slowest edge; tsp: the shortest tour by summed edge
- *                            time (PRIME's ElasticDeviceMesh solves this travelling-salesman tour
- *                            over measured transfer times, comms.py _optimize_ring_ranks);
+ *                            waits for the slowest edge; tsp: the shortest tour by the time each
+ *                            edge needs for its share of a synchronization at its long-run rate
+ *                            (PRIME's ElasticDeviceMesh solves this travelling-salesman tour over
+ *                            measured transfer times, comms.py _optimize_ring_ranks), whatever
+ *                            the transport and the buckets;
  *                            listed: the islands' order in the description file (rank order, as
  *                            NCCL and Gloo rings follow the ranks as launched)
  */
@@ -66,7 +70,7 @@ typedef enum {
 typedef enum { MP_EXCH_DEFAULT, MP_EXCH_RING, MP_EXCH_ROTATE, MP_EXCH_STAR, MP_EXCH_COUNT } mp_exchange;
 typedef enum { MP_SPLIT_SPEED, MP_SPLIT_GPUS, MP_SPLIT_WEIGHTS, MP_SPLIT_COUNT } mp_split;
 typedef enum { MP_TRANSPORT_STREAM, MP_TRANSPORT_RENDEZVOUS, MP_TRANSPORT_COUNT } mp_transport;
-typedef enum { MP_RING_BOTTLENECK, MP_RING_TSP, MP_RING_LISTED, MP_RING_COUNT } mp_ring;
+typedef enum { MP_RING_DEFAULT, MP_RING_BOTTLENECK, MP_RING_TSP, MP_RING_LISTED, MP_RING_COUNT } mp_ring;
 
 /** Most weights in split=W1:W2:... (islands beyond take the last weight). */
 #define MP_XSYNC_MAX_WEIGHTS 16
@@ -93,13 +97,18 @@ const char *mp_sync_name(mp_sync s);         /* "none", "hsdp", "diloco", "pp", 
 const char *mp_compress_name(mp_compress c); /* "none", "bf16", "fp8", "int8", "topk" */
 const char *mp_exchange_name(mp_exchange e); /* "default", "ring", "rotate", "star" */
 const char *mp_transport_name(mp_transport t); /* "stream", "rendezvous" */
-const char *mp_ring_name(mp_ring r);           /* "bottleneck", "tsp", "listed" */
+const char *mp_ring_name(mp_ring r);           /* "bottleneck" (also for the default), "tsp", "listed" */
 
 /** Parse one key=value of the plan string when the key is one of the keys above. Returns 1 if
  *  the key is one of them (then *ok is 1, or 0 with a diag line naming the key, the value and
  *  what was expected; a key given twice is an error), 0 if the key is not one of them. Called by
  *  mp_plan_parse. */
 int mp_xsync_parse_key(const char *key, const char *val, mp_xsync *x, int *ok, mp_diag *diag);
+
+/** For a plan on one cluster (sync not given or none): one diag line per key of this header
+ *  that was given anyway (they apply across islands only: docs/islands.md), naming the key.
+ *  Returns the number of such keys; 0 when sync is given or none of them is. */
+int mp_xsync_check_single(const mp_xsync *x, mp_diag *diag);
 
 /** Append ",sync=...,inner_steps=..." for a plan with sync != none (nothing otherwise) to buf of
  *  capacity cap at offset *len (*len advanced as snprintf would). */

@@ -98,11 +98,11 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
                 e->compress == MP_COMPRESS_NONE ? "fp32" : mp_compress_name(e->compress));
     if (e->fragments > 1)
         fprintf(f, ", %lld fragments", (long long)e->fragments);
-    if (e->buckets > 1)
+    if (e->nislands > 1 && e->buckets > 1)
         fprintf(f, ", %lld buckets one after the other", (long long)e->buckets);
-    if (e->transport != MP_TRANSPORT_STREAM)
+    if (e->nislands > 1 && e->transport != MP_TRANSPORT_STREAM)
         fprintf(f, ", %s transport", mp_transport_name(e->transport));
-    if (e->ring != MP_RING_BOTTLENECK)
+    if (e->nislands > 1 && e->ring != MP_RING_DEFAULT)
         fprintf(f, ", ring order %s", mp_ring_name(e->ring));
     if (e->sync == MP_SYNC_DILOCO || e->sync == MP_SYNC_FL)
         fprintf(f, e->overlap_steps ? ", overlapped with %lld inner steps" : ", blocking",

@@ -129,6 +129,17 @@ int cmd_islands_scale(int argc, char **argv)
         }
         n++;
     }
+    /* A plan rejected at every size is bad input, not a scaling result. */
+    {
+        int any = 0;
+        for (int i = 0; i < n; i++)
+            any |= rows[i].ok;
+        if (n > 0 && !any) {
+            fprintf(stderr, "meshplan: the plan cannot be formed at any island size:\n  %s\n", rows[0].error);
+            rc = EXIT_INPUT;
+            goto done;
+        }
+    }
     /* Gains: each doubling's speedup and the marginal efficiency of the GPUs it adds, relative
      * to the first row's tokens/s per GPU. */
     int first_ok = -1, dim = -1;

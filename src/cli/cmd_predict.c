@@ -99,6 +99,8 @@ int cmd_predict(int argc, char **argv)
         rc = cli_predict_islands(cat, &m, NULL, &cl, a.plan, a.json, quality);
         goto done;
     }
+    if (st == MP_OK && mp_xsync_check_single(&p.xsync, &d))
+        st = MP_ERR_INPUT;
     if (st == MP_OK)
         st = mp_plan_resolve(&p, &m, ngpus, &d);
     if (st != MP_OK) {

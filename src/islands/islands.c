@@ -196,25 +196,41 @@ static double ring_step(const wan *w, const int *ord, double c, double *sum)
     return worst;
 }
 
-/* Is a ring with slowest step t and summed edge times s better than (bt, bs)? ring=bottleneck:
- * the slowest step first (it paces every step), then the sum; ring=tsp: the sum first (the
- * travelling-salesman tour PRIME's ElasticDeviceMesh builds from measured transfer times,
- * comms.py _optimize_ring_ranks), then the slowest. */
-static int ring_better(const wan *w, double t, double s, double bt, double bs)
+/* What a ring order is judged by: a cost per edge, and whether the summed cost (a shortest tour)
+ * or the slowest edge (a bottleneck tour) comes first, the other breaking ties. */
+typedef struct {
+    int k, sum_first;
+    double cost[MP_MAX_ISLANDS][MP_MAX_ISLANDS];
+} ring_obj;
+
+static double ring_cost(const ring_obj *o, const int *ord, double *sum)
 {
-    if (w->ring == MP_RING_TSP)
+    double worst = 0.0, s = 0.0;
+    for (int j = 0; j < o->k; j++) {
+        double t = o->cost[ord[j]][ord[(j + 1) % o->k]];
+        s += t;
+        if (t > worst)
+            worst = t;
+    }
+    *sum = s;
+    return worst;
+}
+
+static int ring_better(const ring_obj *o, double t, double s, double bt, double bs)
+{
+    if (o->sum_first)
         return s < bs * (1.0 - 1e-12) || (s <= bs * (1.0 + 1e-12) && t < bt * (1.0 - 1e-12));
     return t < bt * (1.0 - 1e-12) || (t <= bt * (1.0 + 1e-12) && s < bs * (1.0 - 1e-12));
 }
 
-/* Heap's algorithm over ord[1..k-1] (ord[0] fixed: rotations are the same ring). */
-static void ring_exact(const wan *w, double c, int *best)
+/* Heap's algorithm over ord[1..k-1] (ord[0] fixed: rotations are the same ring): exact. */
+static void ring_exact(const ring_obj *o, int *best)
 {
     int a[MP_MAX_ISLANDS], cnt[MP_MAX_ISLANDS] = {0};
-    const int k = w->k;
+    const int k = o->k;
     for (int i = 0; i < k; i++)
         a[i] = i;
-    double bs, bt = ring_step(w, a, c, &bs);
+    double bs, bt = ring_cost(o, a, &bs);
     memcpy(best, a, sizeof(int) * (size_t)k);
     int i = 1;
     while (i < k - 1) {
@@ -223,8 +239,8 @@ static void ring_exact(const wan *w, double c, int *best)
             int t = a[1 + j];
             a[1 + j] = a[1 + i];
             a[1 + i] = t;
-            double s, tt = ring_step(w, a, c, &s);
-            if (ring_better(w, tt, s, bt, bs)) {
+            double s, tt = ring_cost(o, a, &s);
+            if (ring_better(o, tt, s, bt, bs)) {
                 bt = tt;
                 bs = s;
                 memcpy(best, a, sizeof(int) * (size_t)k);
@@ -238,12 +254,38 @@ static void ring_exact(const wan *w, double c, int *best)
     }
 }
 
-/* Greedy rings (from every start, the fastest next edge) improved by 2-opt on (slowest edge,
- * sum of edge times): a heuristic for k > 9, where the bottleneck travelling-salesman problem
- * is too large to enumerate. */
-static void ring_search(const wan *w, double c, int *best)
+/* 2-opt on ord under the objective: reverse a segment while that makes the ring better. */
+static void ring_2opt(const ring_obj *o, int *ord)
 {
-    const int k = w->k;
+    const int k = o->k;
+    double s, t = ring_cost(o, ord, &s);
+    for (int improved = 1, guard = 0; improved && guard < 64; guard++) {
+        improved = 0;
+        for (int i = 1; i < k - 1; i++)
+            for (int j = i + 1; j < k; j++) {
+                int cand[MP_MAX_ISLANDS];
+                memcpy(cand, ord, sizeof(int) * (size_t)k);
+                for (int lo = i, hi = j; lo < hi; lo++, hi--) {
+                    int x = cand[lo];
+                    cand[lo] = cand[hi];
+                    cand[hi] = x;
+                }
+                double s2, t2 = ring_cost(o, cand, &s2);
+                if (ring_better(o, t2, s2, t, s)) {
+                    memcpy(ord, cand, sizeof(int) * (size_t)k);
+                    t = t2;
+                    s = s2;
+                    improved = 1;
+                }
+            }
+    }
+}
+
+/* Greedy rings (from every start, the cheapest next edge) improved by 2-opt: a heuristic for
+ * k > 9, where the travelling-salesman problems are too large to enumerate. */
+static void ring_search(const ring_obj *o, int *best)
+{
+    const int k = o->k;
     double bt = INFINITY, bs = INFINITY;
     for (int s0 = 0; s0 < k; s0++) {
         int ord[MP_MAX_ISLANDS], used[MP_MAX_ISLANDS] = {0};
@@ -251,46 +293,78 @@ static void ring_search(const wan *w, double c, int *best)
         used[s0] = 1;
         for (int j = 1; j < k; j++) {
             int prev = ord[j - 1], pick = -1;
-            double pt = INFINITY;
-            for (int b = 0; b < k; b++) {
-                if (used[b])
-                    continue;
-                double t = xfer_s(w, prev, b, c);
-                if (pick < 0 || t < pt) {
+            for (int b = 0; b < k; b++)
+                if (!used[b] && (pick < 0 || o->cost[prev][b] < o->cost[prev][pick]))
                     pick = b;
-                    pt = t;
-                }
-            }
             ord[j] = pick;
             used[pick] = 1;
         }
-        double s, t = ring_step(w, ord, c, &s);
-        for (int improved = 1, guard = 0; improved && guard < 64; guard++) {
-            improved = 0;
-            for (int i = 1; i < k - 1; i++)
-                for (int j = i + 1; j < k; j++) {
-                    int cand[MP_MAX_ISLANDS];
-                    memcpy(cand, ord, sizeof(int) * (size_t)k);
-                    for (int lo = i, hi = j; lo < hi; lo++, hi--) {
-                        int x = cand[lo];
-                        cand[lo] = cand[hi];
-                        cand[hi] = x;
-                    }
-                    double s2, t2 = ring_step(w, cand, c, &s2);
-                    if (ring_better(w, t2, s2, t, s)) {
-                        memcpy(ord, cand, sizeof(int) * (size_t)k);
-                        t = t2;
-                        s = s2;
-                        improved = 1;
-                    }
-                }
-        }
-        if (ring_better(w, t, s, bt, bs)) {
+        ring_2opt(o, ord);
+        double s, t = ring_cost(o, ord, &s);
+        if (ring_better(o, t, s, bt, bs)) {
             bt = t;
             bs = s;
             memcpy(best, ord, sizeof(int) * (size_t)k);
         }
     }
+}
+
+/* The ring's order (plan key ring, docs/islands.md Sec. 3) for steps of c bytes; S_edge is what
+ * one edge carries in a whole synchronization.
+ *  bottleneck: the order whose slowest step (W2 for c bytes) is fastest, then the smallest sum:
+ *    exact for k <= 9; beyond, the best of the greedy + 2-opt rings, the tsp ring and the listed
+ *    order (so it is never worse than either);
+ *  tsp: the shortest tour by each edge's time to carry S_edge at its long-run rate plus its
+ *    latency (PRIME ranks edges by measured transfer time, comms.py _optimize_ring_ranks): it
+ *    does not depend on the transport, the buckets or the fragments;
+ *  listed: the islands' order. Returns MP_ERR_NOMEM if out of memory. */
+static mp_status ring_order(const wan *w, double c, double S_edge, int *ord)
+{
+    const int k = w->k;
+    for (int j = 0; j < k; j++)
+        ord[j] = j;
+    if (w->ring == MP_RING_LISTED)
+        return MP_OK;
+    ring_obj *ob = malloc(2 * sizeof *ob);
+    if (!ob)
+        return MP_ERR_NOMEM;
+    ring_obj *ot = ob + 1;
+    ob->k = ot->k = k;
+    ob->sum_first = 0;
+    ot->sum_first = 1;
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b < k; b++) {
+            ob->cost[a][b] = a == b ? 0.0 : xfer_s(w, a, b, c);
+            ot->cost[a][b] = a == b ? 0.0 : w->rate[a][b] > 0 ? S_edge / w->rate[a][b] + w->lat[a][b] : INFINITY;
+        }
+    if (w->ring == MP_RING_TSP) {
+        if (k <= 9)
+            ring_exact(ot, ord);
+        else
+            ring_search(ot, ord);
+    } else if (k <= 9) {
+        ring_exact(ob, ord);
+    } else {
+        int cand[3][MP_MAX_ISLANDS];
+        ring_search(ob, cand[0]);
+        ring_search(ot, cand[1]);
+        for (int j = 0; j < k; j++)
+            cand[2][j] = j;
+        ring_2opt(ob, cand[1]);
+        ring_2opt(ob, cand[2]);
+        double bs, bt = ring_cost(ob, cand[0], &bs);
+        memcpy(ord, cand[0], sizeof(int) * (size_t)k);
+        for (int i = 1; i < 3; i++) {
+            double s, t = ring_cost(ob, cand[i], &s);
+            if (ring_better(ob, t, s, bt, bs)) {
+                bt = t;
+                bs = s;
+                memcpy(ord, cand[i], sizeof(int) * (size_t)k);
+            }
+        }
+    }
+    free(ob);
+    return MP_OK;
 }
 
 /* Round r (0-based) of the round-robin 1-factorisation of k islands (circle method; with k odd
@@ -440,11 +514,11 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
     const int64_t N = xs->fragments > 1 ? xs->fragments : 1;
     const int64_t Bk = xs->buckets > 1 ? xs->buckets : 1;
     const int64_t tau = xs->overlap_steps;
-    if (xs->ring != MP_RING_BOTTLENECK && (sync == MP_SYNC_PP || xs->exchange == MP_EXCH_ROTATE ||
-                                           xs->exchange == MP_EXCH_STAR ||
-                                           (sync == MP_SYNC_FL && xs->exchange == MP_EXCH_DEFAULT)))
-        BAD("plan.ring = %s: only with a ring exchange (sync=hsdp or diloco, exchange=ring)",
-            mp_ring_name(xs->ring));
+    if (xs->ring != MP_RING_DEFAULT && (sync == MP_SYNC_PP || xs->exchange == MP_EXCH_ROTATE ||
+                                        xs->exchange == MP_EXCH_STAR ||
+                                        (sync == MP_SYNC_FL && xs->exchange == MP_EXCH_DEFAULT)))
+        BAD("plan.ring = %s: only with a ring exchange (exchange=ring, the default for sync=hsdp "
+            "and diloco)", mp_ring_name(xs->ring));
     if (Bk > 1 && sync == MP_SYNC_PP)
         BAD("plan.buckets = %lld: only with sync=hsdp, diloco or fl (sync=pp sends activations, not "
             "parameter buckets)", (long long)Bk);
@@ -492,6 +566,13 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
     const int64_t seq = p->seq > 0 ? p->seq : m->seq_len;
     mp_model_flops(m, seq, &fl);
     const double P = (double)pc.total;
+    /* Every collective carries at least one value per island. */
+    if (sync != MP_SYNC_PP && (double)N * (double)Bk > P) {
+        mp_diag_add(diag, "plan: fragments x buckets = %lld x %lld: expected at most the model's %.0f parameters "
+                    "(each collective carries at least one value)", (long long)N, (long long)Bk, P);
+        st = MP_ERR_INPUT;
+        goto done;
+    }
 
     /* ---- the batch (or, with pp, the layers) per island ---- */
     if (sync != MP_SYNC_PP) {
@@ -722,13 +803,13 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
             if (xch == MP_EXCH_RING) {
                 int ord[MP_MAX_ISLANDS];
                 double chunk = topk ? Sf : Sf / (double)k;
-                if (w->ring == MP_RING_LISTED)
-                    for (int j = 0; j < k; j++)
-                        ord[j] = j;
-                else if (k <= 9)
-                    ring_exact(w, chunk, ord);
-                else
-                    ring_search(w, chunk, ord);
+                /* What one edge carries per synchronization (below): the tsp order's volume. */
+                double S_edge = (topk ? (double)(k - 1) : 2.0 * (double)(k - 1)) * (topk ? S : S / (double)k);
+                if ((st = ring_order(w, chunk, S_edge, ord)) != MP_OK) {
+                    mp_diag_add(diag, "islands: out of memory");
+                    free(w);
+                    goto done;
+                }
                 /* Dense: reduce-scatter + all-gather, 2(k-1) steps of S/k (Patarasuk & Yuan 2009);
                  * top-k: an all-gather of the sparse sets, k-1 steps of S (they do not sum in
                  * place; Shi et al. 2019). Every step is paced by the ring's slowest edge. */

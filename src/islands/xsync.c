@@ -11,7 +11,7 @@ static const char *const sync_names[MP_SYNC_COUNT] = {"none", "hsdp", "diloco", 
 static const char *const compress_names[MP_COMPRESS_COUNT] = {"none", "bf16", "fp8", "int8", "topk"};
 static const char *const exchange_names[MP_EXCH_COUNT] = {"default", "ring", "rotate", "star"};
 static const char *const transport_names[MP_TRANSPORT_COUNT] = {"stream", "rendezvous"};
-static const char *const ring_names[MP_RING_COUNT] = {"bottleneck", "tsp", "listed"};
+static const char *const ring_names[MP_RING_COUNT] = {"bottleneck", "bottleneck", "tsp", "listed"};
 
 const char *mp_sync_name(mp_sync s) { return ((int)s >= 0 && s < MP_SYNC_COUNT) ? sync_names[s] : "?"; }
 const char *mp_compress_name(mp_compress c) { return ((int)c >= 0 && c < MP_COMPRESS_COUNT) ? compress_names[c] : "?"; }
@@ -102,8 +102,8 @@ int mp_xsync_parse_key(const char *key, const char *val, mp_xsync *x, int *ok, m
             x->transport = (mp_transport)e;
         break;
     case K_RING:
-        if ((*ok = pick(key, val, ring_names, MP_RING_COUNT, &e, diag)))
-            x->ring = (mp_ring)e;
+        if ((*ok = pick(key, val, ring_names + 1, MP_RING_COUNT - 1, &e, diag)))
+            x->ring = (mp_ring)(e + 1);
         break;
     case K_EXCHANGE: {
         static const char *const ex[] = {"ring", "rotate", "star"};
@@ -170,6 +170,20 @@ int mp_xsync_parse_key(const char *key, const char *val, mp_xsync *x, int *ok, m
     return 1;
 }
 
+int mp_xsync_check_single(const mp_xsync *x, mp_diag *diag)
+{
+    if (x->sync != MP_SYNC_NONE)
+        return 0;
+    int n = 0;
+    for (int k = 0; k < K_COUNT; k++)
+        if (k != K_SYNC && (x->given & (1u << k))) {
+            mp_diag_add(diag, "plan.%s: a key across islands (docs/islands.md); it needs sync=hsdp|diloco|pp|fl "
+                        "and an islands description (--cluster ISLANDS)", keys[k]);
+            n++;
+        }
+    return n;
+}
+
 void mp_xsync_format(const mp_xsync *x, char *buf, size_t cap, size_t *len)
 {
 #define APPEND(...) do { if (*len < cap) *len += (size_t)snprintf(buf + *len, cap - *len, __VA_ARGS__); } while (0)
@@ -192,7 +206,7 @@ void mp_xsync_format(const mp_xsync *x, char *buf, size_t cap, size_t *len)
         APPEND(",buckets=%lld", (long long)x->buckets);
     if (x->transport != MP_TRANSPORT_STREAM)
         APPEND(",transport=%s", mp_transport_name(x->transport));
-    if (x->ring != MP_RING_BOTTLENECK)
+    if (x->ring != MP_RING_DEFAULT)
         APPEND(",ring=%s", mp_ring_name(x->ring));
     if (x->split == MP_SPLIT_GPUS) {
         APPEND(",split=gpus");
