@@ -603,6 +603,12 @@ run predict --model llama3-8b --cluster three-continents --plan "zero=3,mb=1,gb=
 check "buckets with sync=pp is bad input" "rc_is 2" "stderr_has plan.buckets"
 run predict --model llama3-8b --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=8192,sync=fl,ring=tsp"
 check "a ring order without a ring exchange is bad input" "rc_is 2" "stderr_has plan.ring"
+printf '{"islands": [{"name": "a", "node": "dgx-h100", "num_gpus_count": 8}, {"name": "b", "node": "dgx-h100", "num_gpus_count": 8}], "wan_default": {"link": "wan-10", "latency_s": 0.05, "loss_frac": 0.5}}' > "$TMP/lossy.json"
+run predict --model llama3-8b --cluster "$TMP/lossy.json" --plan "zero=3,mb=1,gb=32,seq=4096,sync=diloco"
+check "a packet loss above 0.1 is bad input naming the field" "rc_is 2" "stderr_has loss_frac"
+printf '{"islands": [{"name": "a", "node": "dgx-h100", "num_gpus_count": 8}, {"name": "b", "node": "dgx-h100", "num_gpus_count": 8}], "wan_default": {"link": "wan-10", "latency_s": 0.05, "loss_frac": 1e-4}}' > "$TMP/lossy.json"
+run predict --model llama3-8b --cluster "$TMP/lossy.json" --plan "zero=3,mb=1,gb=32,seq=4096,sync=diloco"
+check "a lossy WAN: TCP under packet loss named as the limit" "rc_is 0" "no_nonfinite" "stdout_has \"limited by TCP under packet loss\""
 run predict --model llama3-8b --cluster dgx-h100 --gpus 8 --plan "tp=8,mb=1,gb=64,seq=4096,buckets=4"
 check "a key across islands on one cluster is bad input, not ignored" "rc_is 2" "stderr_has plan.buckets"
 run islands-scale --model intellect-1 --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=4096,recompute=full,sync=diloco,ring=tsp,exchange=star" --island-gpus 8:64

@@ -267,6 +267,73 @@ static void test_slower_wan_never_speeds(void **state)
     }
 }
 
+/* W3: packet loss. The flow window under loss (RFC 8312 Sec. 5.1), a lossy two-island ring by
+ * hand, and more loss never speeding any scheme. */
+#define HETERO_LOSS "{\"islands\": [{\"name\": \"us\", \"node\": \"dgx-h100\", \"num_gpus_count\": 16}," \
+    " {\"name\": \"eu\", \"node\": \"hgx-h200\", \"num_gpus_count\": 8}," \
+    " {\"name\": \"as\", \"node\": \"dgx-a100\", \"num_gpus_count\": 8}]," \
+    " \"wan_default\": {\"link_bw_Bps\": 1.25e10, \"efficiency_frac\": 0.7, \"latency_s\": 0.05, \"loss_frac\": %g}," \
+    " \"wan\": [{\"between\": [\"us\", \"as\"], \"link_bw_Bps\": 1.25e10, \"efficiency_frac\": 0.7, \"latency_s\": 0.1," \
+    " \"tcp_window_bytes\": 4194304, \"loss_frac\": %g}]}"
+
+static void test_loss(void **state)
+{
+    (void)state;
+    const mp_model *m = llama8b();
+    /* CUBIC's average window at RTT 0.1 s: (0.4 x 3.7 / 1.2)^(1/4) = 1.233333^(1/4) = 1.053829
+     * x 0.1^0.75 / p^0.75 segments, at least 1.2 / sqrt(p); 1448-byte segments.
+     *   p = 1e-4: 1.053829 x 0.1778279 / 1e-3 = 187.4003 (> 120) -> 271,356 bytes;
+     *   p = 1e-2: 5.926 < 12 (Reno-friendly) -> 12 x 1448 = 17,376 bytes;
+     *   p = 1e-5: 1053.829 segments = 1,525,944 bytes. */
+    const double k4 = pow(0.4 * 3.7 / 1.2, 0.25);
+    assert_close(k4, 1.0538289, 1e-7);
+    const char *two = "{\"islands\": [{\"name\": \"a\", \"node\": \"dgx-h100\", \"num_gpus_count\": 8},"
+                      " {\"name\": \"b\", \"node\": \"dgx-h100\", \"num_gpus_count\": 8}],"
+                      " \"wan\": [{\"between\": [\"a\", \"b\"], \"link_bw_Bps\": 1.25e9, \"efficiency_frac\": 0.8,"
+                      " \"latency_s\": 0.05, \"loss_frac\": %g%s}]}";
+    mp_islands *isl = islands(two, 1e-4, "");
+    assert_close(mp_wan_flow_window_bytes(isl, 0, 1), k4 * pow(0.1, 0.75) / pow(1e-4, 0.75) * 1448.0, 1e-12);
+    assert_close(mp_wan_flow_window_bytes(isl, 0, 1), 271356.0, 1e-5);
+    assert_close(mp_wan_rate_Bps(isl, 0, 1, 8), 8.0 * mp_wan_flow_window_bytes(isl, 0, 1) / 0.1, 1e-12);
+    mp_islands_destroy(isl);
+    isl = islands(two, 1e-2, ", \"tcp_window_bytes\": 1048576");
+    assert_close(mp_wan_flow_window_bytes(isl, 0, 1), 12.0 * 1448.0, 1e-12);
+    mp_islands_destroy(isl);
+    isl = islands(two, 1e-4, ", \"tcp_window_bytes\": 65536");
+    assert_close(mp_wan_flow_window_bytes(isl, 0, 1), 65536.0, 0); /* the smaller of the two */
+    mp_islands_destroy(isl);
+
+    /* A lossy ring of two, 1000 buckets: c = P/2000 int8 bytes per step, inside the 8 flows'
+     * 12.2 MB in flight: t = max(L + c/line, c/rate) = L + c/line. Each of the two messages is
+     * late by one round trip with q = 1 - (1 - p)^ceil(c/1448); the step waits for both:
+     * E = t + RTT (1 - (1 - q)^2). */
+    isl = islands(two, 1e-5, "");
+    const double P = params(m), c = P / 2000.0, L = 0.05, line = 1e9;
+    const double wf = k4 * pow(0.1, 0.75) / pow(1e-5, 0.75) * 1448.0, rate = 8.0 * wf / 0.1;
+    assert_true(c < 8.0 * wf && L + c / line > c / rate);
+    const double q = 1.0 - pow(1.0 - 1e-5, ceil(c / 1448.0));
+    assert_true(q > 0.02 && q < 0.04);
+    mp_islands_estimate *e = predict(m, isl, BASE ",gb=32,sync=diloco,inner_steps=10,compress=int8,buckets=1000");
+    assert_close(e->sync_s - e->sync_compress_s, 2000.0 * (L + c / line + 0.1 * (1.0 - (1.0 - q) * (1.0 - q))), 1e-9);
+    mp_islands_destroy(isl);
+
+    /* More loss never speeds a step, for every scheme. */
+    static const double loss[] = {0.0, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2};
+    for (size_t sc = 0; sc < sizeof schemes / sizeof schemes[0]; sc++) {
+        char ps[256];
+        snprintf(ps, sizeof ps, BASE ",gb=128,%s", schemes[sc]);
+        double prev = 0.0;
+        for (size_t f = 0; f < sizeof loss / sizeof loss[0]; f++) {
+            mp_islands *x = islands(HETERO_LOSS, loss[f], loss[f]);
+            double per = predict(m, x, ps)->period_s;
+            if (per < prev * (1.0 - 1e-12))
+                fail_msg("%s: loss %g: period %.9g s < %.9g s with less loss", ps, loss[f], per, prev);
+            prev = per;
+            mp_islands_destroy(x);
+        }
+    }
+}
+
 static void test_inner_steps_never_add_bytes(void **state)
 {
     (void)state;
@@ -737,6 +804,7 @@ int main(void)
         cmocka_unit_test(test_star_golden),
         cmocka_unit_test(test_pipeline_golden),
         cmocka_unit_test(test_slower_wan_never_speeds),
+        cmocka_unit_test(test_loss),
         cmocka_unit_test(test_inner_steps_never_add_bytes),
         cmocka_unit_test(test_one_island_is_plain),
         cmocka_unit_test(test_split_and_straggler),

@@ -50,6 +50,7 @@ typedef struct {
     double efficiency_frac;    /* achievable fraction of bw_Bps, (0, 1] */
     double background_load_frac; /* share used by other traffic, [0, 0.99] */
     double tcp_window_bytes;   /* per flow: a flow carries at most window / round trip; 0 = no limit */
+    double loss_frac;          /* packet loss probability on the path, [0, 0.1]; 0 = none (W3) */
     double flows_per_gpu;      /* concurrent flows each GPU of the smaller island opens (default 1) */
     double usd_per_GB;         /* price of each GB (1e9 B) sent across, each direction billed */
 } mp_wan_link;
@@ -106,6 +107,13 @@ void mp_islands_destroy(mp_islands *isl);
  *  TCP flows share the pair (docs/islands.md eq. W1): min(bw, uplinks) x efficiency x (1 - load),
  *  and at most flows x tcp_window / (2 latency) when a window is set. 0 when not linked. */
 double mp_wan_rate_Bps(const mp_islands *isl, int a, int b, double flows);
+
+/** The bytes one TCP flow keeps in flight on the link between islands a and b: the smaller of its
+ *  window (tcp_window_bytes) and, with loss_frac p > 0, the average congestion window of CUBIC
+ *  under random loss, max(1.054 RTT^0.75 / p^0.75, 1.2 / p^0.5) segments of 1448 bytes (RFC 8312
+ *  Sec. 5.1: CUBIC's average window with C = 0.4, beta = 0.7, and the Reno-friendly bound it never
+ *  falls below; RTT in seconds). 0 when neither bounds it, or no link joins a and b. */
+double mp_wan_flow_window_bytes(const mp_islands *isl, int a, int b);
 
 /** Options of a prediction. mp_islands_opts_init: defaults. */
 typedef struct {

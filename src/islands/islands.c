@@ -48,6 +48,30 @@ static double wan_line_Bps(const mp_islands *isl, int a, int b)
     return cap * l->efficiency_frac * (1.0 - l->background_load_frac);
 }
 
+/* Segment size of a TCP flow: a 1500-byte Ethernet MTU less 20 bytes of IP, 20 of TCP and 12 of
+ * the timestamp option (RFC 7323) that Linux sends by default. */
+#define MP_WAN_MSS_BYTES 1448.0
+
+double mp_wan_flow_window_bytes(const mp_islands *isl, int a, int b)
+{
+    if (!isl || a == b || a < 0 || b < 0 || a >= isl->n || b >= isl->n)
+        return 0.0;
+    const mp_wan_link *l = &isl->link[a][b];
+    if (!l->present || !(l->bw_Bps > 0))
+        return 0.0;
+    double w = l->tcp_window_bytes > 0 ? l->tcp_window_bytes : 0.0;
+    if (l->loss_frac > 0 && l->latency_s > 0) {
+        /* W3 (RFC 8312 Sec. 5.1): CUBIC's average window under random loss p, in segments,
+         * (C (3 + beta) / (4 (1 - beta)))^(1/4) RTT^(3/4) / p^(3/4) with C = 0.4, beta = 0.7,
+         * and never below the Reno-friendly 1.2 / sqrt(p) (Mathis et al. 1997). */
+        const double C = 0.4, beta = 0.7, rtt = 2.0 * l->latency_s, p = l->loss_frac;
+        double cubic = pow(C * (3.0 + beta) / (4.0 * (1.0 - beta)), 0.25) * pow(rtt, 0.75) / pow(p, 0.75);
+        double wl = fmax(cubic, 1.2 / sqrt(p)) * MP_WAN_MSS_BYTES;
+        w = w > 0 ? fmin(w, wl) : wl;
+    }
+    return w;
+}
+
 double mp_wan_rate_Bps(const mp_islands *isl, int a, int b, double flows)
 {
     if (!isl || a == b || a < 0 || b < 0 || a >= isl->n || b >= isl->n)
@@ -56,13 +80,15 @@ double mp_wan_rate_Bps(const mp_islands *isl, int a, int b, double flows)
     double r = wan_line_Bps(isl, a, b);
     if (!(r > 0))
         return 0.0;
-    /* W1: a window-limited flow carries window / RTT (RFC 7323 Sec. 1: "the bandwidth-delay
-     * product"), so F parallel flows carry F x window / RTT. */
-    if (l->tcp_window_bytes > 0 && l->latency_s > 0) {
+    /* W1: a flow keeps at most its window in flight per round trip (RFC 7323 Sec. 1: "the
+     * bandwidth-delay product"; with loss, its average congestion window, W3), so F parallel
+     * flows carry F x window / RTT. */
+    double wf = mp_wan_flow_window_bytes(isl, a, b);
+    if (wf > 0 && l->latency_s > 0) {
         double f = flows > 1 ? flows : 1.0;
-        double w = f * l->tcp_window_bytes / (2.0 * l->latency_s);
-        if (w < r)
-            r = w;
+        double wr = f * wf / (2.0 * l->latency_s);
+        if (wr < r)
+            r = wr;
     }
     return r;
 }
@@ -154,6 +180,7 @@ typedef struct {
     double line[MP_MAX_ISLANDS][MP_MAX_ISLANDS]; /* the same without the window bound */
     double inflight[MP_MAX_ISLANDS][MP_MAX_ISLANDS]; /* bytes the flows' windows allow in flight; 0 = no bound */
     double lat[MP_MAX_ISLANDS][MP_MAX_ISLANDS];  /* one-way latency */
+    double loss[MP_MAX_ISLANDS][MP_MAX_ISLANDS]; /* packet loss probability */
     double handshakes; /* one-way latencies paid before a message's data leaves: 0 stream, 1 rendezvous */
     mp_ring ring;      /* how the ring's order is chosen */
 } wan;
@@ -180,20 +207,83 @@ static double xfer_s(const wan *w, int a, int b, double m)
     return fmax(t, m / w->rate[a][b]);
 }
 
-/* One ring step moving c bytes over every edge of the ring: the slowest edge's time. */
-static double ring_step(const wan *w, const int *ord, double c, double *sum)
+/* A message of m bytes from a to b under loss (W3): with probability q at least one of its
+ * m / MSS segments is lost, and it completes one round trip later, when the retransmission
+ * arrives (fast retransmit on duplicate acknowledgements or RACK, RFC 5681 Sec. 3.2, RFC 8985).
+ * Sets *q and returns that delay (0 without loss). */
+static double loss_delay(const wan *w, int a, int b, double m, double *q)
 {
-    double worst = 0.0, s = 0.0;
-    for (int j = 0; j < w->k; j++) {
-        int a = ord[j], b = ord[(j + 1) % w->k];
-        double t = xfer_s(w, a, b, c);
-        s += t;
-        if (t > worst)
-            worst = t;
+    *q = 0.0;
+    if (!(w->loss[a][b] > 0) || !(m > 0))
+        return 0.0;
+    *q = -expm1(ceil(m / MP_WAN_MSS_BYTES) * log1p(-w->loss[a][b]));
+    return 2.0 * w->lat[a][b];
+}
+
+/* The expected time of a message: xfer_s, plus the loss delay times its probability. */
+static double xfer_mean_s(const wan *w, int a, int b, double m)
+{
+    double q, d = loss_delay(w, a, b, m, &q);
+    return xfer_s(w, a, b, m) + q * d;
+}
+
+/* Messages sent at once, the slowest gating (a ring step, a round of pairs, the uploads of a
+ * star): E[max_i T_i] with T_i = t_i, or t_i + d_i with probability q_i, independently. Exact:
+ * P(max <= x) is the product of the P(T_i <= x), a step function whose jumps lie at the 2n
+ * values. */
+typedef struct {
+    int n;
+    double t[MP_MAX_ISLANDS], d[MP_MAX_ISLANDS], q[MP_MAX_ISLANDS];
+} gate;
+
+static void gate_add(gate *g, const wan *w, int a, int b, double m)
+{
+    if (g->n >= MP_MAX_ISLANDS)
+        return;
+    g->t[g->n] = xfer_s(w, a, b, m);
+    g->d[g->n] = loss_delay(w, a, b, m, &g->q[g->n]);
+    g->n++;
+}
+
+static double gate_mean_s(const gate *g)
+{
+    double x[2 * MP_MAX_ISLANDS], worst = 0.0;
+    int nx = 0, lossy = 0;
+    for (int i = 0; i < g->n; i++) {
+        worst = fmax(worst, g->t[i]);
+        x[nx++] = g->t[i];
+        if (g->q[i] > 0 && g->d[i] > 0) {
+            x[nx++] = g->t[i] + g->d[i];
+            lossy = 1;
+        }
     }
-    if (sum)
-        *sum = s;
-    return worst;
+    if (!lossy || !isfinite(worst))
+        return worst;
+    double mean = 0.0, prev = 0.0;
+    for (int sorted = 0; sorted < nx; sorted++) { /* selection order: nx <= 128 */
+        int lo = sorted;
+        for (int j = sorted + 1; j < nx; j++)
+            if (x[j] < x[lo])
+                lo = j;
+        double v = x[lo];
+        x[lo] = x[sorted];
+        x[sorted] = v;
+        double cdf = 1.0;
+        for (int i = 0; i < g->n && cdf > 0; i++)
+            cdf *= v < g->t[i] ? 0.0 : v < g->t[i] + g->d[i] ? 1.0 - g->q[i] : 1.0;
+        mean += v * (cdf - prev);
+        prev = cdf;
+    }
+    return mean;
+}
+
+/* One ring step moving c bytes over every edge of the ring at once: the expected slowest. */
+static double ring_step(const wan *w, const int *ord, double c)
+{
+    gate g = {0};
+    for (int j = 0; j < w->k; j++)
+        gate_add(&g, w, ord[j], ord[(j + 1) % w->k], c);
+    return gate_mean_s(&g);
 }
 
 /* What a ring order is judged by: a cost per edge, and whether the summed cost (a shortest tour)
@@ -334,7 +424,7 @@ static mp_status ring_order(const wan *w, double c, double S_edge, int *ord)
     ot->sum_first = 1;
     for (int a = 0; a < k; a++)
         for (int b = 0; b < k; b++) {
-            ob->cost[a][b] = a == b ? 0.0 : xfer_s(w, a, b, c);
+            ob->cost[a][b] = a == b ? 0.0 : xfer_mean_s(w, a, b, c);
             ot->cost[a][b] = a == b ? 0.0 : w->rate[a][b] > 0 ? S_edge / w->rate[a][b] + w->lat[a][b] : INFINITY;
         }
     if (w->ring == MP_RING_TSP) {
@@ -712,8 +802,10 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
             w->rate[a][b] = mp_wan_rate_Bps(isl, a, b, flows);
             w->line[a][b] = wan_line_Bps(isl, a, b);
             w->lat[a][b] = isl->link[a][b].latency_s;
-            if (isl->link[a][b].tcp_window_bytes > 0 && isl->link[a][b].latency_s > 0)
-                w->inflight[a][b] = (flows > 1 ? flows : 1.0) * isl->link[a][b].tcp_window_bytes;
+            w->loss[a][b] = isl->link[a][b].loss_frac;
+            double wf = mp_wan_flow_window_bytes(isl, a, b);
+            if (wf > 0 && isl->link[a][b].latency_s > 0)
+                w->inflight[a][b] = (flows > 1 ? flows : 1.0) * wf;
         }
     w->handshakes = xs->transport == MP_TRANSPORT_RENDEZVOUS ? 1.0 : 0.0;
     w->ring = xs->ring;
@@ -745,6 +837,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
         if (Mx < 1)
             Mx = 1;
         double twan = 0.0, fill = 0.0;
+        gate gb = {0};
         for (int i = 0; i + 1 < k; i++) {
             double r = w->rate[i][i + 1];
             if (!(r > 0)) {
@@ -754,13 +847,12 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                 free(w);
                 goto done;
             }
-            double t = xfer_s(w, i, i + 1, per_dir);
-            if (t > twan) {
-                twan = t;
-            }
-            fill += 2.0 * xfer_s(w, i, i + 1, per_dir / (double)Mx);
+            double t = xfer_mean_s(w, i, i + 1, per_dir);
+            gate_add(&gb, w, i, i + 1, per_dir);
+            fill += 2.0 * xfer_mean_s(w, i, i + 1, per_dir / (double)Mx);
             flow_add(out, w, i, i + 1, per_dir, per_dir, t, isl);
         }
+        twan = gate_mean_s(&gb); /* the boundaries run at once; the slowest paces */
         /* P2: the slowest stage or the slowest boundary paces the steady state; filling and
          * draining the pipeline of islands costs (k-1) micro-batch groups of the slowest stage
          * plus one micro-batch's transfer over every boundary each way. */
@@ -814,7 +906,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                  * top-k: an all-gather of the sparse sets, k-1 steps of S (they do not sum in
                  * place; Shi et al. 2019). Every step is paced by the ring's slowest edge. */
                 double steps = topk ? (double)(k - 1) : 2.0 * (double)(k - 1);
-                double stept = ring_step(w, ord, chunk, NULL);
+                double stept = ring_step(w, ord, chunk);
                 if (!isfinite(stept)) {
                     mp_diag_add(diag, "exchange=ring: no ring joins all %d islands over existing WAN links", k);
                     st = MP_ERR_INPUT;
@@ -824,7 +916,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                 tx = steps * stept;
                 for (int j = 0; j < k; j++) {
                     int a = ord[j], c2 = ord[(j + 1) % k];
-                    double et = xfer_s(w, a, c2, chunk);
+                    double et = xfer_mean_s(w, a, c2, chunk);
                     flow_add(out, w, a, c2, NB * steps * chunk, 0.0, NB * steps * et, isl);
                 }
             } else if (xch == MP_EXCH_ROTATE) {
@@ -835,7 +927,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                 for (int r = 0; r < rounds; r++) {
                     int partner[MP_MAX_ISLANDS];
                     round_robin(k, r, partner);
-                    double rt = 0.0;
+                    gate gr = {0};
                     for (int a = 0; a < k; a++) {
                         int c2 = partner[a];
                         if (c2 <= a)
@@ -847,11 +939,11 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                             free(w);
                             goto done;
                         }
-                        double t = xfer_s(w, a, c2, Sf);
-                        if (t > rt)
-                            rt = t;
+                        double t = xfer_mean_s(w, a, c2, Sf);
+                        gate_add(&gr, w, a, c2, Sf);
                         flow_add(out, w, a, c2, NB * Sf / rounds, NB * Sf / rounds, NB * t / rounds, isl);
                     }
+                    double rt = gate_mean_s(&gr);
                     sum += rt;
                     if (rt < mn)
                         mn = rt;
@@ -872,6 +964,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                     }
                 double down = topk ? fmin((double)(k - 1) * Sf, P * 4.0 / NB) : Sf;
                 double up_t = 0.0, dn_t = 0.0, agg_cap = isl->island[ag].uplink_Bps;
+                gate gu = {0}, gd = {0};
                 for (int i = 0; i < k; i++) {
                     if (i == ag)
                         continue;
@@ -882,12 +975,14 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                         free(w);
                         goto done;
                     }
-                    double tu = xfer_s(w, i, ag, Sf);
-                    double td = xfer_s(w, ag, i, down);
-                    up_t = fmax(up_t, tu);
-                    dn_t = fmax(dn_t, td);
+                    double tu = xfer_mean_s(w, i, ag, Sf);
+                    double td = xfer_mean_s(w, ag, i, down);
+                    gate_add(&gu, w, i, ag, Sf);
+                    gate_add(&gd, w, ag, i, down);
                     flow_add(out, w, i, ag, NB * Sf, NB * down, NB * (tu + td), isl);
                 }
+                up_t = gate_mean_s(&gu);
+                dn_t = gate_mean_s(&gd);
                 if (agg_cap > 0) {
                     const mp_wan_link *l0 = &isl->link[ag][ag == 0 ? 1 : 0];
                     double capr = agg_cap * l0->efficiency_frac * (1.0 - l0->background_load_frac);
@@ -1011,10 +1106,12 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
         if (out->bottleneck_flow >= 0) {
             const mp_wan_flow *fw = &out->flow[out->bottleneck_flow];
             const mp_wan_link *l = &isl->link[fw->a][fw->b];
-            int win = l->tcp_window_bytes > 0 &&
-                      fw->rate_Bps < l->bw_Bps * l->efficiency_frac * (1.0 - l->background_load_frac) * 0.999;
+            int capped = fw->rate_Bps < wan_line_Bps(isl, fw->a, fw->b) * 0.999;
+            int lossy = capped && l->loss_frac > 0 &&
+                        (!(l->tcp_window_bytes > 0) || mp_wan_flow_window_bytes(isl, fw->a, fw->b) < l->tcp_window_bytes);
             snprintf(linktxt, sizeof linktxt, " over %.32s<->%.32s (%.3g MB/s%s)", isl->island[fw->a].name,
-                     isl->island[fw->b].name, fw->rate_Bps / 1e6, win ? ", TCP-window-limited" : "");
+                     isl->island[fw->b].name, fw->rate_Bps / 1e6,
+                     lossy ? ", limited by TCP under packet loss" : capped ? ", TCP-window-limited" : "");
         }
         double wait_share = k > 1 ? out->island[0].wait_s : 0.0;
         int most_wait = 0;

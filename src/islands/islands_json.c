@@ -39,7 +39,7 @@ int mp_islands_json_is_islands(const char *text, size_t len)
 
 static const char *const link_keys[] = {"between", "link", "links_count", "link_bw_Bps",
                                         "latency_s", "efficiency_frac", "background_load_frac",
-                                        "tcp_window_bytes", "flows_per_gpu", "usd_per_GB",
+                                        "tcp_window_bytes", "loss_frac", "flows_per_gpu", "usd_per_GB",
                                         "source", "notes", NULL};
 
 /* One link entry (between is read by the caller). */
@@ -86,6 +86,7 @@ static void parse_link(ireader *r, const mp_catalog *cat, const json_t *o, mp_wa
     w->efficiency_frac = eff;
     inum(r, o, "background_load_frac", 0, 0, 0.99, &w->background_load_frac, "a fraction in [0, 0.99]");
     inum(r, o, "tcp_window_bytes", 0, 0, 1e12, &w->tcp_window_bytes, "bytes >= 0 (0 = no window limit)");
+    inum(r, o, "loss_frac", 0, 0, 0.1, &w->loss_frac, "a packet loss probability in [0, 0.1]");
     inum(r, o, "flows_per_gpu", 0, 1, 1024, &w->flows_per_gpu, "a number of flows in (0, 1024]");
     inum(r, o, "usd_per_GB", 0, 0, 1e4, &w->usd_per_GB, "US dollars per GB >= 0");
 }
