@@ -154,6 +154,8 @@ typedef struct {
     double rate_Bps;           /* achievable rate used (per direction) */
     double busy_s;             /* per period: time it carries traffic */
     double usd;                /* per period */
+    const char *limit;         /* what caps rate_Bps: "line" (capacity x efficiency x what other
+                                  traffic leaves), "tcp-window", or "loss" (TCP under packet loss) */
 } mp_wan_flow;
 
 /** Everything predicted for a plan across islands. */

@@ -141,14 +141,15 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
                "steps; wait: idle for slower islands)\n", e->steps_per_period > 1 ? "inner " : "");
 
     if (e->nflows) {
-        fprintf(f, "\nWAN links in use          rate MB/s   bytes/%s   bytes/step   bytes/hour   busy s/%s   $/%s   $/hour\n",
+        fprintf(f, "\nWAN links in use          rate MB/s  limit      bytes/%s   bytes/step   bytes/hour   busy s/%s   $/%s   $/hour\n",
                 e->steps_per_period > 1 ? "sync" : "step", e->steps_per_period > 1 ? "sync" : "step",
                 e->steps_per_period > 1 ? "sync" : "step");
         for (int j = 0; j < e->nflows; j++) {
             const mp_wan_flow *w = &e->flow[j];
             char pair[100];
             snprintf(pair, sizeof pair, "%s<->%s", isl->island[w->a].name, isl->island[w->b].name);
-            fprintf(f, "  %-22.22s %11.4g %12s %12s %12s %11.3f %7.3g %8.4g%s\n", pair, w->rate_Bps / 1e6,
+            fprintf(f, "  %-22.22s %11.4g  %-10s %12s %12s %12s %11.3f %7.3g %8.4g%s\n", pair, w->rate_Bps / 1e6,
+                    w->limit ? w->limit : "line",
                     human_bytes(w->bytes, b1, sizeof b1),
                     human_bytes(w->bytes / (double)e->steps_per_period, b2, sizeof b2),
                     human_bytes(w->bytes / e->period_s * 3600.0, b3, sizeof b3), w->busy_s, w->usd,
@@ -331,6 +332,9 @@ json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan
         json_object_set_new(x, "a", json_string(isl->island[w->a].name));
         json_object_set_new(x, "b", json_string(isl->island[w->b].name));
         json_object_set_new(x, "rate_Bps", json_real(w->rate_Bps));
+        json_object_set_new(x, "limit", json_string(w->limit ? w->limit : "line"));
+        json_object_set_new(x, "latency_s", json_real(isl->link[w->a][w->b].latency_s));
+        json_object_set_new(x, "loss_frac", json_real(isl->link[w->a][w->b].loss_frac));
         json_object_set_new(x, "bytes_per_period", json_real(w->bytes));
         json_object_set_new(x, "bytes_per_step", json_real(w->bytes / (double)e->steps_per_period));
         json_object_set_new(x, "bytes_per_hour", json_real(w->bytes / e->period_s * 3600.0));

@@ -92,8 +92,15 @@ int cli_main(int argc, char **argv)
         {"islands-scale", cmd_islands_scale},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(cmd, commands[i].name))
+        if (!strcmp(cmd, commands[i].name)) {
+            /* `meshplan COMMAND --help`: the usage, which lists every command's options. */
+            for (int a = 2; a < argc; a++)
+                if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
+                    fputs(usage_text, stdout);
+                    return 0;
+                }
             return commands[i].run(argc - 2, argv + 2);
+        }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         fputs(usage_text, stdout);
         return 0;

@@ -11,7 +11,7 @@
 
 void mp_jr_bad(mp_jreader *r, const char *field, const json_t *v, const char *expected)
 {
-    char *txt = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    char *txt = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
     mp_diag_add(r->diag, "%s: %s.%s = %.60s: expected %s", r->origin, r->where, field,
                 txt ? txt : "(missing)", expected);
     free(txt);

@@ -191,9 +191,10 @@ typedef struct {
  * in one flight at the line rate; the rest at the window-limited rate, a window per round trip
  * (RFC 7323 Sec. 1). Messages in a row (ring steps, buckets) cannot average more than the
  * window-limited rate either, hence the second bound. Continuous and increasing in m; for m much
- * larger than the window it is m / rate, the long-run rate of W1. Congestion windows are taken
- * as open (no loss; no slow start after idle: a ring's flows idle less than a retransmission
- * timeout between steps). */
+ * larger than the window it is m / rate, the long-run rate of W1. Without loss congestion
+ * windows are taken as open (a ring's flows idle less than a retransmission timeout between
+ * steps; the slow-start restart after the idle between synchronizations is not modelled); with
+ * loss the window is W3's and the delays are loss_delay's. */
 static double xfer_s(const wan *w, int a, int b, double m)
 {
     if (!(w->rate[a][b] > 0))
@@ -291,6 +292,8 @@ static double ring_step(const wan *w, const int *ord, double c)
 typedef struct {
     int k, sum_first;
     double cost[MP_MAX_ISLANDS][MP_MAX_ISLANDS];
+    const wan *step_w; /* non-NULL: the slowest step is the ring step's expected time (W3) */
+    double step_c;     /* ... for steps of this many bytes */
 } ring_obj;
 
 static double ring_cost(const ring_obj *o, const int *ord, double *sum)
@@ -303,7 +306,7 @@ static double ring_cost(const ring_obj *o, const int *ord, double *sum)
             worst = t;
     }
     *sum = s;
-    return worst;
+    return o->step_w ? ring_step(o->step_w, ord, o->step_c) : worst;
 }
 
 static int ring_better(const ring_obj *o, double t, double s, double bt, double bs)
@@ -422,6 +425,15 @@ static mp_status ring_order(const wan *w, double c, double S_edge, int *ord)
     ob->k = ot->k = k;
     ob->sum_first = 0;
     ot->sum_first = 1;
+    ot->step_w = NULL;
+    /* With loss a step's time is the expected maximum over its edges, not the slowest mean: the
+     * bottleneck order is judged by that (exact for k <= 9). */
+    ob->step_w = NULL;
+    ob->step_c = c;
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b < k; b++)
+            if (w->loss[a][b] > 0)
+                ob->step_w = w;
     for (int a = 0; a < k; a++)
         for (int b = 0; b < k; b++) {
             ob->cost[a][b] = a == b ? 0.0 : xfer_mean_s(w, a, b, c);
@@ -477,6 +489,17 @@ static void round_robin(int k, int r, int *partner)
     }
 }
 
+/* What caps a link's rate r (W1, W3): the line, a TCP window, or TCP under packet loss. */
+static const char *link_limit(const mp_islands *isl, int a, int b, double r)
+{
+    const mp_wan_link *l = &isl->link[a][b];
+    if (!(r < wan_line_Bps(isl, a, b) * 0.999))
+        return "line";
+    if (l->loss_frac > 0 && (!(l->tcp_window_bytes > 0) || mp_wan_flow_window_bytes(isl, a, b) < l->tcp_window_bytes))
+        return "loss";
+    return "tcp-window";
+}
+
 /* Add bytes a sends to b and b sends to a, and the busy time, to the pair's flow record; each
  * sender pays its egress. */
 static void flow_add(mp_islands_estimate *e, const wan *w, int a, int b, double ab, double ba,
@@ -505,6 +528,7 @@ static void flow_add(mp_islands_estimate *e, const wan *w, int a, int b, double 
         e->flow[f].a = a;
         e->flow[f].b = b;
         e->flow[f].rate_Bps = w->rate[a][b];
+        e->flow[f].limit = link_limit(isl, a, b, w->rate[a][b]);
     }
     e->flow[f].bytes += bytes;
     e->flow[f].busy_s += busy_s;
@@ -1105,13 +1129,11 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
         char linktxt[160] = "";
         if (out->bottleneck_flow >= 0) {
             const mp_wan_flow *fw = &out->flow[out->bottleneck_flow];
-            const mp_wan_link *l = &isl->link[fw->a][fw->b];
-            int capped = fw->rate_Bps < wan_line_Bps(isl, fw->a, fw->b) * 0.999;
-            int lossy = capped && l->loss_frac > 0 &&
-                        (!(l->tcp_window_bytes > 0) || mp_wan_flow_window_bytes(isl, fw->a, fw->b) < l->tcp_window_bytes);
+            const char *lim = fw->limit ? fw->limit : "line";
             snprintf(linktxt, sizeof linktxt, " over %.32s<->%.32s (%.3g MB/s%s)", isl->island[fw->a].name,
                      isl->island[fw->b].name, fw->rate_Bps / 1e6,
-                     lossy ? ", limited by TCP under packet loss" : capped ? ", TCP-window-limited" : "");
+                     !strcmp(lim, "loss") ? ", limited by TCP under packet loss"
+                     : !strcmp(lim, "tcp-window") ? ", TCP-window-limited" : "");
         }
         double wait_share = k > 1 ? out->island[0].wait_s : 0.0;
         int most_wait = 0;

@@ -87,6 +87,9 @@ static void parse_link(ireader *r, const mp_catalog *cat, const json_t *o, mp_wa
     inum(r, o, "background_load_frac", 0, 0, 0.99, &w->background_load_frac, "a fraction in [0, 0.99]");
     inum(r, o, "tcp_window_bytes", 0, 0, 1e12, &w->tcp_window_bytes, "bytes >= 0 (0 = no window limit)");
     inum(r, o, "loss_frac", 0, 0, 0.1, &w->loss_frac, "a packet loss probability in [0, 0.1]");
+    if (w->loss_frac > 0 && !(w->latency_s > 0))
+        ibad(r, "loss_frac", json_object_get(o, "loss_frac"),
+             "0 on a link without latency (TCP under loss is paced by the round trip: give latency_s > 0)");
     inum(r, o, "flows_per_gpu", 0, 1, 1024, &w->flows_per_gpu, "a number of flows in (0, 1024]");
     inum(r, o, "usd_per_GB", 0, 0, 1e4, &w->usd_per_GB, "US dollars per GB >= 0");
 }
