@@ -622,6 +622,10 @@ assert all(r[i + 1][\"tokens_per_s\"] >= r[i][\"tokens_per_s\"] for i in range(l
 assert d[\"diminishing_from_island_gpus\"] == 256, d[\"diminishing_from_island_gpus\"]
 assert r[-1][\"bound\"] == \"communication\"
 '"
+run scale --model llama3-70b --cluster three-continents --plan "tp=8,zero=1,mb=1,gb=2048,seq=8192,recompute=full,sync=hsdp" --island-gpus 64:256 --json
+check "scale --island-gpus is the islands' scaling study (the issue's spelling)" "rc_is 0" "no_nonfinite" "json_check '
+assert [x[\"island_gpus\"] for x in d[\"rows\"]] == [64, 128, 256]
+'"
 run islands-scale --model llama3-70b --cluster three-continents --plan "tp=8,zero=1,mb=1,gb=2048,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8" --island-gpus 64:1024
 check "islands-scale, text (DiLoCo keeps scaling)" "rc_is 0" "no_nonfinite" "stdout_has \"no diminishing returns\""
 run islands-scale --model llama3-70b --cluster dgx-h100-roce100 --plan "tp=8,gb=2048,sync=hsdp" --island-gpus 64:128

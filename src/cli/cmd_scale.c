@@ -71,6 +71,10 @@ static json_t *point_json(const scale_point *p)
 
 int cmd_scale(int argc, char **argv)
 {
+    /* `scale --island-gpus A:B` is the islands' scaling study (docs/islands.md Sec. 9). */
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--island-gpus"))
+            return cmd_islands_scale(argc, argv);
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
                                        "--catalog", "--gb", "--seq", "--precision", "--fix",
                                        "--objective", "--tokens", "--price-gpu-hour", "--threads",
