@@ -232,7 +232,8 @@ static const char *const schemes[] = {
     "sync=hsdp", "sync=hsdp,compress=bf16", "sync=hsdp,exchange=star", "sync=diloco,inner_steps=50",
     "sync=diloco,inner_steps=50,compress=int8,fragments=5,overlap=2", "sync=diloco,exchange=rotate",
     "sync=diloco,compress=topk:0.01", "sync=fl,inner_steps=20", "sync=fl,exchange=rotate,compress=fp8",
-    "sync=pp", "sync=diloco,split=gpus", "sync=hsdp,split=2:1:1"};
+    "sync=pp", "sync=diloco,split=gpus", "sync=hsdp,split=2:1:1",
+    "sync=diloco,compress=int8,buckets=44,transport=rendezvous,ring=tsp"};
 
 #define HETERO "{\"islands\": [{\"name\": \"us\", \"node\": \"dgx-h100\", \"num_gpus_count\": 16}," \
     " {\"name\": \"eu\", \"node\": \"hgx-h200\", \"num_gpus_count\": 8}," \
@@ -369,7 +370,9 @@ static void test_one_island_is_plain(void **state)
     static const char *const all[] = {"", "sync=hsdp", "sync=hsdp,compress=int8", "sync=diloco",
                                       "sync=diloco,inner_steps=7,compress=int8,fragments=7,overlap=1",
                                       "sync=fl,inner_steps=20", "sync=fl,exchange=rotate", "sync=pp",
-                                      "sync=diloco,compress=topk:0.01", "sync=hsdp,split=gpus"};
+                                      "sync=diloco,compress=topk:0.01", "sync=hsdp,split=gpus",
+                                      "sync=diloco,compress=int8,buckets=44,transport=rendezvous,ring=tsp",
+                                      "sync=hsdp,buckets=8,ring=listed"};
     for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
         char ps[256];
         snprintf(ps, sizeof ps, BASE ",gb=256%s%s", all[s][0] ? "," : "", all[s]);
