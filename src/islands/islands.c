@@ -237,13 +237,15 @@ typedef struct {
     double t[MP_MAX_ISLANDS], d[MP_MAX_ISLANDS], q[MP_MAX_ISLANDS];
 } gate;
 
-static void gate_add(gate *g, const wan *w, int a, int b, double m)
+/* Add a message of m bytes from a to b; returns its expected time (xfer_mean_s). */
+static double gate_add(gate *g, const wan *w, int a, int b, double m)
 {
     if (g->n >= MP_MAX_ISLANDS)
-        return;
-    g->t[g->n] = xfer_s(w, a, b, m);
-    g->d[g->n] = loss_delay(w, a, b, m, &g->q[g->n]);
-    g->n++;
+        return xfer_mean_s(w, a, b, m);
+    int i = g->n++;
+    g->t[i] = xfer_s(w, a, b, m);
+    g->d[i] = loss_delay(w, a, b, m, &g->q[i]);
+    return g->t[i] + g->q[i] * g->d[i];
 }
 
 static double gate_mean_s(const gate *g)
@@ -426,6 +428,7 @@ static mp_status ring_order(const wan *w, double c, double S_edge, int *ord)
     ob->sum_first = 0;
     ot->sum_first = 1;
     ot->step_w = NULL;
+    ot->step_c = 0.0;
     /* With loss a step's time is the expected maximum over its edges, not the slowest mean: the
      * bottleneck order is judged by that (exact for k <= 9). */
     ob->step_w = NULL;
@@ -871,8 +874,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                 free(w);
                 goto done;
             }
-            double t = xfer_mean_s(w, i, i + 1, per_dir);
-            gate_add(&gb, w, i, i + 1, per_dir);
+            double t = gate_add(&gb, w, i, i + 1, per_dir);
             fill += 2.0 * xfer_mean_s(w, i, i + 1, per_dir / (double)Mx);
             flow_add(out, w, i, i + 1, per_dir, per_dir, t, isl);
         }
@@ -963,8 +965,7 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                             free(w);
                             goto done;
                         }
-                        double t = xfer_mean_s(w, a, c2, Sf);
-                        gate_add(&gr, w, a, c2, Sf);
+                        double t = gate_add(&gr, w, a, c2, Sf);
                         flow_add(out, w, a, c2, NB * Sf / rounds, NB * Sf / rounds, NB * t / rounds, isl);
                     }
                     double rt = gate_mean_s(&gr);
@@ -999,10 +1000,8 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                         free(w);
                         goto done;
                     }
-                    double tu = xfer_mean_s(w, i, ag, Sf);
-                    double td = xfer_mean_s(w, ag, i, down);
-                    gate_add(&gu, w, i, ag, Sf);
-                    gate_add(&gd, w, ag, i, down);
+                    double tu = gate_add(&gu, w, i, ag, Sf);
+                    double td = gate_add(&gd, w, ag, i, down);
                     flow_add(out, w, i, ag, NB * Sf, NB * down, NB * (tu + td), isl);
                 }
                 up_t = gate_mean_s(&gu);
