@@ -13,7 +13,9 @@
  *   7. ZeRO stage k+1 never needs more memory than stage k (same plan otherwise; HSDP plans,
  *      which need stage 3, are compared 3 against nothing) — with the one bounded physical
  *      exception at 2 -> 3 explained at check_zero;
- *   8. MFU <= 1 and HFU >= MFU.
+ *   8. MFU <= 1 and HFU >= MFU;
+ *   9. packed documents (doc_len) never slow a step without CP, and change neither memory nor
+ *      the model FLOPs counted; with unfused attention they change nothing.
  * Floating-point comparisons allow a relative 1e-9 for rounding of the same sums taken in a
  * different order; nothing else is tolerated.
  */
@@ -190,6 +192,28 @@ static void check_bandwidth(const mp_model *m, const mp_cluster *c, const mp_pla
     }
 }
 
+/* 9: packing documents under a document mask (plan key doc_len) never slows a step, never
+ * changes memory or the model FLOPs counted, and with unfused attention changes nothing (every
+ * score is computed before the mask). The step-time part holds without CP: under ring CP a
+ * shorter attention hides less of the K/V exchange, and the estimator hides DP traffic behind
+ * compute only, not behind those waits, so a faster attention can expose both (docs/model.md,
+ * "Packed documents"). */
+static void check_documents(const mp_model *m, const mp_cluster *c, const mp_plan *p)
+{
+    mp_plan q = *p;
+    q.doc_len = 1 + pick(4 * p->seq);
+    if (estimate(m, c, &q, &g_e1) != MP_OK)
+        fail_msg("doc_len=%lld rejected the plan at %s", (long long)q.doc_len, g_where);
+    if (p->cp == 1 && g_e1.step_s > g_e0.step_s * (1 + REL))
+        fail_at("documents made the step slower", g_e1.step_s, g_e0.step_s);
+    if (!p->flash && fabs(g_e1.step_s - g_e0.step_s) > REL * g_e0.step_s)
+        fail_at("documents changed an unfused step", g_e1.step_s, g_e0.step_s);
+    if (g_e1.memory.total != g_e0.memory.total)
+        fail_at("documents changed memory", g_e1.memory.total, g_e0.memory.total);
+    if (fabs(g_e1.mfu * g_e1.step_s - g_e0.mfu * g_e0.step_s) > REL * g_e0.mfu * g_e0.step_s)
+        fail_at("documents changed the model FLOPs of a step", g_e1.mfu * g_e1.step_s, g_e0.mfu * g_e0.step_s);
+}
+
 /* 6: more memory per GPU keeps a feasible plan feasible. */
 static void check_capacity(const mp_model *m, const mp_cluster *c, const mp_plan *p)
 {
@@ -320,6 +344,7 @@ static void test_invariants_random_plans(void **state)
         if (p.zero < 3 && !p.hsdp)
             zero_pairs++;
         check_zero(m, &c, &p);
+        check_documents(m, &c, &p);
     }
     printf("invariants: %ld random valid plans checked (%ld generated; %ld infeasible, %ld refused "
            "for precision); %ld bandwidth, %ld capacity and %ld ZeRO-stage comparisons (%ld of them "

@@ -736,10 +736,16 @@ static void test_plan_keys(void **state)
 /* Case C7: INTELLECT-1 (Jaghouar et al. 2024, arXiv 2412.01152). 14 nodes of 8 x H100, FSDP2
  * inside a node, DiLoCo H = 100 with int8 pseudo-gradients; 128 sequences of 8192 tokens per
  * node and inner step, micro-batch 1, activation checkpointing (prime configs/10B/
- * H100_intellect1.toml). Published: compute utilization 96% (US only), 83% (three continents);
- * MFU 36.2-41.4%; 400x less traffic than data parallelism. The WAN figures in the two files are
- * public round trips and Linux TCP defaults, not fitted (README "Islands"). */
-#define C7_PLAN "zero=3,mb=1,gb=1792,seq=8192,recompute=full,sync=diloco,inner_steps=100,compress=int8"
+ * H100_intellect1.toml). PRIME packs documents into each sequence and masks attention to each
+ * document (prime data.py sequence_packing, on by default; models/llama/model.py
+ * document_causal_mask under FlexAttention): doc_len = 1032 tokens, FineWeb-Edu's mean (the
+ * sample-350BT split: 350e9 tokens in 339M documents), the largest part (55%) of the mix.
+ * Published (the report's Table 2): 100 inner steps take 38 min in every setting; compute
+ * utilization 95.7% (US only), 83.0% (three continents); median synchronization 103 s and 469 s;
+ * MFU over the whole run 41.4% and 36.0% (43.3% without communication); 400x less traffic than
+ * data parallelism. The WAN figures in the two files are public round trips and Linux TCP
+ * defaults, not fitted (README "Islands"). */
+#define C7_PLAN "zero=3,mb=1,gb=1792,seq=8192,recompute=full,doc_len=1032,sync=diloco,inner_steps=100,compress=int8"
 /* How PRIME's INTELLECT-1 code synchronized (prime src/zeroband/diloco.py, collectives.py,
  * comms.py of the time): one int8 ring all-reduce per layer group one after the other (the
  * parameters grouped by the first number in their names: the embedding, 42 layers, the final
@@ -771,27 +777,35 @@ static void test_case_c7_intellect1(void **state)
     (void)state;
     mp_islands_estimate us = c7("intellect1-us.json", 1), world = c7("intellect1-continents.json", 1);
     mp_islands_estimate us_fused = c7("intellect1-us.json", 0), world_fused = c7("intellect1-continents.json", 0);
-    print_message("C7 US only:    compute utilization %.1f%% (published 96%%), MFU in steps %.1f%%, sync %.0f s "
-                  "(one fused streaming all-reduce: %.1f%%, %.0f s)\n", 100.0 * us.compute_util,
-                  100.0 * us.mfu_in_steps, us.sync_s, 100.0 * us_fused.compute_util, us_fused.sync_s);
-    print_message("C7 continents: compute utilization %.1f%% (published 83%%), MFU in steps %.1f%%, sync %.0f s "
-                  "(one fused streaming all-reduce: %.1f%%, %.0f s)\n", 100.0 * world.compute_util,
-                  100.0 * world.mfu_in_steps, world.sync_s, 100.0 * world_fused.compute_util, world_fused.sync_s);
+    const double inner_pub_s = 38.0 * 60.0; /* 100 inner steps, Table 2 */
+    const double inner_s = 100.0 * us.island[0].step_s;
+    print_message("C7 100 inner steps: %.0f s (published %.0f s, %+.1f%%); MFU in steps %.1f%% (published 43.3%%)\n",
+                  inner_s, inner_pub_s, 100.0 * (inner_s / inner_pub_s - 1.0), 100.0 * us.mfu_in_steps);
+    print_message("C7 US only:    compute utilization %.1f%% (published 95.7%%), MFU %.1f%% (published 41.4%%), "
+                  "sync %.0f s (median 103 s; one fused streaming all-reduce: %.1f%%, %.0f s)\n",
+                  100.0 * us.compute_util, 100.0 * us.mfu, us.sync_s, 100.0 * us_fused.compute_util, us_fused.sync_s);
+    print_message("C7 continents: compute utilization %.1f%% (published 83.0%%), MFU %.1f%% (published 36.0%%), "
+                  "sync %.0f s (median 469 s; one fused streaming all-reduce: %.1f%%, %.0f s)\n",
+                  100.0 * world.compute_util, 100.0 * world.mfu, world.sync_s, 100.0 * world_fused.compute_util,
+                  world_fused.sync_s);
     assert_true(us.feasible && world.feasible);
     for (int i = 0; i < 14; i++)
         assert_int_equal(us.island[i].batch_seqs, 128);
-    /* US only: within 8 points of 96%. */
-    assert_true(fabs(us.compute_util - 0.96) <= 0.08);
-    /* Three continents, PRIME's synchronization: 91.6%, which MISSES the published 83% +- 8 by
-     * 0.6 points (README "Islands", C7; docs/islands.md Sec. 8): this bound records the
-     * prediction, it does not claim agreement. Farther islands must still cost more, and the
-     * bucketed rendezvous ring must cost more than one fused streaming all-reduce. */
+    /* The must-show: within 8 points of the published compute utilization, both settings. */
+    assert_true(fabs(us.compute_util - 0.957) <= 0.08);
+    assert_true(fabs(world.compute_util - 0.830) <= 0.08);
+    /* The inner steps: within 20% of 38 min, the bound the single-cluster predictor holds on
+     * throughput (validate on runs.csv: mean |error| 15%). */
+    assert_true(fabs(inner_s / inner_pub_s - 1.0) <= 0.20);
+    /* Farther islands cost more, and the bucketed rendezvous ring more than one fused streaming
+     * all-reduce. */
     assert_true(world.compute_util < us.compute_util);
-    assert_true(world.compute_util > 0.90 && world.compute_util < 0.93);
     assert_true(world.sync_s > world_fused.sync_s && us.sync_s > us_fused.sync_s);
-    /* MFU during the inner steps (what PRIME's counter reports): within 36.2-41.4%. */
-    assert_true(us.mfu_in_steps >= 0.362 && us.mfu_in_steps <= 0.414);
-    assert_true(world.mfu_in_steps >= 0.362 && world.mfu_in_steps <= 0.414);
+    /* MFU over the whole run, the report's measure (Table 2: 43.3% x the utilization): the
+     * prediction is ABOVE the published 36.0-41.4% band (docs/islands.md Sec. 8); these bounds
+     * record it, they do not claim agreement. */
+    assert_true(us.mfu > 0.414 && us.mfu < 0.50);
+    assert_true(world.mfu > 0.414 && world.mfu < 0.48);
     /* "400x reduction in communication bandwidth": 100 inner steps x 4 (fp32 -> int8). */
     assert_close(us.dp_bytes_per_token / us.wan_bytes_per_token, 400.0, 1e-12);
 }

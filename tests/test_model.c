@@ -174,6 +174,36 @@ static void test_params_megatron_table1(void **state)
  * + 2 h V (LM head); model = 3 x forward = 72 l h^2 + 12 l s h + 6 h V; full recompute adds one
  * forward of the layers, 24 l h^2 + 4 l s h; sum = 96 l h^2 + 16 l s h + 6 h V
  * = 96 l h^2 (1 + s/(6h) + V/(16 l h)). Biases and norms are not counted by either side. */
+/* Keys per query under causal attention, windows and packed documents (model.h). Hand values:
+ *  s = 8192 causal: (s+1)/2 = 4096.5; window 1024: 1024 - 1024*1023/16384 = 960.0625;
+ *  documents of mu = 1032: mu - mu^2/s (1 - e^(-s/mu)) = 1032 - 130.0078 * 0.999643 = 902.0386;
+ *  window 1024 with mu = 1032: (mu/s)[w - mu(1-e^(-w/mu)) + (s-w)(1-e^(-w/mu))]
+ *    with 1 - e^(-0.992248) = 0.629258: 0.125977 * [1024 - 649.394 + 7168 * 0.629258] = 615.411. */
+static void test_attn_keys_per_query(void **state)
+{
+    (void)state;
+    assert_close(mp_attn_keys_per_query(8192, 0, 0), 4096.5, 1e-15);
+    assert_close(mp_attn_keys_per_query(8192, 1024, 0), 960.0625, 1e-15);
+    assert_close(mp_attn_keys_per_query(8192, 8192, 0), 4096.5, 1e-15); /* window >= s: none */
+    assert_close(mp_attn_keys_per_query(8192, 0, 1032), 902.0386, 1e-6);
+    assert_close(mp_attn_keys_per_query(8192, 1024, 1032), 615.411, 1e-5);
+    /* Limits: documents far longer than the sequence are one causal sequence (s/2 in the
+     * continuous form), across the switch to the series; one-token documents see one key. */
+    assert_close(mp_attn_keys_per_query(8192, 0, 1e18), 4096.0, 1e-9);
+    assert_close(mp_attn_keys_per_query(8192, 0, 8192e4 * 0.999), 4096.0, 1e-4);
+    assert_close(mp_attn_keys_per_query(8192, 0, 8192e4 * 1.001), 4096.0, 1e-4);
+    assert_close(mp_attn_keys_per_query(8192, 1024, 1e18), 1024.0 - 1024.0 * 1024.0 / 16384.0, 1e-9);
+    assert_close(mp_attn_keys_per_query(8192, 0, 1), 1.0 - 1.0 / 8192.0, 1e-9);
+    assert_true(mp_attn_keys_per_query(0, 0, 1000) == 0.0);
+    /* Longer documents never mean fewer keys, and never more than without documents. */
+    double prev = 0.0;
+    for (double mu = 1.0; mu < 1e9; mu *= 1.7) {
+        double k = mp_attn_keys_per_query(8192, 0, mu), kw = mp_attn_keys_per_query(8192, 2048, mu);
+        assert_true(k >= prev && k <= 4096.5 && kw <= k && kw <= mp_attn_keys_per_query(8192, 2048, 0));
+        prev = k;
+    }
+}
+
 static void test_flops_narayanan(void **state)
 {
     (void)state;
@@ -424,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_params_llama2_7b),
         cmocka_unit_test(test_params_megatron_table1),
         cmocka_unit_test(test_flops_narayanan),
+        cmocka_unit_test(test_attn_keys_per_query),
         cmocka_unit_test(test_flops_gqa_glu),
         cmocka_unit_test(test_act_table2_t1),
         cmocka_unit_test(test_act_table2_t8),

@@ -117,6 +117,9 @@ static void test_parse_bad_values(void **state)
         {"precision=fp4", "precision", "fp4"},
         {"schedule=dualpipe", "schedule", "dualpipe"},
         {"tp=99999999999999999999", "tp", "99999999999999999999"}, /* overflows int64 */
+        {"doc_len=0", "doc_len", "0"}, /* a mean document length is >= 1 token (leave it out for none) */
+        {"doc_len=-5", "doc_len", "-5"},
+        {"doc_len=1e3", "doc_len", "1e3"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mp_plan p;
@@ -171,7 +174,7 @@ static void test_format_roundtrip(void **state)
     mp_plan p, q;
     mp_plan_init_default(&p);
     mp_diag d = {0};
-    assert_int_equal(mp_plan_parse("tp=2,pp=2,mb=2,gb=64,recompute=full,flash=0", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_parse("tp=2,pp=2,mb=2,gb=64,recompute=full,flash=0,doc_len=1032", &p, &d), MP_OK);
     assert_int_equal(mp_plan_resolve(&p, llama2_7b(), 16, &d), MP_OK);
     char buf[512];
     int n = mp_plan_format(&p, buf, sizeof buf);
@@ -190,6 +193,8 @@ static void test_format_roundtrip(void **state)
     assert_int_equal(q.recompute, p.recompute);
     assert_int_equal(q.flash, p.flash);
     assert_int_equal(q.schedule, p.schedule);
+    assert_int_equal(q.doc_len, 1032);
+    assert_non_null(strstr(buf, ",doc_len=1032"));
 }
 
 /* ---- resolve ------------------------------------------------------------------------------ */

@@ -176,6 +176,22 @@ typedef struct {
 
 void mp_model_flops(const mp_model *m, int64_t seq, mp_flops *out);
 
+/** Keys one query attends to on average in a causal layer: the attention core's work per token
+ *  is proportional to it.
+ *  seq_tokens: tokens per sequence, > 0. window_tokens: sliding window (0 or >= seq_tokens: none).
+ *  doc_tokens: mean document length when sequences pack several documents and attention is
+ *  masked to each one (FlexAttention's document mask, FlashAttention's varlen kernels, Llama 3's
+ *  "mask between documents" (Dubey et al. 2024 Sec. 3.2)); 0: one causal sequence.
+ *  Formula (exact under its assumption): document boundaries fall as a Poisson process of mean
+ *  spacing mu = doc_tokens (exponential lengths), so a query at position i sees
+ *  E[min(X, i, w)] keys with X ~ Exp(mu): mu(1 - e^(-min(i,w)/mu)). Averaged over i uniform in
+ *  [0, s]:  (mu/s) * [ w - mu(1 - e^(-w/mu)) + (s - w)(1 - e^(-w/mu)) ]  with w = min(window, s).
+ *  Limits: mu -> infinity gives the plain causal average s/2 (and w - w^2/(2s) with a window);
+ *  mu << s gives mu. Without documents the discrete averages (s+1)/2 and w - w(w-1)/(2s)
+ *  (Megatron-Bridge flop_utils) are returned, so plans without documents are unchanged.
+ *  Returns keys per query (> 0), or 0 for seq_tokens <= 0. */
+double mp_attn_keys_per_query(double seq_tokens, double window_tokens, double doc_tokens);
+
 typedef enum { MP_RC_NONE, MP_RC_SELECTIVE, MP_RC_FULL, MP_RC_COUNT } mp_recompute;
 
 /** What is stored for backward in one transformer layer, in bytes, for one micro-batch of b

@@ -79,6 +79,11 @@ typedef struct {
                                    estimator's default (mp_estimate_opts.moe_imbalance) */
     int fp8_comm;               /* 1: fp8 MoE dispatch and fp8 parameter all-gathers */
     mp_attn_kernel attn_kernel; /* fa2 (default) or fa3 */
+    int64_t doc_len;            /* plan key doc_len: mean document length, tokens, when each
+                                   sequence packs several documents and attention is masked to
+                                   each (mp_attn_keys_per_query); 0 = one causal sequence. A
+                                   workload input, not a choice: it changes the fused attention
+                                   kernel's time, not the model FLOPs MFU counts */
     mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
     unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
     /* Added later: synchronization across islands joined by WAN links (plan keys sync,

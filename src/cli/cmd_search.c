@@ -18,6 +18,7 @@ static int rank_plan(const char *text, const mp_model *m, const mp_search_opts *
         p->seq = o->pin.seq;
         p->precision = o->pin.precision;
         p->flash = o->pin.flash;
+        p->doc_len = o->pin.doc_len;
         mp_diag di = {0};
         mp_status st = mp_plan_parse(text, p, &di);
         if (st == MP_OK)

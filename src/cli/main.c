@@ -64,6 +64,8 @@ static const char *usage_text =
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
     "           precision(bf16|fp16|fp8) flash(0|1) schedule(1f1b|interleaved|gpipe|zb)\n"
     "           order(rank order, innermost first; default tp-cp-ep-dp-pp)\n"
+    "           doc_len(mean tokens per document when sequences pack documents under a\n"
+    "           document mask; default: one causal sequence)\n"
     "           across islands (--cluster ISLANDS, docs/islands.md): sync(hsdp|diloco|pp|fl)\n"
     "           inner_steps compress(none|bf16|fp8|int8|topk:F) fragments overlap\n"
     "           exchange(ring|rotate|star) split(speed|gpus|W1:W2:...) buckets\n"

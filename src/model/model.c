@@ -271,11 +271,25 @@ void mp_model_params(const mp_model *m, int tp, mp_param_count *out)
  * non-causal convention min(w, s) (or s); causal: (s+1)/2 without a window, else
  * w - w(w-1)/(2s) for w < s (Megatron-Bridge flop_utils, exact average of a causal window). */
 static double keys_noncausal(double s, double w) { return (w > 0 && w < s) ? w : s; }
-static double keys_causal(double s, double w)
+static double keys_causal(double s, double w) { return mp_attn_keys_per_query(s, w, 0.0); }
+
+double mp_attn_keys_per_query(double s, double w, double mu)
 {
-    if (w > 0 && w < s)
-        return w - w * (w - 1.0) / (2.0 * s);
-    return (s + 1.0) / 2.0;
+    if (!(s > 0))
+        return 0.0;
+    const int windowed = w > 0 && w < s;
+    if (!(mu > 0))
+        return windowed ? w - w * (w - 1.0) / (2.0 * s) : (s + 1.0) / 2.0;
+    if (!windowed)
+        w = s;
+    /* Poisson document boundaries (model.h): (mu/s)[w - mu(1 - e^(-w/mu)) + (s - w)(1 - e^(-w/mu))].
+     * -expm1 keeps 1 - e^(-x) exact for documents much longer than the sequence. */
+    const double x = w / mu, q = -expm1(-x);
+    /* w - mu(1 - e^-x) = mu(x - 1 + e^-x): its series when documents are far longer than the
+     * window, where the difference would cancel. */
+    const double a = x < 1e-4 ? mu * x * x * (0.5 - x / 6.0) : w - mu * q;
+    const double k = mu / s * (a + (s - w) * q);
+    return k > 0 ? k : 0.0;
 }
 
 void mp_model_flops(const mp_model *m, int64_t seq, mp_flops *out)

@@ -95,9 +95,12 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
         fprintf(f, "%s x %lld..%lld GPUs (%d counts)\n", c0->gpu.key, (long long)clusters[0].num_gpus,
                 (long long)clusters[nclusters - 1].num_gpus, nclusters);
     const int64_t seq = o->pin.seq ? o->pin.seq : m->seq_len;
-    fprintf(f, "job: gb %lld x seq %lld = %.4g tokens per step, %s, %s attention; objective %s",
+    char docs[64] = "";
+    if (o->pin.doc_len > 0)
+        snprintf(docs, sizeof docs, " over documents of %lld tokens", (long long)o->pin.doc_len);
+    fprintf(f, "job: gb %lld x seq %lld = %.4g tokens per step, %s, %s attention%s; objective %s",
             (long long)o->pin.gb, (long long)seq, (double)o->pin.gb * (double)seq,
-            mp_dtype_name(o->pin.precision), o->pin.flash ? "fused" : "unfused",
+            mp_dtype_name(o->pin.precision), o->pin.flash ? "fused" : "unfused", docs,
             mp_objective_name(o->objective));
     if (o->tokens > 0)
         fprintf(f, ", budget %.4g tokens", o->tokens);
@@ -285,6 +288,7 @@ char *mp_search_report_json(const mp_model *m, const mp_cluster *clusters, int n
     json_object_set_new(job, "seq", json_integer((json_int_t)(o->pin.seq ? o->pin.seq : m->seq_len)));
     json_object_set_new(job, "precision", json_string(mp_dtype_name(o->pin.precision)));
     json_object_set_new(job, "flash", json_boolean(o->pin.flash));
+    json_object_set_new(job, "doc_len", json_integer((json_int_t)o->pin.doc_len));
     json_object_set_new(job, "tokens", num(o->tokens));
     json_object_set_new(job, "price_per_gpu_hour", num(o->price_per_gpu_hour));
     json_object_set_new(root, "job", job);

@@ -116,6 +116,7 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     s->base.moe_imbalance = pin->moe_imbalance;
     s->base.fp8_comm = pin->fp8_comm;
     s->base.attn_kernel = pin->attn_kernel;
+    s->base.doc_len = pin->doc_len;
     return MP_OK;
 }
 
@@ -484,7 +485,7 @@ int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
     if (p->gb != s->gb || p->seq != s->seq || p->precision != s->base.precision ||
         p->flash != s->base.flash || p->moe_capacity_factor != s->base.moe_capacity_factor ||
         p->moe_imbalance != s->base.moe_imbalance || p->fp8_comm != s->base.fp8_comm ||
-        p->attn_kernel != s->base.attn_kernel)
+        p->attn_kernel != s->base.attn_kernel || p->doc_len != s->base.doc_len)
         return 0;
     sp_axes *ax = malloc(sizeof *ax);
     if (!ax)
