@@ -192,6 +192,11 @@ void mp_model_flops(const mp_model *m, int64_t seq, mp_flops *out);
  *  Returns keys per query (> 0), or 0 for seq_tokens <= 0. */
 double mp_attn_keys_per_query(double seq_tokens, double window_tokens, double doc_tokens);
 
+/** mp_attn_keys_per_query averaged over a model's layers: its windowed layers (attn_window,
+ *  attn_window_layers) with their window, the others without. seq > 0; doc_len >= 0 (0: no
+ *  documents). Returns keys per query, 0 for seq <= 0. */
+double mp_model_keys_per_query(const mp_model *m, int64_t seq, int64_t doc_len);
+
 typedef enum { MP_RC_NONE, MP_RC_SELECTIVE, MP_RC_FULL, MP_RC_COUNT } mp_recompute;
 
 /** What is stored for backward in one transformer layer, in bytes, for one micro-batch of b

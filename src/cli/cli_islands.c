@@ -108,6 +108,9 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
         fprintf(f, e->overlap_steps ? ", overlapped with %lld inner steps" : ", blocking",
                 (long long)e->overlap_steps);
     fprintf(f, "\n");
+    if (p->doc_len > 0)
+        fprintf(f, "         sequences pack documents of %lld tokens under a document mask "
+                   "(%.0f keys per query)\n", (long long)p->doc_len, mp_model_keys_per_query(m, p->seq, p->doc_len));
     if (e->sync == MP_SYNC_PP)
         fprintf(f, "         every island runs the whole batch (%lld sequences) through its layers\n",
                 (long long)e->global_batch_seqs);

@@ -292,6 +292,15 @@ double mp_attn_keys_per_query(double s, double w, double mu)
     return k > 0 ? k : 0.0;
 }
 
+double mp_model_keys_per_query(const mp_model *m, int64_t seq, int64_t doc_len)
+{
+    if (seq <= 0 || m->layers <= 0)
+        return 0.0;
+    const double L = (double)m->layers, s = (double)seq, mu = (double)doc_len, w = (double)m->attn_window;
+    const double Lw = m->attn_window > 0 ? (double)(m->attn_window_layers ? m->attn_window_layers : m->layers) : 0.0;
+    return ((L - Lw) * mp_attn_keys_per_query(s, 0.0, mu) + Lw * mp_attn_keys_per_query(s, w, mu)) / L;
+}
+
 void mp_model_flops(const mp_model *m, int64_t seq, mp_flops *out)
 {
     memset(out, 0, sizeof *out);

@@ -85,13 +85,13 @@ char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_p
     /* Long context: where attention stands (issue 7). */
     mp_flops fl;
     mp_model_flops(m, p->seq, &fl);
-    /* keys_per_query: what one query of a full-attention layer sees on average (causal, and
-     * within its document when doc_len is given): mp_attn_keys_per_query. */
+    /* keys_per_query: what one query sees on average over the layers (causal, within its window
+     * and, when doc_len is given, its document): mp_model_keys_per_query. */
     json_object_set_new(o, "attention", json_pack("{s:f,s:f,s:f,s:I,s:f}", "compute_time_frac", e->attention_frac,
                                                   "flops_frac", e->attention_flops_frac,
                                                   "equal_matmul_seq", fl.attn_equal_seq,
                                                   "doc_len", (json_int_t)p->doc_len, "keys_per_query",
-                                                  mp_attn_keys_per_query((double)p->seq, 0.0, (double)p->doc_len)));
+                                                  mp_model_keys_per_query(m, p->seq, p->doc_len)));
     if (mp_model_is_moe(m))
         json_object_set_new(o, "moe", json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f}", "experts",
                                                 (json_int_t)m->moe_experts, "topk", (json_int_t)m->moe_topk,
@@ -188,7 +188,7 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
         if (p->doc_len > 0)
             fprintf(f, "\n  packed documents of %lld tokens under a document mask: a query sees %.0f keys on "
                        "average, not %.0f%s; MFU still counts the whole sequence", (long long)p->doc_len,
-                    mp_attn_keys_per_query((double)p->seq, 0.0, (double)p->doc_len), ((double)p->seq + 1.0) / 2.0,
+                    mp_model_keys_per_query(m, p->seq, p->doc_len), mp_model_keys_per_query(m, p->seq, 0),
                     p->flash ? "" : " (unfused attention computes every score: no saving)");
         fprintf(f, "\n");
     }
