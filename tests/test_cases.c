@@ -284,6 +284,22 @@ static void test_c3_selective_with_flash(void **state)
  * 33,554,432; 8 sbh 268,435,456 + Q 2 sbh 67,108,864 + K,V 4 s kvd = 4 * 8192 * 1024
  * 33,554,432 + O input 67,108,864 + SwiGLU 6 s f = 704,643,072 + stats 4 a s = 1,048,576
  * = 1,141,899,264: the logits are 9.2x one layer. */
+/* A GEMM wave costs a whole tile even when its edge tile is partial (estimate.c gemm_s): on one
+ * GPU (no communication to hide), one more token per sequence never shortens the step, and a
+ * sequence that adds a partial 128-row tile costs at least as much as its share of a full one. */
+static void test_partial_tiles_cost_whole(void **state)
+{
+    (void)state;
+    const mp_model *m = cat_model("llama3-8b");
+    mp_plan p;
+    mp_estimate e[3];
+    const char *plans[3] = {"mb=1,gb=4,seq=4096", "mb=1,gb=4,seq=4097", "mb=1,gb=4,seq=4224"};
+    for (int i = 0; i < 3; i++)
+        predict(m, "h100-sxm5-80gb", 1, plans[i], &p, &e[i]);
+    assert_true(e[1].step_s >= e[0].step_s);
+    assert_true(e[2].step_s >= e[1].step_s);
+}
+
 static void test_c4_logits_upcast(void **state)
 {
     (void)state;
@@ -319,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_c2_llama2_7b_memory),
         cmocka_unit_test(test_c3_selective_with_flash),
         cmocka_unit_test(test_c4_logits_upcast),
+        cmocka_unit_test(test_partial_tiles_cost_whole),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -103,8 +103,9 @@ static double gemm_s(const rates *r, double rate, double M, double N, double K, 
         return 0.0;
     double tiles = ceil(M / 128.0) * ceil(N / 128.0);
     double waves = ceil(tiles / r->sms);
-    double wave_eff = tiles / (waves * r->sms);
-    double flop_s = 2.0 * M * N * K / (rate * wave_eff);
+    /* Every wave takes one whole tile's time, a partial edge tile too: waves x 2*128*128*K per
+     * SM (= 2MNK / (rate x tiles / (waves x SMs)) when M and N are multiples of 128). */
+    double flop_s = waves * r->sms * 2.0 * 128.0 * 128.0 * K / rate;
     double mem_s = e * (M * K + K * N + M * N) / r->mem_Bps;
     return flop_s > mem_s ? flop_s : mem_s;
 }
