@@ -521,11 +521,11 @@ run predict --model llama3-70b $H100 --gpus 1024 --plan "tp=8,cp=16,mb=1,gb=8,se
 check "cp_algo=allgather and attn_kernel=fa3 accepted" "rc_is 0" "json_check '
 assert \"cp_algo=allgather\" in d[\"plan\"] and \"attn_kernel=fa3\" in d[\"plan\"], d[\"plan\"]
 '"
-run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,seq=8192,doc_len=1000" --json
+run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,seq=8192,doc_len=1000,attn_kernel=flex" --json
 check "doc_len: packed documents shorten the attention, not the FLOPs counted" "rc_is 0" "no_nonfinite" "json_check '
 a = d[\"attention\"]
 assert a[\"doc_len\"] == 1000 and 800 < a[\"keys_per_query\"] < 1000, a
-assert \"doc_len=1000\" in d[\"plan\"], d[\"plan\"]
+assert \"doc_len=1000\" in d[\"plan\"] and \"attn_kernel=flex\" in d[\"plan\"], d[\"plan\"]
 '"
 run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,seq=8192,doc_len=0"
 check "doc_len=0 is refused" "rc_is 2" "stderr_has doc_len" "stderr_has 0"

@@ -300,6 +300,23 @@ static void test_partial_tiles_cost_whole(void **state)
     assert_true(e[2].step_s >= e[1].step_s);
 }
 
+/* attn_kernel=flex: the attention core at 3.5 / (1/0.90 + 2.5/0.85) of the FA2-class rate
+ * (plan.h); on one GPU without recompute only the attention core's time changes, by
+ * (1/0.8637 - 1) x its FA2 time (= attention_frac x compute). */
+static void test_flex_attention_rate(void **state)
+{
+    (void)state;
+    const mp_model *m = cat_model("llama3-8b");
+    mp_plan p;
+    mp_estimate fa2, flex;
+    predict(m, "h100-sxm5-80gb", 1, "mb=1,gb=4,seq=8192", &p, &fa2);
+    predict(m, "h100-sxm5-80gb", 1, "mb=1,gb=4,seq=8192,attn_kernel=flex", &p, &flex);
+    const double r = 3.5 / (1.0 / 0.90 + 2.5 / 0.85);
+    assert_close(r, 0.86371, 1e-4); /* 3.5 / (1.11111 + 2.94118) */
+    assert_close(flex.time.compute - fa2.time.compute, fa2.attention_frac * fa2.time.compute * (1.0 / r - 1.0), 1e-9);
+    assert_close(flex.model_flops_per_step, fa2.model_flops_per_step, 1e-15);
+}
+
 static void test_c4_logits_upcast(void **state)
 {
     (void)state;
@@ -336,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_c3_selective_with_flash),
         cmocka_unit_test(test_c4_logits_upcast),
         cmocka_unit_test(test_partial_tiles_cost_whole),
+        cmocka_unit_test(test_flex_attention_rate),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -8,7 +8,7 @@
  *   cp_algo (ring|allgather), capacity_factor (0 = dropless; else each expert's buffer holds
  *   capacity_factor x its balanced share), imbalance (busiest GPU's routed tokens / mean, >= 1),
  *   fp8_comm (0/1: MoE dispatch and ZeRO parameter all-gathers travel in fp8),
- *   attn_kernel (fa2|fa3: fused-attention kernel generation).
+ *   attn_kernel (fa2|fa3|flex: fused-attention kernel generation).
  *   schedule (1f1b|interleaved|gpipe|zb), order (rank order, innermost first, e.g.
  *   tp-cp-ep-dp-pp — the default, Megatron-LM's; dimensions not listed follow, outermost, in the
  *   default order, and must have degree 1).
@@ -46,9 +46,12 @@ typedef enum { MP_CP_RING, MP_CP_ALLGATHER, MP_CP_ALGO_COUNT } mp_cp_algo;
 const char *mp_cp_algo_name(mp_cp_algo a);
 
 /** Fused-attention kernel generation (with flash = 1): FlashAttention-2 class (the GPU's
- *  attention_flops_frac; Dao 2023) or FlashAttention-3 / cuDNN 9 class on Hopper and later
- *  (attention_fa3_flops_frac; Shah et al. 2024), which Transformer Engine uses by default. */
-typedef enum { MP_ATTN_FA2, MP_ATTN_FA3, MP_ATTN_KERNEL_COUNT } mp_attn_kernel;
+ *  attention_flops_frac; Dao 2023), FlashAttention-3 / cuDNN 9 class on Hopper and later
+ *  (attention_fa3_flops_frac; Shah et al. 2024), which Transformer Engine uses by default, or
+ *  PyTorch's FlexAttention (torch 2.5, Triton): 90% of FlashAttention-2 forward and 85% backward
+ *  (PyTorch blog "FlexAttention", 2024-08-07, A100), i.e. 3.5 / (1/0.90 + 2.5/0.85) = 0.864 of the
+ *  FA2-class fwd+bwd rate with the 1 : 2.5 split the estimator uses. */
+typedef enum { MP_ATTN_FA2, MP_ATTN_FA3, MP_ATTN_FLEX, MP_ATTN_KERNEL_COUNT } mp_attn_kernel;
 
 const char *mp_attn_kernel_name(mp_attn_kernel k);
 
@@ -78,7 +81,7 @@ typedef struct {
     double moe_imbalance;       /* routed tokens of the busiest GPU / mean, >= 1; 0: the
                                    estimator's default (mp_estimate_opts.moe_imbalance) */
     int fp8_comm;               /* 1: fp8 MoE dispatch and fp8 parameter all-gathers */
-    mp_attn_kernel attn_kernel; /* fa2 (default) or fa3 */
+    mp_attn_kernel attn_kernel; /* fa2 (default), fa3 or flex */
     int64_t doc_len;            /* plan key doc_len: mean document length, tokens, when each
                                    sequence packs several documents and attention is masked to
                                    each (mp_attn_keys_per_query); 0 = one causal sequence. A

@@ -88,6 +88,10 @@ static void gpu_rates(const mp_gpu *g, mp_dtype prec, mp_attn_kernel kern, rates
      * GPUs FA3 does not run and the FA2-class rate stands. */
     if (kern == MP_ATTN_FA3 && g->attention_fa3_flops_frac > af)
         af = g->attention_fa3_flops_frac;
+    /* FlexAttention (torch 2.5): 90% of FA2 forward, 85% backward (PyTorch blog, 2024-08-07),
+     * weighted 1 : 2.5 as the fwd+bwd rate is used (plan.h). */
+    if (kern == MP_ATTN_FLEX)
+        af *= 3.5 / (1.0 / 0.90 + 2.5 / 0.85);
     r->attn_flops_per_s = af * g->peak_flops_per_s[half];
     r->mem_Bps = g->measured_mem_bw_Bps > 0 ? g->measured_mem_bw_Bps : g->mem_bw_Bps * MP_DEFAULT_HBM_FRAC;
     r->sms = g->sm_count > 0 ? g->sm_count : 108;

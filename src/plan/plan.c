@@ -12,7 +12,7 @@ static const char *const rc_names[MP_RC_COUNT] = {"none", "selective", "full"};
 static const char *const cp_algo_names[MP_CP_ALGO_COUNT] = {"ring", "allgather"};
 
 const char *mp_cp_algo_name(mp_cp_algo a) { return ((int)a >= 0 && a < MP_CP_ALGO_COUNT) ? cp_algo_names[a] : "?"; }
-static const char *const attn_kernel_names[MP_ATTN_KERNEL_COUNT] = {"fa2", "fa3"};
+static const char *const attn_kernel_names[MP_ATTN_KERNEL_COUNT] = {"fa2", "fa3", "flex"};
 const char *mp_attn_kernel_name(mp_attn_kernel k) { return ((int)k >= 0 && k < MP_ATTN_KERNEL_COUNT) ? attn_kernel_names[k] : "?"; }
 
 static const char *const dim_names[MP_DIM_COUNT] = {"tp", "cp", "ep", "dp", "pp"};
