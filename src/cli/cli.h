@@ -49,6 +49,12 @@ int cli_parse_count(const char *name, const char *s, long long min, long long ma
  *  d, which the caller prints. */
 int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_text,
                       int64_t ngpus, mp_plan *p, mp_estimate **e, mp_diag *d);
+/** The job of run and trace: load the model (cli_load_model), wire ngpus GPUs of type gpu from
+ *  the catalog (gpus_per_node 0: the GPU's usual node; scale_out NULL: that node's NICs), then
+ *  cli_plan_estimate. Returns 0 or an exit code; *e as cli_plan_estimate; reasons go to d. */
+int cli_job_estimate(const mp_catalog *cat, const char *model, const char *gpu, long long ngpus,
+                     long long gpus_per_node, const char *scale_out, const char *plan_text,
+                     mp_model *m, mp_cluster *cl, mp_plan *p, mp_estimate **e, mp_diag *d);
 /** Parse a finite real value in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 int cli_parse_real(const char *name, const char *s, double min, double max, double *out);
 /** The same for an optional option (named with its "--"); leaves *out alone when it is absent. */

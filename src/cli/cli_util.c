@@ -118,7 +118,6 @@ int cli_parse_count(const char *name, const char *s, long long min, long long ma
     return 0;
 }
 
-/* Read a whole regular file (at most MAX_FILE_BYTES). */
 int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_text,
                       int64_t ngpus, mp_plan *p, mp_estimate **e, mp_diag *d)
 {
@@ -136,6 +135,19 @@ int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_
         return EXIT_INTERNAL;
     st = mp_estimate_plan(m, cl, p, NULL, *e, d);
     return st == MP_OK ? 0 : cli_exit_for(st);
+}
+
+int cli_job_estimate(const mp_catalog *cat, const char *model, const char *gpu, long long ngpus,
+                     long long gpus_per_node, const char *scale_out, const char *plan_text,
+                     mp_model *m, mp_cluster *cl, mp_plan *p, mp_estimate **e, mp_diag *d)
+{
+    int rc = cli_load_model(cat, model, m);
+    if (rc)
+        return rc;
+    mp_status st = mp_cluster_from_catalog(cat, gpu, ngpus, (int)gpus_per_node, scale_out, cl, d);
+    if (st != MP_OK)
+        return cli_exit_for(st);
+    return cli_plan_estimate(m, cl, plan_text, ngpus, p, e, d);
 }
 
 int cli_parse_real(const char *name, const char *s, double min, double max, double *out)

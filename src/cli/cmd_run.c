@@ -160,15 +160,10 @@ int cmd_run(int argc, char **argv)
     mp_fault_model fm;
     char *fbuf = NULL;
     json_t *root = NULL;
-    if ((rc = cli_load_model(cat, model, &m)))
+    if ((rc = cli_job_estimate(cat, model, gpu, ngpus, gpn, cli_opt(&args, "--scale-out"), plan, &m, &cl, &p,
+                               &e, &d)))
         goto done;
-    mp_status st = mp_cluster_from_catalog(cat, gpu, ngpus, (int)gpn, cli_opt(&args, "--scale-out"), &cl, &d);
-    if (st != MP_OK) {
-        rc = cli_exit_for(st);
-        goto done;
-    }
-    if ((rc = cli_plan_estimate(&m, &cl, plan, ngpus, &p, &e, &d)))
-        goto done;
+    mp_status st;
     const double nics = nics_per_node(cat, &cl);
     eo.scaleout_ports_per_node = nics;
     mp_power pw;

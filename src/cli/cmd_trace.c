@@ -108,18 +108,12 @@ int cmd_trace(int argc, char **argv)
     mp_estimate *e = NULL;
     mp_sim *sim = NULL;
     mp_diag d = {0};
-    if ((rc = cli_load_model(cat, model, &m)))
-        goto done;
-    mp_status st = mp_cluster_from_catalog(cat, gpu, ngpus, (int)gpn, cli_opt(&args, "--scale-out"), &cl, &d);
-    if (st != MP_OK) {
-        rc = cli_exit_for(st);
-        goto done;
-    }
-    if ((rc = cli_plan_estimate(&m, &cl, plan, ngpus, &p, &e, &d)))
+    if ((rc = cli_job_estimate(cat, model, gpu, ngpus, gpn, cli_opt(&args, "--scale-out"), plan, &m, &cl, &p,
+                               &e, &d)))
         goto done;
     mp_sim_result r;
     double t0 = now_s();
-    st = mp_sim_run(&m, &cl, &p, e, &so, &sim, &r, &d);
+    mp_status st = mp_sim_run(&m, &cl, &p, e, &so, &sim, &r, &d);
     double wall = now_s() - t0;
     if (st != MP_OK) {
         rc = cli_exit_for(st);
