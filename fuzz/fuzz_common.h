@@ -176,4 +176,28 @@ static inline void fz_predict_some(const mp_model *m)
     }
 }
 
+/* What a model parser's answer must satisfy (model JSON, HF config.json): a status among the
+ * documented ones (nomem_ok: MP_ERR_NOMEM too), messages exactly when it fails, and an accepted
+ * model that checks, has terminated strings, parameters and finite FLOPs, and predicts. */
+static inline void fz_check_parsed_model(const mp_model *m, mp_status st, const mp_diag *d, int nomem_ok)
+{
+    fz_check_diag(d);
+    FZ_CHECK(st == MP_OK || st == MP_ERR_INPUT || st == MP_ERR_PARSE || (nomem_ok && st == MP_ERR_NOMEM),
+             "status %d", st);
+    FZ_CHECK((st == MP_OK) == (d->count == 0), "status %s with %d messages", mp_status_str(st), d->count);
+    if (st != MP_OK)
+        return;
+    FZ_CHECK(mp_model_check(m, NULL) == MP_OK, "accepted model fails mp_model_check");
+    FZ_CHECK(memchr(m->key, '\0', sizeof m->key) && memchr(m->name, '\0', sizeof m->name) &&
+                 memchr(m->source, '\0', sizeof m->source),
+             "unterminated string");
+    mp_param_count pc;
+    mp_model_params(m, 1, &pc);
+    FZ_CHECK(pc.total > 0 && pc.per_layer > 0, "params %lld", (long long)pc.total);
+    mp_flops fl;
+    mp_model_flops(m, m->seq_len, &fl);
+    FZ_CHECK(isfinite(fl.model_per_token) && fl.model_per_token > 0, "flops %g", fl.model_per_token);
+    fz_predict_some(m);
+}
+
 #endif
