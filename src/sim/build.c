@@ -233,6 +233,38 @@ static int32_t dp_task(build *b, int rank, sim_kind k, mp_coll_op op, double byt
     return id;
 }
 
+/* One layer's work in a forward or (input-)backward pass: the TP collective issued beside the
+ * compute when TP overlaps, the compute of dur ns (after `wait`), the CP exchange, then the TP
+ * collective on the chain when it does not overlap. */
+static void layer_work(build *b, int s, const unit *u, int64_t j, int c, int32_t wait, sim_kind k,
+                       int64_t dur)
+{
+    int32_t tpo = -1;
+    if (b->o->tp_overlap && u->tp > 0) {
+        tpo = add(b, s, SS_TP, SK_TP, slow(b, s, SS_TP, u->tp));
+        proxy_deps(b, s, tpo);
+        dep(b, wait, tpo);
+        if (tpo >= 0)
+            set_coll(&b->g->t[tpo], &b->tp_d);
+        label(b, tpo, j, c, u->layer);
+    }
+    label(b, chain(b, s, SS_COMPUTE, k, slow(b, s, SS_COMPUTE, dur), wait), j, c, u->layer);
+    if (dur <= 0 && wait >= 0)
+        pend(b, s, wait);
+    int32_t cp = chain(b, s, SS_CP, SK_CP, slow(b, s, SS_CP, u->cp), -1);
+    if (cp >= 0)
+        set_coll(&b->g->t[cp], &b->cp_d);
+    label(b, cp, j, c, u->layer);
+    if (tpo >= 0) {
+        pend(b, s, tpo);
+    } else {
+        int32_t tp = chain(b, s, SS_TP, SK_TP, slow(b, s, SS_TP, u->tp), -1);
+        if (tp >= 0)
+            set_coll(&b->g->t[tp], &b->tp_d);
+        label(b, tp, j, c, u->layer);
+    }
+}
+
 /* One pass of one micro-batch on one virtual stage. */
 static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, int grads_final,
                       int last_b)
@@ -290,30 +322,7 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
         if (fwd && first_f_of_chunk && b->unit_ag[vsi])
             wait = b->unit_ag[vsi][idx];
         if (fwd) {
-            int32_t tpo = -1;
-            if (b->o->tp_overlap && u->tp > 0) {
-                tpo = add(b, s, SS_TP, SK_TP, slow(b, s, SS_TP, u->tp));
-                proxy_deps(b, s, tpo);
-                dep(b, wait, tpo);
-                if (tpo >= 0)
-                    set_coll(&b->g->t[tpo], &b->tp_d);
-                label(b, tpo, j, c, u->layer);
-            }
-            label(b, chain(b, s, SS_COMPUTE, SK_FWD, slow(b, s, SS_COMPUTE, u->fwd), wait), j, c, u->layer);
-            if (u->fwd <= 0 && wait >= 0)
-                pend(b, s, wait);
-            int32_t cp = chain(b, s, SS_CP, SK_CP, slow(b, s, SS_CP, u->cp), -1);
-            if (cp >= 0)
-                set_coll(&b->g->t[cp], &b->cp_d);
-            label(b, cp, j, c, u->layer);
-            if (tpo >= 0) {
-                pend(b, s, tpo);
-            } else {
-                int32_t tp = chain(b, s, SS_TP, SK_TP, slow(b, s, SS_TP, u->tp), -1);
-                if (tp >= 0)
-                    set_coll(&b->g->t[tp], &b->tp_d);
-                label(b, tp, j, c, u->layer);
-            }
+            layer_work(b, s, u, j, c, wait, SK_FWD, u->fwd);
         } else if (op->type == OP_B) {
             int32_t rc = chain(b, s, SS_COMPUTE, SK_RECOMPUTE, slow(b, s, SS_COMPUTE, u->rc), wait);
             label(b, rc, j, c, u->layer);
@@ -323,32 +332,7 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
             if (trc >= 0)
                 set_coll(&b->g->t[trc], &b->tp_d);
             label(b, trc, j, c, u->layer);
-            int64_t d = b->zb ? u->bwd - u->bwd_w : u->bwd;
-            int32_t tpo = -1;
-            if (b->o->tp_overlap && u->tp > 0) {
-                tpo = add(b, s, SS_TP, SK_TP, slow(b, s, SS_TP, u->tp));
-                proxy_deps(b, s, tpo);
-                dep(b, wait, tpo);
-                if (tpo >= 0)
-                    set_coll(&b->g->t[tpo], &b->tp_d);
-                label(b, tpo, j, c, u->layer);
-            }
-            label(b, chain(b, s, SS_COMPUTE, b->zb ? SK_BWD_INPUT : SK_BWD, slow(b, s, SS_COMPUTE, d), wait),
-                  j, c, u->layer);
-            if (d <= 0 && wait >= 0)
-                pend(b, s, wait);
-            int32_t cp = chain(b, s, SS_CP, SK_CP, slow(b, s, SS_CP, u->cp), -1);
-            if (cp >= 0)
-                set_coll(&b->g->t[cp], &b->cp_d);
-            label(b, cp, j, c, u->layer);
-            if (tpo >= 0) {
-                pend(b, s, tpo);
-            } else {
-                int32_t tp = chain(b, s, SS_TP, SK_TP, slow(b, s, SS_TP, u->tp), -1);
-                if (tp >= 0)
-                    set_coll(&b->g->t[tp], &b->tp_d);
-                label(b, tp, j, c, u->layer);
-            }
+            layer_work(b, s, u, j, c, wait, b->zb ? SK_BWD_INPUT : SK_BWD, b->zb ? u->bwd - u->bwd_w : u->bwd);
         } else {
             label(b, chain(b, s, SS_COMPUTE, SK_BWD_WEIGHT, slow(b, s, SS_COMPUTE, u->bwd_w), -1), j, c,
                   u->layer);
