@@ -381,7 +381,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         const double Lw = m->attn_window > 0 ? (double)(m->attn_window_layers ? m->attn_window_layers : m->layers) : 0.0;
         const double w = (double)m->attn_window;
         double ctx_w = (w > 0 && w < s) ? w - w * (w - 1.0) / (2.0 * s) : s / 2.0;
-        double ctx = ((double)m->layers - Lw) / (double)m->layers * (s / 2.0) + Lw / (double)m->layers * ctx_w;
+        double full_k = s / 2.0, win_k = ctx_w;
         if (p->doc_len > 0 && p->flash) {
             /* Packed documents under a document mask: a fused kernel skips the tiles no query of
              * the document sees (FlexAttention's block mask, FlashAttention varlen), so the work
@@ -390,10 +390,10 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
              * FlexAttention's default block size, Dong et al. 2024, arXiv 2412.05496). Without
              * a fused kernel the s^2 scores are computed and then masked: no saving. */
             const double mu = (double)p->doc_len, tile_half = 64.0;
-            double full_k = fmin(mp_attn_keys_per_query(s, 0.0, mu) + tile_half, s / 2.0);
-            double win_k = fmin(mp_attn_keys_per_query(s, w, mu) + tile_half, ctx_w);
-            ctx = ((double)m->layers - Lw) / (double)m->layers * full_k + Lw / (double)m->layers * win_k;
+            full_k = fmin(mp_attn_keys_per_query(s, 0.0, mu) + tile_half, full_k);
+            win_k = fmin(mp_attn_keys_per_query(s, w, mu) + tile_half, win_k);
         }
+        double ctx = ((double)m->layers - Lw) / (double)m->layers * full_k + Lw / (double)m->layers * win_k;
         double attn_fwd_flops = 2.0 * T * ctx * (ad.q_width + ad.o_width) / tp;
         if (p->flash) {
             /* FlashAttention benchmark convention: fwd+bwd = 3.5 x forward FLOPs (Dao 2023,
