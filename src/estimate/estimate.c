@@ -216,6 +216,37 @@ static void stage_layers(const mp_model *m, int p, int v, int i, int moe, double
     *nmoe = (double)nm;
 }
 
+/* Parameters held by stage i before the TP split: non-expert (dense_p: its layers, the embedding
+ * on the first stage, the final norm, the LM head and the MTP modules' non-expert part on the
+ * last), routed experts per GPU (exp_p) and the non-linear ones among dense_p (nonlin: embedding,
+ * head), as the parameter and memory loops of mp_estimate_plan both need them. */
+typedef struct {
+    int pp, v, moe, mtp_moe;
+    double moe_nonexpert, expert_per_layer_gpu, D_mtp, V, h;
+} stage_param_ctx;
+
+static void stage_params(const mp_model *m, const mp_param_count *pc, const stage_param_ctx *x, int i,
+                         double *nl, double *nm, double *dense_p, double *exp_p, double *nonlin)
+{
+    stage_layers(m, x->pp, x->v, i, x->moe, nl, nm);
+    *dense_p = (*nl - *nm) * (double)pc->per_layer + *nm * x->moe_nonexpert;
+    *exp_p = *nm * x->expert_per_layer_gpu;
+    *nonlin = 0.0;
+    if (i == 0) {
+        *dense_p += (double)pc->embedding;
+        *nonlin += (double)pc->embedding;
+    }
+    if (i == x->pp - 1) {
+        double head = (double)(pc->lm_head ? pc->lm_head : (x->pp > 1 ? (int64_t)(x->V * x->h) : 0));
+        *dense_p += (double)pc->final_norm + head;
+        *nonlin += head;
+        if (m->mtp_layers > 0) {
+            *dense_p += (double)pc->mtp - (x->mtp_moe ? x->D_mtp * (double)(m->moe_experts * pc->expert) : 0.0);
+            *exp_p += x->mtp_moe ? x->D_mtp * x->expert_per_layer_gpu : 0.0;
+        }
+    }
+}
+
 /* ---- the estimator ------------------------------------------------------------------------ */
 
 static void add_reason(mp_estimate *e, const char *fmt, double a, double b)
@@ -695,25 +726,11 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     /* Non-expert parameters: split by TP (norms replicated but small), replicated over the
      * DP x CP group. Routed experts: E/ep experts per GPU, each split by etp, replicated over
      * the expert-DP group of tp*cp*dp/(etp*ep) ranks. MTP sits on the last stage. */
+    const stage_param_ctx spx = {pp, v, moe, mtp_moe, moe_nonexpert, expert_per_layer_gpu, D_mtp, V, h};
     double max_dense = 0.0, max_exp = 0.0, max_total = -1.0, max_lin = 0.0;
     for (int i = 0; i < pp; i++) {
-        double nl, nm;
-        stage_layers(m, pp, v, i, moe, &nl, &nm);
-        double dense_p = (nl - nm) * (double)pc.per_layer + nm * moe_nonexpert;
-        double exp_p = nm * expert_per_layer_gpu, nonlin = 0.0;
-        if (i == 0) {
-            dense_p += (double)pc.embedding;
-            nonlin += (double)pc.embedding;
-        }
-        if (i == pp - 1) {
-            double head = (double)(pc.lm_head ? pc.lm_head : (pp > 1 ? (int64_t)(V * h) : 0));
-            dense_p += (double)pc.final_norm + head;
-            nonlin += head;
-            if (m->mtp_layers > 0) {
-                dense_p += (double)pc.mtp - (mtp_moe ? D_mtp * (double)(m->moe_experts * pc.expert) : 0.0);
-                exp_p += mtp_moe ? D_mtp * expert_per_layer_gpu : 0.0;
-            }
-        }
+        double nl, nm, dense_p, exp_p, nonlin;
+        stage_params(m, &pc, &spx, i, &nl, &nm, &dense_p, &exp_p, &nonlin);
         dense_p /= tp;
         if (exp_p > e->expert_params_per_gpu)
             e->expert_params_per_gpu = exp_p;
@@ -890,26 +907,10 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     int nrep = pp < MP_MAX_STAGES ? pp : MP_MAX_STAGES;
     for (int i = 0; i < pp; i++) {
         mp_memory mm = {0};
-        double nl, nm;
-        stage_layers(m, pp, v, i, moe, &nl, &nm);
+        double nl, nm, dense_p, exp_p, nonlin;
+        stage_params(m, &pc, &spx, i, &nl, &nm, &dense_p, &exp_p, &nonlin);
         double nd = nl - nm;
         int last = i == pp - 1;
-        double dense_p = nd * (double)pc.per_layer + nm * moe_nonexpert;
-        double exp_p = nm * expert_per_layer_gpu;
-        double nonlin = 0.0;
-        if (i == 0) {
-            dense_p += (double)pc.embedding;
-            nonlin += (double)pc.embedding;
-        }
-        if (last) {
-            double head = (double)(pc.lm_head ? pc.lm_head : (pp > 1 ? (int64_t)(V * h) : 0));
-            dense_p += (double)pc.final_norm + head;
-            nonlin += head;
-            if (m->mtp_layers > 0) {
-                dense_p += (double)pc.mtp - (mtp_moe ? D_mtp * (double)(m->moe_experts * pc.expert) : 0.0);
-                exp_p += mtp_moe ? D_mtp * expert_per_layer_gpu : 0.0;
-            }
-        }
         dense_p /= tp;
         nonlin /= tp;
         mm.weights = bpp.weights * dense_p + bpx.weights * exp_p;
