@@ -218,6 +218,8 @@ static void test_order_strides(void **state)
     mp_diag d = {0};
     assert_int_equal(resolve("tp=2,cp=2,pp=2,seq=4096", 64, &p, &d), MP_OK);
     assert_int_equal(p.order_listed, 0);
+    char ot[32];
+    assert_string_equal(mp_plan_order_text(&p, ot, sizeof ot), "default");
     assert_int_equal(mp_plan_stride(&p, MP_DIM_TP), 1);
     assert_int_equal(mp_plan_stride(&p, MP_DIM_CP), 2);
     assert_int_equal(mp_plan_stride(&p, MP_DIM_DP), 4);
@@ -230,6 +232,7 @@ static void test_order_strides(void **state)
     assert_int_equal(out.size, 1);
     /* order=dp-tp-pp-cp: dp 1, tp 8, pp 16, cp 32; CP x DP is two runs: 8 at 1 and 2 at 32. */
     assert_int_equal(resolve("tp=2,cp=2,pp=2,seq=4096,order=dp-tp-pp-cp", 64, &p, &d), MP_OK);
+    assert_string_equal(mp_plan_order_text(&p, ot, sizeof ot), "dp-tp-pp-cp"); /* listed ones only */
     assert_int_equal(mp_plan_stride(&p, MP_DIM_DP), 1);
     assert_int_equal(mp_plan_stride(&p, MP_DIM_TP), 8);
     assert_int_equal(mp_plan_stride(&p, MP_DIM_PP), 16);

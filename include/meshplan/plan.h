@@ -119,6 +119,11 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
  *  snprintf does. */
 int mp_plan_format(const mp_plan *p, char *buf, size_t cap);
 
+/** The plan's rank order as text: "default" when the order key was not given, else the listed
+ *  dimensions innermost first joined by '-' ("tp-dp-cp-pp"), written into buf (cap bytes; 32
+ *  is enough). Returns the text. */
+const char *mp_plan_order_text(const mp_plan *p, char *buf, size_t cap);
+
 /** Stride in rank order between neighbours of dimension d: the product of the sizes of the
  *  dimensions inner to d in p->order (sizes tp, cp, ep, dp/ep, pp: EP is carved out of DP, as in
  *  Megatron-Core; when ep does not divide dp it is folded into the data dimensions). A resolved

@@ -407,6 +407,18 @@ int mp_plan_format(const mp_plan *p, char *buf, size_t cap)
                     mp_dtype_name(p->precision), p->flash, mp_schedule_name(p->schedule), order, extra, xs);
 }
 
+const char *mp_plan_order_text(const mp_plan *p, char *buf, size_t cap)
+{
+    if (!p->order_listed)
+        return "default";
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < MP_DIM_COUNT && n + 4 < cap; i++)
+        if (p->order_listed & MP_DIM_BIT(p->order[i]))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "-" : "", mp_dim_name(p->order[i]));
+    return buf;
+}
+
 /* ---- rank order: strides and groups ----------------------------------------------------- */
 
 /* The order to use (the default when p->order is not a permutation, e.g. a zeroed plan) and the

@@ -854,18 +854,6 @@ static void appendf(char *buf, size_t cap, const char *fmt, ...)
 
 #define GiB 1073741824.0
 
-static const char *order_name(const mp_plan *p, char *buf, size_t cap)
-{
-    if (!p->order_listed)
-        return "default";
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < MP_DIM_COUNT && n + 4 < cap; i++)
-        if (p->order_listed & MP_DIM_BIT(p->order[i]))
-            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "-" : "", mp_dim_name(p->order[i]));
-    return buf;
-}
-
 mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int nclusters,
                             const mp_search_opts *o, const mp_search_entry *a, int ra,
                             const mp_search_entry *b, int rb, mp_search_explanation *x, mp_diag *diag)
@@ -910,7 +898,7 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
     if (p->order_listed != q->order_listed ||
         (p->order_listed && memcmp(p->order, q->order, sizeof p->order)))
         appendf(x->differs, sizeof x->differs, "%srank order %s vs %s", x->differs[0] ? ", " : "",
-                order_name(p, oa, sizeof oa), order_name(q, ob, sizeof ob));
+                mp_plan_order_text(p, oa, sizeof oa), mp_plan_order_text(q, ob, sizeof ob));
     if (p->schedule != q->schedule)
         appendf(x->differs, sizeof x->differs, "%sschedule %s vs %s", x->differs[0] ? ", " : "",
                 mp_schedule_name(p->schedule), mp_schedule_name(q->schedule));

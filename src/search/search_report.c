@@ -10,19 +10,6 @@
 /* Frontier rows shown in the text report; JSON and CSV list them all. */
 #define TEXT_FRONTIER_ROWS 15
 
-/* The rank order, "default" or innermost first ("tp-dp-cp-pp"), naming the listed dimensions. */
-static const char *order_text(const mp_plan *p, char *buf, size_t cap)
-{
-    if (!p->order_listed)
-        return "default";
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < MP_DIM_COUNT && n + 4 < cap; i++)
-        if (p->order_listed & MP_DIM_BIT(p->order[i]))
-            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "-" : "", mp_dim_name(p->order[i]));
-    return buf;
-}
-
 static void plan_cells(FILE *f, const mp_search_entry *e)
 {
     const mp_plan *p = &e->plan;
@@ -40,7 +27,7 @@ static void plan_cells(FILE *f, const mp_search_entry *e)
         fprintf(f, " cp:%s", mp_cp_algo_name(p->cp_algo));
     if (p->order_listed) {
         char o[48];
-        fprintf(f, " order:%s", order_text(p, o, sizeof o));
+        fprintf(f, " order:%s", mp_plan_order_text(p, o, sizeof o));
     }
 }
 
@@ -224,7 +211,7 @@ static json_t *entry_json(const mp_search_entry *e, json_int_t rank)
     json_object_set_new(o, "etp", json_integer((json_int_t)p->etp));
     json_object_set_new(o, "cp_algo", json_string(mp_cp_algo_name(p->cp_algo)));
     char ord[48];
-    json_object_set_new(o, "order", json_string(order_text(p, ord, sizeof ord)));
+    json_object_set_new(o, "order", json_string(mp_plan_order_text(p, ord, sizeof ord)));
     json_object_set_new(o, "mb", json_integer((json_int_t)p->mb));
     json_object_set_new(o, "sp", json_integer(p->sp));
     json_object_set_new(o, "zero", json_integer(p->zero));
@@ -370,7 +357,7 @@ static void csv_rows(FILE *f, const char *set, const mp_search_entry *a, int n, 
         fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%lld,%d,%d,%lld,%s,%s,%lld,%lld,%s,%d,",
                 (long long)e->gpus, (long long)p->tp, (long long)p->cp, (long long)p->pp,
                 (long long)p->vpp, (long long)p->dp, (long long)p->ep, (long long)p->etp,
-                mp_cp_algo_name(p->cp_algo), order_text(p, ord, sizeof ord), (long long)p->mb, p->sp,
+                mp_cp_algo_name(p->cp_algo), mp_plan_order_text(p, ord, sizeof ord), (long long)p->mb, p->sp,
                 p->zero, (long long)p->hsdp, mp_recompute_name(p->recompute),
                 mp_schedule_name(p->schedule), (long long)p->gb, (long long)p->seq,
                 mp_dtype_name(p->precision), p->flash);
