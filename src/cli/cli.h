@@ -55,6 +55,11 @@ int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_
 int cli_job_estimate(const mp_catalog *cat, const char *model, const char *gpu, long long ngpus,
                      long long gpus_per_node, const char *scale_out, const char *plan_text,
                      mp_model *m, mp_cluster *cl, mp_plan *p, mp_estimate **e, mp_diag *d);
+struct json_t; /* jansson's */
+/** Print o (jansson json_dumps flags) and a newline on stdout, then release o (NULL: nothing
+ *  to print, as when building it ran out of memory). Returns 0, or EXIT_INTERNAL after saying
+ *  on stderr that the JSON could not be written. */
+int cli_print_json(struct json_t *o, size_t flags);
 /** Parse a finite real value in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 int cli_parse_real(const char *name, const char *s, double min, double max, double *out);
 /** The same for an optional option (named with its "--"); leaves *out alone when it is absent. */

@@ -391,15 +391,8 @@ int cli_predict_islands(const mp_catalog *cat, const mp_model *m, const char *sp
         goto done;
     }
     if (json) {
-        json_t *j = cli_islands_json(m, isl, &p, e);
-        char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        json_decref(j);
-        if (!s) {
-            rc = EXIT_INTERNAL;
+        if ((rc = cli_print_json(cli_islands_json(m, isl, &p, e), JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
             goto done;
-        }
-        printf("%s\n", s);
-        free(s);
     } else {
         cli_islands_text(stdout, m, isl, &p, e);
     }

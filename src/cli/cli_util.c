@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <jansson.h>
 
 #include "cli.h"
 
@@ -148,6 +149,19 @@ int cli_job_estimate(const mp_catalog *cat, const char *model, const char *gpu, 
     if (st != MP_OK)
         return cli_exit_for(st);
     return cli_plan_estimate(m, cl, plan_text, ngpus, p, e, d);
+}
+
+int cli_print_json(json_t *o, size_t flags)
+{
+    char *s = o ? json_dumps(o, flags) : NULL;
+    json_decref(o);
+    if (!s) {
+        fprintf(stderr, "meshplan: out of memory writing JSON\n");
+        return EXIT_INTERNAL;
+    }
+    printf("%s\n", s);
+    free(s);
+    return 0;
 }
 
 int cli_parse_real(const char *name, const char *s, double min, double max, double *out)

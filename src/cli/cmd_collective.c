@@ -263,15 +263,7 @@ int cmd_collective(int argc, char **argv)
         json_t *o = json_pack("{s:s,s:I,s:I,s:s,s:o}", "op", mp_coll_op_name(op), "ranks",
                               (json_int_t)ranks, "stride", (json_int_t)stride, "cluster", c.name,
                               "rows", jrows);
-        char *s = o ? json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) : NULL;
-        if (!s) {
-            fprintf(stderr, "meshplan: out of memory writing JSON\n");
-            rcode = EXIT_INTERNAL;
-        } else {
-            printf("%s\n", s);
-        }
-        free(s);
-        json_decref(o);
+        rcode = cli_print_json(o, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     } else {
         json_decref(jrows);
     }

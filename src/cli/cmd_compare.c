@@ -146,16 +146,8 @@ int cmd_compare(int argc, char **argv)
         }
         json_t *o = json_pack("{s:s,s:s,s:I,s:o}", "model", m.key, "plan", plan ? plan : "",
                               "gpus", (json_int_t)ngpus, "rows", rows);
-        char *s = o ? json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) : NULL;
-        if (!s) {
-            fprintf(stderr, "meshplan: out of memory writing JSON\n");
-            rc = EXIT_INTERNAL;
-            json_decref(o);
+        if ((rc = cli_print_json(o, JSON_INDENT(1) | JSON_REAL_PRECISION(10))))
             goto done;
-        }
-        printf("%s\n", s);
-        free(s);
-        json_decref(o);
     } else if (csv) {
         printf("cluster,gpu,feasible,step_s,tokens_per_s,mfu,tp_s,cp_s,ep_s,pp_s,dp_exposed_s,"
                "pp_bubble_s,bound_kind,bound_tier,bound_link\n");

@@ -198,14 +198,8 @@ int cmd_islands_scale(int argc, char **argv)
         json_object_set_new(o, "diminishing_from_island_gpus",
                             dim >= 0 ? json_integer(rows[dim].island_gpus) : json_null());
         json_object_set_new(o, "threshold_marginal_efficiency", json_real(DIMINISHING_FRAC));
-        char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        json_decref(o);
-        if (!s) {
-            rc = EXIT_INTERNAL;
+        if ((rc = cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
             goto done;
-        }
-        printf("%s\n", s);
-        free(s);
     } else {
         printf("islands-scale  %s on %s, %s%s, plan %s%s\n", model, cluster, only ? "island " : "every island",
                only ? only : "", plan, weak ? " (global batch grown with the GPUs)" : " (global batch fixed)");

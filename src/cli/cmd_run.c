@@ -380,14 +380,10 @@ int cmd_run(int argc, char **argv)
                                                       num(ex.wait_s), "work", num(work_s)));
         json_object_set_new(root, "trials", json_integer(trials));
         json_object_set_new(root, "seed", json_integer((json_int_t)seed));
-        char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        if (!s) {
-            fprintf(stderr, "meshplan: out of memory writing JSON\n");
-            rc = EXIT_INTERNAL;
+        rc = cli_print_json(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        root = NULL; /* released by cli_print_json */
+        if (rc)
             goto done;
-        }
-        printf("%s\n", s);
-        free(s);
     } else {
         char a[64], b[64], c2[64], d2[64];
         char pbuf[512];

@@ -173,14 +173,8 @@ int cmd_scale(int argc, char **argv)
         }
         json_object_set_new(root, "points", arr);
         json_object_set_new(root, "wall_s", json_real(wall));
-        char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        json_decref(root);
-        if (!s) {
-            rc = EXIT_INTERNAL;
+        if ((rc = cli_print_json(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
             goto done;
-        }
-        printf("%s\n", s);
-        free(s);
     } else if (cli_flag(&a, "--csv")) {
         printf("gpus,strong_gb,strong_plan,strong_tokens_per_s,strong_tokens_per_s_per_gpu,strong_mfu,"
                "strong_efficiency,weak_gb,weak_plan,weak_tokens_per_s,weak_tokens_per_s_per_gpu,"

@@ -171,14 +171,8 @@ int cmd_trace(int argc, char **argv)
         json_object_set_new(o, "options", jo);
         json_object_set_new(o, "plan", json_string(pstr));
         json_object_set_new(o, "trace", outpath ? json_string(outpath) : json_null());
-        char *txt = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        json_decref(o);
-        if (!txt) {
-            rc = EXIT_INTERNAL;
+        if ((rc = cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
             goto done;
-        }
-        printf("%s\n", txt);
-        free(txt);
     } else {
         printf("trace    %s\n", title);
         printf("         %s schedule, %d stages x %lld ranks, %d micro-batches; simulated one rank per "
