@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "meshplan/xsync.h"
 
 static const char *const sync_names[MP_SYNC_COUNT] = {"none", "hsdp", "diloco", "pp", "fl"};
@@ -40,24 +41,6 @@ enum { K_SYNC, K_INNER, K_COMPRESS, K_FRAGMENTS, K_OVERLAP, K_EXCHANGE, K_SPLIT,
 static const char *const keys[K_COUNT] = {"sync", "inner_steps", "compress", "fragments",
                                           "overlap", "exchange", "split", "buckets", "transport", "ring"};
 
-static int pick(const char *key, const char *val, const char *const *names, int n, int *out,
-                mp_diag *diag)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(val, names[i])) {
-            *out = i;
-            return 1;
-        }
-    char list[96] = "";
-    for (int i = 0; i < n; i++) {
-        strncat(list, names[i], sizeof list - strlen(list) - 1);
-        if (i + 1 < n)
-            strncat(list, "|", sizeof list - strlen(list) - 1);
-    }
-    mp_diag_add(diag, "plan.%s = \"%s\": expected one of %s", key, val, list);
-    return 0;
-}
-
 static int count(const char *key, const char *val, long long lo, long long hi, int64_t *out,
                  mp_diag *diag)
 {
@@ -90,7 +73,7 @@ int mp_xsync_parse_key(const char *key, const char *val, mp_xsync *x, int *ok, m
     switch (k) {
     case K_SYNC:
         /* "none" is accepted: a one-cluster plan, stated explicitly. */
-        if ((*ok = pick(key, val, sync_names, MP_SYNC_COUNT, &e, diag)))
+        if ((*ok = mp_plan_parse_enum(key, val, sync_names, MP_SYNC_COUNT, &e, diag)))
             x->sync = (mp_sync)e;
         break;
     case K_INNER: *ok = count(key, val, 1, 1000000, &x->inner_steps, diag); break;
@@ -98,16 +81,16 @@ int mp_xsync_parse_key(const char *key, const char *val, mp_xsync *x, int *ok, m
     case K_OVERLAP: *ok = count(key, val, 0, 1000000, &x->overlap_steps, diag); break;
     case K_BUCKETS: *ok = count(key, val, 1, 1000000, &x->buckets, diag); break;
     case K_TRANSPORT:
-        if ((*ok = pick(key, val, transport_names, MP_TRANSPORT_COUNT, &e, diag)))
+        if ((*ok = mp_plan_parse_enum(key, val, transport_names, MP_TRANSPORT_COUNT, &e, diag)))
             x->transport = (mp_transport)e;
         break;
     case K_RING:
-        if ((*ok = pick(key, val, ring_names + 1, MP_RING_COUNT - 1, &e, diag)))
+        if ((*ok = mp_plan_parse_enum(key, val, ring_names + 1, MP_RING_COUNT - 1, &e, diag)))
             x->ring = (mp_ring)(e + 1);
         break;
     case K_EXCHANGE: {
         static const char *const ex[] = {"ring", "rotate", "star"};
-        if ((*ok = pick(key, val, ex, 3, &e, diag)))
+        if ((*ok = mp_plan_parse_enum(key, val, ex, 3, &e, diag)))
             x->exchange = (mp_exchange)(e + 1);
         break;
     }
@@ -126,7 +109,7 @@ int mp_xsync_parse_key(const char *key, const char *val, mp_xsync *x, int *ok, m
             }
         } else if (!strcmp(val, "topk")) {
             mp_diag_add(diag, "plan.compress = \"topk\": give the kept fraction, e.g. topk:0.01");
-        } else if ((*ok = pick(key, val, compress_names, MP_COMPRESS_TOPK, &e, diag))) {
+        } else if ((*ok = mp_plan_parse_enum(key, val, compress_names, MP_COMPRESS_TOPK, &e, diag))) {
             x->compress = (mp_compress)e;
         }
         break;

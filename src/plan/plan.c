@@ -133,8 +133,8 @@ static int parse_real(const char *key, const char *val, double min, double max, 
     return 1;
 }
 
-static int parse_enum(const char *key, const char *val, const char *const *names, int n,
-                      int *out, mp_diag *diag)
+int mp_plan_parse_enum(const char *key, const char *val, const char *const *names, int n, int *out,
+                       mp_diag *diag)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(val, names[i]) == 0) {
@@ -220,14 +220,14 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
         else if (!strcmp(key, "sp")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->sp = (int)x; }
         else if (!strcmp(key, "flash")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->flash = (int)x; }
         else if (!strcmp(key, "zero")) { ok = parse_int(key, val, 0, 3, &x, diag); if (ok) p->zero = (int)x; }
-        else if (!strcmp(key, "recompute")) { ok = parse_enum(key, val, rc_names, MP_RC_COUNT, &e, diag); if (ok) p->recompute = (mp_recompute)e; }
-        else if (!strcmp(key, "schedule")) { ok = parse_enum(key, val, sched_names, MP_SCHED_COUNT, &e, diag); if (ok) { p->schedule = (mp_schedule)e; p->schedule_given = 1; } }
+        else if (!strcmp(key, "recompute")) { ok = mp_plan_parse_enum(key, val, rc_names, MP_RC_COUNT, &e, diag); if (ok) p->recompute = (mp_recompute)e; }
+        else if (!strcmp(key, "schedule")) { ok = mp_plan_parse_enum(key, val, sched_names, MP_SCHED_COUNT, &e, diag); if (ok) { p->schedule = (mp_schedule)e; p->schedule_given = 1; } }
         else if (!strcmp(key, "precision")) {
             static const char *const pn[] = {"bf16", "fp16", "fp8"};
-            ok = parse_enum(key, val, pn, 3, &e, diag);
+            ok = mp_plan_parse_enum(key, val, pn, 3, &e, diag);
             if (ok) p->precision = e == 0 ? MP_DT_BF16 : e == 1 ? MP_DT_FP16 : MP_DT_FP8;
         } else if (!strcmp(key, "etp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->etp, diag);
-        else if (!strcmp(key, "cp_algo")) { ok = parse_enum(key, val, cp_algo_names, MP_CP_ALGO_COUNT, &e, diag); if (ok) p->cp_algo = (mp_cp_algo)e; }
+        else if (!strcmp(key, "cp_algo")) { ok = mp_plan_parse_enum(key, val, cp_algo_names, MP_CP_ALGO_COUNT, &e, diag); if (ok) p->cp_algo = (mp_cp_algo)e; }
         /* Capacity factors in use run 1.0-2.0 (Fedus et al. 2021 Table 1; Lepikhin et al. 2020
          * use 2); below 1 drops tokens even when balanced, which we still allow down to 0.1. */
         else if (!strcmp(key, "capacity_factor")) {
@@ -241,7 +241,7 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
         }
         else if (!strcmp(key, "imbalance")) ok = parse_real(key, val, 1.0, 64.0, &p->moe_imbalance, diag);
         else if (!strcmp(key, "fp8_comm")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->fp8_comm = (int)x; }
-        else if (!strcmp(key, "attn_kernel")) { ok = parse_enum(key, val, attn_kernel_names, MP_ATTN_KERNEL_COUNT, &e, diag); if (ok) p->attn_kernel = (mp_attn_kernel)e; }
+        else if (!strcmp(key, "attn_kernel")) { ok = mp_plan_parse_enum(key, val, attn_kernel_names, MP_ATTN_KERNEL_COUNT, &e, diag); if (ok) p->attn_kernel = (mp_attn_kernel)e; }
         else if (!strcmp(key, "order")) ok = parse_order(val, p, diag);
         else if (!strcmp(key, "doc_len")) ok = parse_int(key, val, 1, (int64_t)1 << 40, &p->doc_len, diag);
         else if (mp_xsync_parse_key(key, val, &p->xsync, &ok, diag)) { /* islands: xsync.h */ }
