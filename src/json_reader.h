@@ -19,6 +19,10 @@ typedef struct {
     mp_status nf;
 } mp_jreader;
 
+/** Parse text[0..len) as JSON, rejecting duplicate keys. On a syntax error returns NULL after
+ *  adding "origin: line L, column C: <jansson's message> (the line reads: ...)" to diag; the
+ *  caller returns MP_ERR_PARSE. The root is the caller's to json_decref. */
+json_t *mp_json_load(const char *text, size_t len, const char *origin, mp_diag *diag);
 /** Report "origin: where.field = <value>: expected <expected>" and count the error. */
 void mp_jr_bad(mp_jreader *r, const char *field, const json_t *v, const char *expected);
 /** A number in [lo, hi] (lo_open: strictly above lo); *out unchanged when absent or null.

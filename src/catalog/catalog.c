@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "json_reader.h"
 #include "meshplan/catalog.h"
 
 struct mp_catalog {
@@ -444,15 +445,9 @@ mp_status mp_catalog_merge_json(mp_catalog *c, const char *json_text, size_t len
                     origin);
         return MP_ERR_PARSE;
     }
-    json_error_t err;
-    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &err);
-    if (!root) {
-        char at[80];
-        mp_text_line(json_text, len, err.line, err.column, at, sizeof at);
-        mp_diag_add(diag, "%s: line %d, column %d: %s%s%s%s", origin, err.line, err.column, err.text,
-                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
+    json_t *root = mp_json_load(json_text, len, origin, diag);
+    if (!root)
         return MP_ERR_PARSE;
-    }
     if (!json_is_object(root)) {
         mp_diag_add(diag, "%s: expected a JSON object with gpus, links, nodes or models arrays",
                     origin);
@@ -514,15 +509,9 @@ mp_status mp_model_from_catalog_json(const char *json_text, size_t len, mp_model
         mp_diag_add(diag, "model file: empty: expected a JSON object in the models.json entry schema");
         return MP_ERR_PARSE;
     }
-    json_error_t err;
-    json_t *o = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &err);
-    if (!o) {
-        char at[80];
-        mp_text_line(json_text, len, err.line, err.column, at, sizeof at);
-        mp_diag_add(diag, "model file: line %d, column %d: %s%s%s%s", err.line, err.column, err.text,
-                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
+    json_t *o = mp_json_load(json_text, len, "model file", diag);
+    if (!o)
         return MP_ERR_PARSE;
-    }
     reader r = {.origin = "model file", .kind = "model", .key = "", .diag = diag};
     memset(out, 0, sizeof *out);
     if (!json_is_object(o)) {

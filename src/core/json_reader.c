@@ -9,6 +9,19 @@
 #include "internal.h"
 #include "json_reader.h"
 
+json_t *mp_json_load(const char *text, size_t len, const char *origin, mp_diag *diag)
+{
+    json_error_t err;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    if (!root) {
+        char at[80];
+        mp_text_line(text, len, err.line, err.column, at, sizeof at);
+        mp_diag_add(diag, "%s: line %d, column %d: %s%s%s%s", origin, err.line, err.column, err.text,
+                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
+    }
+    return root;
+}
+
 void mp_jr_bad(mp_jreader *r, const char *field, const json_t *v, const char *expected)
 {
     char *txt = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;

@@ -195,15 +195,9 @@ mp_status mp_islands_from_json(const mp_catalog *cat, const char *text, size_t l
     *out = NULL;
     if (!origin)
         origin = "islands";
-    json_error_t err;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
-    if (!root) {
-        char at[80];
-        mp_text_line(text, len, err.line, err.column, at, sizeof at);
-        mp_diag_add(diag, "%s: line %d, column %d: %s%s%s%s", origin, err.line, err.column, err.text,
-                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
+    json_t *root = mp_json_load(text, len, origin, diag);
+    if (!root)
         return MP_ERR_PARSE;
-    }
     ireader r = {origin, "islands", diag, 0, MP_OK};
     mp_islands *isl = calloc(1, sizeof *isl);
     mp_wan_link *entries = calloc(MP_MAX_LINK_ENTRIES, sizeof *entries);

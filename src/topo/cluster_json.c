@@ -194,15 +194,9 @@ mp_status mp_cluster_from_json(const mp_catalog *cat, const char *json_text, siz
     memset(out, 0, sizeof *out);
     if (!origin)
         origin = "cluster";
-    json_error_t err;
-    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &err);
-    if (!root) {
-        char at[80];
-        mp_text_line(json_text, len, err.line, err.column, at, sizeof at);
-        mp_diag_add(diag, "%s: line %d, column %d: %s%s%s%s", origin, err.line, err.column, err.text,
-                    at[0] ? " (the line reads: " : "", at, at[0] ? ")" : "");
+    json_t *root = mp_json_load(json_text, len, origin, diag);
+    if (!root)
         return MP_ERR_PARSE;
-    }
     jreader r = {origin, "cluster", diag, 0, MP_OK};
     mp_status nf = MP_OK;
     mp_cluster c;
