@@ -4,16 +4,9 @@
  * asserts nothing. Run from the repository root or pass it as the first argument. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "meshplan/meshplan.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int main(void)
 {

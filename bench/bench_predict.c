@@ -2,16 +2,9 @@
 /* bench/bench_predict.c — analytical plan evaluations per second on one core.
  * Prints figures; asserts nothing (speed is measured here, not in unit tests). */
 #include <stdio.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "meshplan/meshplan.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int main(void)
 {

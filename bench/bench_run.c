@@ -3,16 +3,9 @@
  * 89 days of work). Prints figures; not a test. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdio.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "meshplan/faults.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int main(void)
 {

@@ -5,16 +5,9 @@
  * asserts nothing (speed is measured here, not in unit tests). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "meshplan/meshplan.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
