@@ -5,7 +5,8 @@
  * the MoE dispatcher's per-copy overhead (mp_estimate_opts.moe_copy_overhead_s), which only
  * moves MoE rows.
  *
- * Usage: fit_calibration [runs.csv]   (default ../shared/validation/runs.csv)
+ * Usage: fit_calibration [runs.csv [slowdown]]   (default ../shared/validation/runs.csv, 0)
+ * slowdown: comm_compute_slowdown_frac held fixed during the fit (a measured figure, not fitted).
  * Objective: the mean over source groups of each group's median |error| (every source counts
  * the same, so the 113 MosaicML rows do not outvote the rest).
  * Prints: the grid minimum of that objective, then for each source group the median |error|
@@ -96,6 +97,7 @@ static double objective(const point *p, int skip)
 int main(int argc, char **argv)
 {
     const char *path = argc > 1 ? argv[1] : "../shared/validation/runs.csv";
+    const double slowdown = argc > 2 ? atof(argv[2]) : 0.0;
     FILE *f = fopen(path, "rb");
     if (!f) {
         perror(path);
@@ -121,6 +123,7 @@ int main(int argc, char **argv)
                     o.attention_sustained_frac = as[j];
                     o.memory_bound_sustained_frac = ms[k];
                     o.moe_copy_overhead_s = cs[c];
+                    o.comm_compute_slowdown_frac = slowdown;
                     mp_validation v;
                     if (mp_validate_csv(cat, buf, len, path, &o, &v, &d) != MP_OK) {
                         fprintf(stderr, "%s\n", d.text);
@@ -164,6 +167,7 @@ int main(int argc, char **argv)
                     }
                 }
     const point *B = &pts[bi][bj][bk][bc];
+    printf("comm_compute_slowdown_frac held at %.3f\n", slowdown);
     printf("fit on all rows: gemm_sustained_frac %.2f, attention_sustained_frac %.2f, "
            "memory_bound_sustained_frac %.2f, moe_copy_overhead_s %.0f ns -> mean of group medians "
            "%.1f%%, median over all rows %.1f%%\n", gs[bi], as[bj], ms[bk], cs[bc] * 1e9, best,

@@ -527,6 +527,23 @@ a = d[\"attention\"]
 assert a[\"doc_len\"] == 1000 and 800 < a[\"keys_per_query\"] < 1000, a
 assert \"doc_len=1000\" in d[\"plan\"] and \"attn_kernel=flex\" in d[\"plan\"], d[\"plan\"]
 '"
+run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,seq=8192,fsdp=2" --json
+check "fsdp=2: FSDP2's copy-outs are part of compute" "rc_is 0" "no_nonfinite" "json_check '
+assert \"fsdp=2\" in d[\"plan\"], d[\"plan\"]
+assert 0 < d[\"fsdp_copy_out_s\"] < d[\"time_s\"][\"compute\"], d[\"fsdp_copy_out_s\"]
+'"
+run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,seq=8192" --json
+check "without fsdp=2 there is no copy-out" "rc_is 0" "json_check '
+assert d[\"fsdp_copy_out_s\"] == 0, d[\"fsdp_copy_out_s\"]
+'"
+run predict --model llama3-8b $H100 --gpus 8 --plan "zero=1,gb=64,fsdp=2"
+check "fsdp=2 needs zero=3" "rc_is 2" "stderr_has fsdp" "stderr_has 'zero = 1'"
+run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,fsdp=3"
+check "fsdp=3 is refused" "rc_is 2" "stderr_has fsdp" "stderr_has 3"
+run search --model llama3-8b $H100 --gpus 16 --gb 64 --fix "fsdp=2" --top 3 --json
+check "search --fix fsdp=2: the ZeRO-3 candidates run as FSDP2" "rc_is 0" "json_check '
+assert d[\"job\"][\"fsdp\"] == 2, d[\"job\"]
+'"
 run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,seq=8192,doc_len=0"
 check "doc_len=0 is refused" "rc_is 2" "stderr_has doc_len" "stderr_has 0"
 run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,seq=8192,doc_len=long"

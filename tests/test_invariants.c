@@ -15,7 +15,10 @@
  *      exception at 2 -> 3 explained at check_zero;
  *   8. MFU <= 1 and HFU >= MFU;
  *   9. packed documents (doc_len) never slow a step without CP, and change neither memory nor
- *      the model FLOPs counted; with unfused attention they change nothing.
+ *      the model FLOPs counted; with unfused attention they change nothing;
+ *  10. a ZeRO-3 plan run as FSDP2 (fsdp = 2) is never faster than with flat parameters, needs
+ *      the same memory, and (except under ZB-H1) is slower by no more than its copy-outs
+ *      (mp_fsdp_copy_out_s).
  * Floating-point comparisons allow a relative 1e-9 for rounding of the same sums taken in a
  * different order; nothing else is tolerated.
  */
@@ -214,6 +217,54 @@ static void check_documents(const mp_model *m, const mp_cluster *c, const mp_pla
         fail_at("documents changed the model FLOPs of a step", g_e1.mfu * g_e1.step_s, g_e0.mfu * g_e0.step_s);
 }
 
+/* 10: FSDP2's copy-outs only add compute-stream time: with zero = 3, fsdp = 2 is never faster
+ * than fsdp = 1, changes no memory and no model FLOPs, and the step grows by at least nothing and
+ * at most the copy-outs of the stage that is slowest with them (a stage that was not the slowest
+ * can become it, by less than its own copy-outs), in every micro-batch and in the bubble. */
+static long g_fsdp_pairs;
+static void check_fsdp(const mp_model *m, const mp_cluster *c, const mp_plan *p)
+{
+    if (p->zero != 3)
+        return;
+    mp_plan q = *p;
+    q.fsdp = 2;
+    if (estimate(m, c, &q, &g_e1) != MP_OK)
+        fail_msg("fsdp=2 rejected the ZeRO-3 plan at %s", g_where);
+    g_fsdp_pairs++;
+    const double grow = g_e1.step_s - g_e0.step_s;
+    /* The copy-outs of the stage holding most parameters bound any stage's (the slowest with
+     * its ZeRO-3 exposure may be another stage than the slowest in compute), in every
+     * micro-batch and in the pipeline bubble, (pp - 1) / vpp micro-batch times at most. Its
+     * parameters: the most layers of a stage, each as large as the largest layer on one GPU
+     * (an MoE layer holds its E/ep experts /etp), with the embedding and the LM head. */
+    mp_param_count pc;
+    mp_model_params(m, (int)p->tp, &pc);
+    double layer_gpu = (double)pc.per_layer / (double)p->tp;
+    if (m->moe_experts > 0) {
+        double etp = (double)(p->etp ? p->etp : p->tp);
+        double moe_layer = (double)(pc.moe_per_layer - m->moe_experts * pc.expert) / (double)p->tp +
+                           (double)m->moe_experts / (double)p->ep * (double)pc.expert / etp;
+        if (moe_layer > layer_gpu)
+            layer_gpu = moe_layer;
+    }
+    const double stage_params = (double)g_e1.layers_per_stage_max * layer_gpu +
+                                (double)(pc.embedding + pc.lm_head + pc.final_norm) / (double)p->tp;
+    const double most = (double)(g_e1.microbatches + p->pp - 1) * 2.0 * stage_params *
+                        g_e1.parts.fsdp_copy_s_per_param;
+    if (grow < -REL * g_e0.step_s)
+        fail_at("FSDP2 made the step faster", g_e1.step_s, g_e0.step_s);
+    if (!(g_e1.parts.fsdp_copy_out_s > 0))
+        fail_at("FSDP2 reported no copy-out", g_e1.parts.fsdp_copy_out_s, 0.0);
+    /* Not for ZB-H1, whose bubble subtracts the weight-gradient pass of the slowest stage: when
+     * the copy-outs make another stage the slowest, its W enters the bubble too. */
+    if (p->schedule != MP_SCHED_ZB && grow > most + REL * g_e1.step_s)
+        fail_at("FSDP2 slowed the step by more than its copy-outs", grow, most);
+    if (g_e1.memory.total != g_e0.memory.total)
+        fail_at("FSDP2 changed memory", g_e1.memory.total, g_e0.memory.total);
+    if (fabs(g_e1.mfu * g_e1.step_s - g_e0.mfu * g_e0.step_s) > REL * g_e0.mfu * g_e0.step_s)
+        fail_at("FSDP2 changed the model FLOPs of a step", g_e1.mfu * g_e1.step_s, g_e0.mfu * g_e0.step_s);
+}
+
 /* 6: more memory per GPU keeps a feasible plan feasible. */
 static void check_capacity(const mp_model *m, const mp_cluster *c, const mp_plan *p)
 {
@@ -345,11 +396,13 @@ static void test_invariants_random_plans(void **state)
             zero_pairs++;
         check_zero(m, &c, &p);
         check_documents(m, &c, &p);
+        check_fsdp(m, &c, &p);
     }
     printf("invariants: %ld random valid plans checked (%ld generated; %ld infeasible, %ld refused "
            "for precision); %ld bandwidth, %ld capacity and %ld ZeRO-stage comparisons (%ld of them "
-           "ZeRO-2 -> 3 with a larger total, within the gathered layers' shards)\n",
-           checked, tried, infeasible, no_precision, bw, cap, zero_pairs, g_zero3_excess);
+           "ZeRO-2 -> 3 with a larger total, within the gathered layers' shards); %ld FSDP1/FSDP2 pairs\n",
+           checked, tried, infeasible, no_precision, bw, cap, zero_pairs, g_zero3_excess, g_fsdp_pairs);
+    assert_true(g_fsdp_pairs > 1000);
     assert_true(checked >= PLANS_WANTED);
     assert_true(infeasible > 0 && infeasible < checked); /* both kinds were exercised */
 }

@@ -736,7 +736,7 @@ static void test_plan_keys(void **state)
 /* Case C7: INTELLECT-1 (Jaghouar et al. 2024, arXiv 2412.01152). 14 nodes of 8 x H100, FSDP2
  * inside a node, DiLoCo H = 100 with int8 pseudo-gradients; 128 sequences of 8192 tokens per
  * node and inner step, micro-batch 1, activation checkpointing (prime configs/10B/
- * H100_intellect1.toml). PRIME packs documents into each sequence and masks attention to each
+ * H100_intellect1.toml), sharded with fully_shard (FSDP2: fsdp=2, docs/model.md "The step"). PRIME packs documents into each sequence and masks attention to each
  * document (prime data.py sequence_packing, on by default; models/llama/model.py
  * document_causal_mask under FlexAttention): attn_kernel=flex and doc_len = 1032 tokens, FineWeb-Edu's mean (the
  * sample-350BT split: 350e9 tokens in 339M documents), the largest part (55%) of the mix.
@@ -745,7 +745,7 @@ static void test_plan_keys(void **state)
  * MFU over the whole run 41.4% and 36.0% (43.3% without communication); 400x less traffic than
  * data parallelism. The WAN figures in the two files are public round trips and Linux TCP
  * defaults, not fitted (README "Islands"). */
-#define C7_PLAN "zero=3,mb=1,gb=1792,seq=8192,recompute=full,doc_len=1032,attn_kernel=flex,sync=diloco,inner_steps=100,compress=int8"
+#define C7_PLAN "zero=3,fsdp=2,mb=1,gb=1792,seq=8192,recompute=full,doc_len=1032,attn_kernel=flex,sync=diloco,inner_steps=100,compress=int8"
 /* How PRIME's INTELLECT-1 code synchronized (prime src/zeroband/diloco.py, collectives.py,
  * comms.py of the time): one int8 ring all-reduce per layer group one after the other (the
  * parameters grouped by the first number in their names: the embedding, 42 layers, the final

@@ -120,6 +120,9 @@ static void test_parse_bad_values(void **state)
         {"doc_len=0", "doc_len", "0"}, /* a mean document length is >= 1 token (leave it out for none) */
         {"doc_len=-5", "doc_len", "-5"},
         {"doc_len=1e3", "doc_len", "1e3"},
+        {"fsdp=3", "fsdp", "3"},       /* 1 (flat parameters) or 2 (per-parameter sharding) */
+        {"fsdp=0", "fsdp", "0"},
+        {"fsdp=two", "fsdp", "two"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mp_plan p;
@@ -174,7 +177,7 @@ static void test_format_roundtrip(void **state)
     mp_plan p, q;
     mp_plan_init_default(&p);
     mp_diag d = {0};
-    assert_int_equal(mp_plan_parse("tp=2,pp=2,mb=2,gb=64,recompute=full,flash=0,doc_len=1032", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_parse("tp=2,pp=2,mb=2,gb=64,recompute=full,flash=0,doc_len=1032,zero=3,fsdp=2", &p, &d), MP_OK);
     assert_int_equal(mp_plan_resolve(&p, llama2_7b(), 16, &d), MP_OK);
     char buf[512];
     int n = mp_plan_format(&p, buf, sizeof buf);
@@ -195,6 +198,12 @@ static void test_format_roundtrip(void **state)
     assert_int_equal(q.schedule, p.schedule);
     assert_int_equal(q.doc_len, 1032);
     assert_non_null(strstr(buf, ",doc_len=1032"));
+    assert_int_equal(q.fsdp, 2);
+    assert_non_null(strstr(buf, ",fsdp=2"));
+    /* fsdp=1 is the default and is not written. */
+    p.fsdp = 1;
+    mp_plan_format(&p, buf, sizeof buf);
+    assert_null(strstr(buf, "fsdp"));
 }
 
 /* ---- resolve ------------------------------------------------------------------------------ */
@@ -391,6 +400,13 @@ static void test_resolve_other_checks(void **state)
     /* hsdp must divide dp (8) */
     assert_int_equal(resolve("hsdp=3", 8, &p, &d), MP_ERR_INPUT);
     assert_diag_has(&d, "hsdp");
+    /* FSDP2's per-parameter sharding is a way to run ZeRO-3: not with zero 0..2 */
+    assert_int_equal(resolve("zero=1,fsdp=2", 8, &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "fsdp = 2");
+    assert_diag_has(&d, "zero = 1");
+    assert_int_equal(resolve("zero=3,fsdp=2", 8, &p, &d), MP_OK);
+    assert_int_equal(resolve("hsdp=4,fsdp=2", 8, &p, &d), MP_OK); /* HSDP implies zero 3 */
+    assert_int_equal(resolve("zero=1,fsdp=1", 8, &p, &d), MP_OK);
     /* gpus < 1 */
     assert_int_equal(resolve("tp=1", 0, &p, &d), MP_ERR_INPUT);
     assert_diag_has(&d, "gpus");

@@ -107,6 +107,10 @@ typedef struct {
     double moe_layer_ep_bytes; /* all-to-all bytes one GPU sends per MoE layer, fwd + bwd */
     double fp8_weight_cast_s;  /* per-step quantisation of the fp8 weight copies */
     double mtp_fwd_s, mtp_bwd_s; /* multi-token-prediction modules (last stage) */
+    /* FSDP2 (plan fsdp = 2): the copy-outs after every parameter gather, which run on the
+     * compute stream (mp_fsdp_copy_out_s); in compute. 0 otherwise. */
+    double fsdp_copy_out_s;       /* per micro-batch on the slowest stage, forward + backward */
+    double fsdp_copy_s_per_param; /* seconds per gathered parameter and gather */
 } mp_step_parts;
 
 /** Everything predicted for one plan. */
@@ -141,6 +145,19 @@ typedef struct {
      * evaluation clears only the fields above (the search calls this millions of times). */
     mp_memory per_stage[MP_MAX_STAGES];
 } mp_estimate;
+
+/** Time of the copy-out that follows one all-gather under PyTorch FSDP2's per-parameter sharding
+ *  (plan fsdp = 2): the gather lands rank by rank in one buffer and every parameter is then copied
+ *  out of it into its own tensor (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py,
+ *  foreach_all_gather_copy_out: torch.split_with_sizes_copy on the current stream), reading and
+ *  writing each gathered byte once. A flat-parameter FSDP (FSDP1, DeepSpeed ZeRO-3) gathers into
+ *  the parameters' own storage and has no such copy.
+ *  params: parameters gathered, count (>= 0); bytes_per_param: bytes each travels in (2 for
+ *  bf16/fp16, 1 for fp8, > 0); mem_Bps: the GPU's HBM bandwidth, bytes/s (> 0; the estimator
+ *  passes the measured STREAM figure: a large contiguous copy is what STREAM measures).
+ *  Returns 2 * params * bytes_per_param / mem_Bps seconds; 0 for a non-positive or non-finite
+ *  argument. */
+double mp_fsdp_copy_out_s(double params, double bytes_per_param, double mem_Bps);
 
 /** Predict. The plan must have been resolved (mp_plan_resolve) for this model and the cluster's
  *  GPU count. opts may be NULL (defaults). Returns MP_OK (check out->feasible), MP_ERR_INPUT if

@@ -8,7 +8,8 @@
  *   cp_algo (ring|allgather), capacity_factor (0 = dropless; else each expert's buffer holds
  *   capacity_factor x its balanced share), imbalance (busiest GPU's routed tokens / mean, >= 1),
  *   fp8_comm (0/1: MoE dispatch and ZeRO parameter all-gathers travel in fp8),
- *   attn_kernel (fa2|fa3|flex: fused-attention kernel generation).
+ *   attn_kernel (fa2|fa3|flex: fused-attention kernel generation),
+ *   fsdp (1|2: how ZeRO-3 holds the parameters, flat buffers or per-parameter sharding).
  *   schedule (1f1b|interleaved|gpipe|zb), order (rank order, innermost first, e.g.
  *   tp-cp-ep-dp-pp — the default, Megatron-LM's; dimensions not listed follow, outermost, in the
  *   default order, and must have degree 1).
@@ -87,6 +88,12 @@ typedef struct {
                                    each (mp_attn_keys_per_query); 0 = one causal sequence. A
                                    workload input, not a choice: it changes the fused attention
                                    kernel's time, not the model FLOPs MFU counts */
+    int fsdp;                   /* plan key fsdp, with zero = 3: 1 (or 0, not given) flat
+                                   parameters, which the gather fills in place (PyTorch FSDP1's
+                                   FlatParameter, DeepSpeed ZeRO-3, Megatron-Core's FSDP buffers);
+                                   2 per-parameter sharding (PyTorch FSDP2 fully_shard, torchtitan),
+                                   whose gathered buffer is copied out into each parameter on the
+                                   compute stream at every gather (mp_fsdp_copy_out_s) */
     mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
     unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
     /* Added later: synchronization across islands joined by WAN links (plan keys sync,
@@ -111,7 +118,8 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag);
  *  seq % (2*cp) for causal load balancing, ep divides experts, etp (default tp) divides
  *  moe_ffn_hidden and etp*ep divides tp*cp*dp (the expert grid of Megatron-Core: within a
  *  pipeline stage's tp*cp*dp ranks, expert-TP innermost, then EP, then expert-DP), hsdp
- *  divides dp, vpp > 1 only with pp > 1, fp8_comm only with precision fp8. Returns
+ *  divides dp, vpp > 1 only with pp > 1, fp8_comm only with precision fp8, fsdp = 2 only with
+ *  zero = 3. Returns
  *  MP_ERR_INPUT listing every reason. */
 mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag);
 

@@ -24,6 +24,8 @@ static int rank_plan(const char *text, const mp_model *m, const mp_search_opts *
         if (st == MP_OK)
             st = mp_plan_resolve(p, m, clusters[i].num_gpus, &di);
         if (st == MP_OK) {
+            if (!p->fsdp && p->zero == 3) /* the framework pinned for the search */
+                p->fsdp = o->pin.fsdp;
             *cluster = i;
             return 0;
         }

@@ -133,6 +133,14 @@ static double grouped_gemm_s(const rates *r, double rate, double G, double M, do
     return flop_s > mem_s ? flop_s : mem_s;
 }
 
+double mp_fsdp_copy_out_s(double params, double bytes_per_param, double mem_Bps)
+{
+    if (!(params > 0) || !(bytes_per_param > 0) || !(mem_Bps > 0) || !isfinite(params) ||
+        !isfinite(bytes_per_param) || !isfinite(mem_Bps))
+        return 0.0;
+    return 2.0 * params * bytes_per_param / mem_Bps;
+}
+
 /* Per-layer forward pieces for one micro-batch on one GPU. */
 typedef struct {
     double gemm_s;      /* linear layers (QKV/MLA projections, O, FFN or experts, router) */
@@ -659,6 +667,18 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         z3_dense_x = fmax(0.0, z3_ag - lfw) + fmax(0.0, z3_ag + z3_rs - lbw);
         z3_moe_x = fmax(0.0, z3_mag - mfw) + fmax(0.0, z3_mag + z3_mrs - mbw);
     }
+    /* FSDP2 (fsdp = 2): every gather (forward, and backward, where full recompute reuses it) is
+     * followed by a copy-out on the compute stream (mp_fsdp_copy_out_s); the embedding on the
+     * first stage and the LM head on the last are gathered with them. The reduce-scatter's
+     * copy-in runs on FSDP2's reduce-scatter stream, beside compute, and is not counted. */
+    double co_layer = 0.0, co_moe = 0.0, co_emb = 0.0, co_head = 0.0, co_per_param = 0.0;
+    if (p->zero == 3 && p->fsdp == 2) {
+        co_per_param = mp_fsdp_copy_out_s(1.0, pe, r.mem_Bps);
+        co_layer = co_per_param * (double)pc.per_layer / tp;
+        co_moe = co_per_param * (moe_nonexpert / tp + expert_per_layer_gpu);
+        co_emb = co_per_param * (double)pc.embedding / tp;
+        co_head = co_per_param * (double)(pc.final_norm + pc.lm_head) / tp;
+    }
 
     /* Slowest stage per micro-batch (t_mb), and the slowest with its exposed ZeRO-3 layer
      * communication (t_mb_z3 >= t_mb). */
@@ -670,8 +690,9 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         stage_layers(m, pp, v, i, moe, &nl, &nm);
         double nd = nl - nm;
         int last = i == pp - 1;
+        double copy_out = 2.0 * (nd * co_layer + nm * co_moe + (i == 0 ? co_emb : 0.0) + (last ? co_head : 0.0));
         double comp = nd * (dense_f + dense_b) + nm * (moe_f + moe_b) +
-                      (last ? head_fb + mtp_f + mtp_b : 0.0);
+                      (last ? head_fb + mtp_f + mtp_b : 0.0) + copy_out;
         double rc = nd * dense_rc + nm * moe_rc;
         /* the MTP layer (last stage) communicates as a layer of its kind */
         double xd = last && !mtp_moe ? D_mtp : 0.0, xm = last && mtp_moe ? D_mtp : 0.0;
@@ -685,6 +706,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         if (tot > t_mb) {
             t_mb = tot;
             t_mb_compute = comp;
+            e->parts.fsdp_copy_out_s = copy_out;
             t_mb_rc = rc;
             t_mb_tp = tpc;
             t_mb_cp = cpc;
@@ -849,6 +871,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     pt->fp8_weight_cast_s = cast_w;
     pt->mtp_fwd_s = mtp_f;
     pt->mtp_bwd_s = mtp_b;
+    pt->fsdp_copy_s_per_param = co_per_param;
     e->time.compute = M * t_mb_compute + cast_w;
     e->time.recompute = M * t_mb_rc;
     e->time.tp_comm = M * t_mb_tp;

@@ -194,7 +194,7 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
                                                 "hsdp", "sp", "flash", "zero", "recompute",
                                                 "schedule", "precision", "etp", "cp_algo",
                                                 "capacity_factor", "imbalance", "fp8_comm",
-                                                "attn_kernel", "order", "doc_len"};
+                                                "attn_kernel", "order", "doc_len", "fsdp"};
             int dup = 0;
             for (unsigned i = 0; i < sizeof known / sizeof known[0]; i++)
                 if (!strcmp(key, known[i])) {
@@ -244,11 +244,12 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
         else if (!strcmp(key, "attn_kernel")) { ok = mp_plan_parse_enum(key, val, attn_kernel_names, MP_ATTN_KERNEL_COUNT, &e, diag); if (ok) p->attn_kernel = (mp_attn_kernel)e; }
         else if (!strcmp(key, "order")) ok = parse_order(val, p, diag);
         else if (!strcmp(key, "doc_len")) ok = parse_int(key, val, 1, (int64_t)1 << 40, &p->doc_len, diag);
+        else if (!strcmp(key, "fsdp")) { ok = parse_int(key, val, 1, 2, &x, diag); if (ok) p->fsdp = (int)x; }
         else if (mp_xsync_parse_key(key, val, &p->xsync, &ok, diag)) { /* islands: xsync.h */ }
         else {
             mp_diag_add(diag, "plan: unknown key \"%s\" (value \"%s\"): expected one of tp, pp, vpp, "
                         "dp, cp, ep, etp, sp, mb, gb, seq, zero, hsdp, recompute, precision, flash, schedule, "
-                        "cp_algo, capacity_factor, imbalance, fp8_comm, attn_kernel, order, doc_len, sync, inner_steps, "
+                        "cp_algo, capacity_factor, imbalance, fp8_comm, attn_kernel, order, doc_len, fsdp, sync, inner_steps, "
                         "compress, fragments, overlap, exchange, split, buckets, transport, ring",
                         key, val);
             ok = 0;
@@ -347,6 +348,9 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
              (long long)p->ep, (long long)(p->etp * p->ep), (long long)(p->tp * p->cp * p->dp));
     if (p->fp8_comm && p->precision != MP_DT_FP8)
         FAIL("plan.fp8_comm = 1: needs precision = fp8 (got %s)", mp_dtype_name(p->precision));
+    if (p->fsdp == 2 && p->zero != 3)
+        FAIL("plan.fsdp = 2: per-parameter sharding shards the parameters (zero = 3), got zero = %d",
+             p->zero);
     if (p->hsdp) {
         if (p->dp && p->dp % p->hsdp)
             FAIL("plan.hsdp = %lld: must divide dp (%lld)", (long long)p->hsdp, (long long)p->dp);
@@ -390,7 +394,9 @@ int mp_plan_format(const mp_plan *p, char *buf, size_t cap)
     if (p->attn_kernel != MP_ATTN_FA2 && n < sizeof extra)
         n += (size_t)snprintf(extra + n, sizeof extra - n, ",attn_kernel=%s", mp_attn_kernel_name(p->attn_kernel));
     if (p->doc_len > 0 && n < sizeof extra)
-        snprintf(extra + n, sizeof extra - n, ",doc_len=%lld", (long long)p->doc_len);
+        n += (size_t)snprintf(extra + n, sizeof extra - n, ",doc_len=%lld", (long long)p->doc_len);
+    if (p->fsdp == 2 && n < sizeof extra)
+        snprintf(extra + n, sizeof extra - n, ",fsdp=2");
     if (p->order_listed) /* written only when given, so default plans format as before */
         snprintf(order, sizeof order, ",order=%s-%s-%s-%s-%s", mp_dim_name(p->order[0]),
                  mp_dim_name(p->order[1]), mp_dim_name(p->order[2]), mp_dim_name(p->order[3]),

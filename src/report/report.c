@@ -54,6 +54,8 @@ char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_p
                                   e->time.pp_bubble, "dp_comm_exposed", e->time.dp_comm_exposed,
                                   "optimizer", e->time.optimizer, "dp_comm_total",
                                   e->time.dp_comm_total));
+    /* Part of time_s.compute: FSDP2's copy-outs after the parameter gathers (plan fsdp = 2). */
+    json_object_set_new(o, "fsdp_copy_out_s", json_real(e->microbatches * e->parts.fsdp_copy_out_s));
     json_object_set_new(o, "tokens_per_step", json_real(e->tokens_per_step));
     json_object_set_new(o, "tokens_per_s", json_real(e->tokens_per_s));
     json_object_set_new(o, "tokens_per_s_per_gpu", json_real(e->tokens_per_s_per_gpu));
@@ -172,6 +174,9 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
         fprintf(f, "  %-16s %10.4f s %6.1f%%\n", parts[i].k, parts[i].v, 100.0 * parts[i].v / e->step_s);
     fprintf(f, "  (DP/ZeRO communication in all: %.4f s, %.4f s of it hidden behind compute)\n",
             t->dp_comm_total, t->dp_comm_total - t->dp_comm_exposed);
+    if (e->parts.fsdp_copy_out_s > 0)
+        fprintf(f, "  (of compute, %.4f s copies the gathered parameters out of FSDP2's all-gather buffers)\n",
+                e->microbatches * e->parts.fsdp_copy_out_s);
     fprintf(f, "\nthroughput\n  tokens/s          %.4g\n  tokens/s per GPU  %.4g\n", e->tokens_per_s,
             e->tokens_per_s_per_gpu);
     fprintf(f, "  model TFLOP/s per GPU     %.1f\n  hardware TFLOP/s per GPU  %.1f\n",

@@ -602,6 +602,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
             mp_plan p = space.base;
             p.tp = sh->tp; p.cp = sh->cp; p.pp = sh->pp; p.dp = sh->dp;
             p.zero = ax->shard_zero[0]; p.hsdp = ax->shard_hsdp[0];
+            p.fsdp = p.zero == 3 ? space.base.fsdp : 0;
             p.ep = ax->ep[0]; p.etp = ax->etp[0]; p.cp_algo = ax->cpa[0];
             p.vpp = ax->vpp_lo; p.sp = ax->sp[0]; p.recompute = ax->rc[0]; p.mb = ax->mb[0];
             p.schedule = o->pin.schedule_given ? o->pin.schedule

@@ -85,10 +85,10 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
     char docs[64] = "";
     if (o->pin.doc_len > 0)
         snprintf(docs, sizeof docs, " over documents of %lld tokens", (long long)o->pin.doc_len);
-    fprintf(f, "job: gb %lld x seq %lld = %.4g tokens per step, %s, %s attention%s; objective %s",
+    fprintf(f, "job: gb %lld x seq %lld = %.4g tokens per step, %s, %s attention%s%s; objective %s",
             (long long)o->pin.gb, (long long)seq, (double)o->pin.gb * (double)seq,
             mp_dtype_name(o->pin.precision), o->pin.flash ? "fused" : "unfused", docs,
-            mp_objective_name(o->objective));
+            o->pin.fsdp == 2 ? ", ZeRO-3 as FSDP2" : "", mp_objective_name(o->objective));
     if (o->tokens > 0)
         fprintf(f, ", budget %.4g tokens", o->tokens);
     if (o->price_per_gpu_hour > 0)
@@ -276,6 +276,7 @@ char *mp_search_report_json(const mp_model *m, const mp_cluster *clusters, int n
     json_object_set_new(job, "precision", json_string(mp_dtype_name(o->pin.precision)));
     json_object_set_new(job, "flash", json_boolean(o->pin.flash));
     json_object_set_new(job, "doc_len", json_integer((json_int_t)o->pin.doc_len));
+    json_object_set_new(job, "fsdp", json_integer(o->pin.fsdp == 2 ? 2 : 1));
     json_object_set_new(job, "tokens", num(o->tokens));
     json_object_set_new(job, "price_per_gpu_hour", num(o->price_per_gpu_hour));
     json_object_set_new(root, "job", job);

@@ -74,6 +74,8 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     if (pin->hsdp && pin->zero >= 0 && pin->zero != 3)
         FAIL("search: hsdp = %lld pinned with zero = %d: HSDP shards parameters (zero = 3)",
              (long long)pin->hsdp, pin->zero);
+    if (pin->fsdp == 2 && pin->zero >= 0 && pin->zero != 3)
+        FAIL("search: fsdp = 2 pinned with zero = %d: per-parameter sharding is ZeRO-3", pin->zero);
     if (pin->sp < -1 || pin->sp > 1)
         FAIL("search: sp = %d: expected 0, 1 or free", pin->sp);
     if ((int)pin->precision < 0 || pin->precision > MP_DT_FP8)
@@ -117,6 +119,8 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     s->base.fp8_comm = pin->fp8_comm;
     s->base.attn_kernel = pin->attn_kernel;
     s->base.doc_len = pin->doc_len;
+    /* The framework's FSDP, for the ZeRO-3 candidates (sp_walk). */
+    s->base.fsdp = pin->fsdp == 2 ? 2 : 0;
     return MP_OK;
 }
 
@@ -393,6 +397,7 @@ int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker 
     for (int is = 0; is < ax->nshard; is++) {
         p.zero = ax->shard_zero[is];
         p.hsdp = ax->shard_hsdp[is];
+        p.fsdp = p.zero == 3 ? s->base.fsdp : 0;
         for (int ie = 0; ie < ax->nexp; ie++) {
             p.ep = ax->ep[ie];
             p.etp = ax->etp[ie];
@@ -485,7 +490,8 @@ int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
     if (p->gb != s->gb || p->seq != s->seq || p->precision != s->base.precision ||
         p->flash != s->base.flash || p->moe_capacity_factor != s->base.moe_capacity_factor ||
         p->moe_imbalance != s->base.moe_imbalance || p->fp8_comm != s->base.fp8_comm ||
-        p->attn_kernel != s->base.attn_kernel || p->doc_len != s->base.doc_len)
+        p->attn_kernel != s->base.attn_kernel || p->doc_len != s->base.doc_len ||
+        (p->fsdp == 2) != (p->zero == 3 && s->base.fsdp == 2))
         return 0;
     sp_axes *ax = malloc(sizeof *ax);
     if (!ax)

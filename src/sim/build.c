@@ -822,6 +822,14 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                 if (u.fwd > 0 || u.bwd > 0 || u.params > 0)
                     Vs->u[Vs->n++] = u;
             }
+            /* FSDP2: each gather's copy-out runs on the compute stream before the unit's forward
+             * and before its backward (recompute included), as the estimator counts it. */
+            if (pt->fsdp_copy_s_per_param > 0)
+                for (int k = 0; k < Vs->n; k++) {
+                    int64_t co = to_ns(b, Vs->u[k].params * pt->fsdp_copy_s_per_param);
+                    Vs->u[k].fwd += co;
+                    Vs->u[k].bwd += co;
+                }
         }
         free(nl_vs);
     }

@@ -187,15 +187,19 @@ static const mp_model *infer_flags(const mp_catalog *cat, mp_model *m)
 /* Facts about a source that its rows cannot state, from the source itself. Both papers predate
  * FlashAttention (Dao et al., May 2022) and describe Megatron's fused softmax kernels, which
  * store the s x s scores (Korthikanti et al. 2022 Sec. 4.1 counts them). */
-static const struct { const char *group_prefix; int flash; const char *why; } source_facts[] = {
-    {"megatron2021", 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
-    {"korthikanti2022", 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
+static const struct { const char *group_prefix; int flash; int fsdp; const char *why; } source_facts[] = {
+    {"megatron2021", 0, 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
+    {"korthikanti2022", 0, 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
     /* NeMo 24.07 and Megatron-Bridge 25.11 run Megatron-Core with Transformer Engine, whose
      * default attention backend on Hopper/Blackwell is cuDNN 9 fused attention (TE docs,
      * NVTE_FUSED_ATTN; NVIDIA blog "Accelerating Transformers with NVIDIA cuDNN 9", 2024):
      * the FlashAttention-3 class. */
-    {"nemo2407", 2, "Transformer Engine cuDNN fused attention (FA3 class)"},
-    {"mbridge2511", 2, "Transformer Engine cuDNN fused attention (FA3 class)"},
+    {"nemo2407", 2, 0, "Transformer Engine cuDNN fused attention (FA3 class)"},
+    {"mbridge2511", 2, 0, "Transformer Engine cuDNN fused attention (FA3 class)"},
+    /* torchtitan shards with FSDP2's fully_shard (torchtitan docs/fsdp.md; its performance
+     * pages say "FSDP2"), per-parameter sharding: fsdp = 2 with its ZeRO-3. MosaicML's
+     * llm-foundry wraps with FSDP1 (FlatParameter), the default. */
+    {"torchtitan", 1, 2, "FSDP2 per-parameter sharding (fully_shard)"},
 };
 
 static int push_skip(mp_validation *v, size_t cap, const char *id, const char *reason)
@@ -477,6 +481,8 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
                     p.flash = source_facts[k].flash > 0;
                     if (source_facts[k].flash == 2)
                         p.attn_kernel = MP_ATTN_FA3;
+                    if (source_facts[k].fsdp == 2 && p.zero == 3)
+                        p.fsdp = 2;
                 }
             if (!bad) {
                 mp_diag pd = {0};
