@@ -541,9 +541,12 @@ check "fsdp=2 needs zero=3" "rc_is 2" "stderr_has fsdp" "stderr_has 'zero = 1'"
 run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,fsdp=3"
 check "fsdp=3 is refused" "rc_is 2" "stderr_has fsdp" "stderr_has 3"
 run search --model llama3-8b $H100 --gpus 16 --gb 64 --fix "fsdp=2" --top 3 --json
-check "search --fix fsdp=2: the ZeRO-3 candidates run as FSDP2" "rc_is 0" "json_check '
+check "search --fix fsdp=2: ZeRO-3 plans only, each run as FSDP2" "rc_is 0" "json_check '
 assert d[\"job\"][\"fsdp\"] == 2, d[\"job\"]
+assert d[\"top\"] and all(t[\"zero\"] == 3 and \"fsdp=2\" in t[\"plan\"] for t in d[\"top\"]), d[\"top\"]
 '"
+run search --model llama3-8b $H100 --gpus 16 --gb 64 --fix "zero=1,fsdp=2"
+check "search --fix zero=1,fsdp=2 is refused" "rc_is 2" "stderr_has fsdp"
 run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,seq=8192,doc_len=0"
 check "doc_len=0 is refused" "rc_is 2" "stderr_has doc_len" "stderr_has 0"
 run predict --model llama3-8b $H100 --gpus 8 --plan "zero=3,gb=64,seq=8192,doc_len=long"

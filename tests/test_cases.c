@@ -319,9 +319,11 @@ static void test_flex_attention_rate(void **state)
 
 /* fsdp=2 (FSDP2 per-parameter sharding): each gather is copied out of the all-gather buffer,
  * read and written once, on the compute stream. Llama 3 8B on 8 H100 with ZeRO-3, 2
- * micro-batches, no pipeline: every parameter is gathered twice per micro-batch (forward,
- * backward), so the step grows by 2 x 2 x (2 x 2 B x P) / 3.04e12 B/s (the H100's measured STREAM
- * bandwidth) = 16 x 8.03e9 / 3.04e12 = 42.3 ms, all of it compute, and nothing else changes. */
+ * micro-batches, no pipeline: each layer is gathered twice per micro-batch (forward, backward),
+ * the root module (embedding, final norm, LM head) once, so the step grows by
+ * 2 x (2 x 32 x P_layer + P_root) x 2 x 2 B / 3.04e12 B/s (the H100's measured STREAM bandwidth)
+ * = 2 x (2 x 6.98e9 + 1.05e9) x 4 / 3.04e12 = 39.5 ms, all of it compute; the gathers stay
+ * hidden, so nothing else changes. On one rank per shard group nothing is gathered: no copy. */
 static void test_fsdp2_copy_out(void **state)
 {
     (void)state;
@@ -338,13 +340,19 @@ static void test_fsdp2_copy_out(void **state)
     predict(m, "h100-sxm5-80gb", 8, "zero=3,mb=1,gb=16,seq=8192", &p, &flat);
     predict(m, "h100-sxm5-80gb", 8, "zero=3,mb=1,gb=16,seq=8192,fsdp=2", &p, &fsdp2);
     assert_int_equal(fsdp2.microbatches, 2);
-    const double want = 2.0 * 2.0 * 2.0 * 2.0 * (double)pc.total / 3.04e12;
+    const double root = (double)(pc.embedding + pc.final_norm + pc.lm_head);
+    assert_close(root, 2.0 * 128256.0 * 4096.0 + 4096.0, 1e-12);
+    const double want = 2.0 * (2.0 * 32.0 * (double)pc.per_layer + root) * 2.0 * 2.0 / 3.04e12;
+    assert_close(want, 0.0395, 0.002);
     assert_close(fsdp2.step_s - flat.step_s, want, 1e-9);
     assert_close(fsdp2.time.compute - flat.time.compute, want, 1e-9);
     assert_close(fsdp2.microbatches * fsdp2.parts.fsdp_copy_out_s, want, 1e-9);
     assert_close(fsdp2.time.dp_comm_exposed, flat.time.dp_comm_exposed, 1e-12);
     assert_true(fsdp2.memory.total == flat.memory.total);
     assert_true(flat.parts.fsdp_copy_out_s == 0.0);
+    mp_estimate one;
+    predict(m, "h100-sxm5-80gb", 8, "tp=8,zero=3,fsdp=2,mb=1,gb=2,seq=8192", &p, &one);
+    assert_true(one.parts.fsdp_copy_out_s == 0.0);
 }
 
 static void test_c4_logits_upcast(void **state)

@@ -247,13 +247,18 @@ static void check_fsdp(const mp_model *m, const mp_cluster *c, const mp_plan *p)
         if (moe_layer > layer_gpu)
             layer_gpu = moe_layer;
     }
+    /* The LM head: its own matrix, or with tied embeddings a copy on the last stage when the
+     * embedding sits on the first (pp > 1); the MTP modules on the last stage too. */
+    const double head = pc.lm_head ? (double)pc.lm_head
+                      : p->pp > 1 ? (double)mp_model_padded_vocab(m, (int)p->tp) * (double)m->hidden : 0.0;
     const double stage_params = (double)g_e1.layers_per_stage_max * layer_gpu +
-                                (double)(pc.embedding + pc.lm_head + pc.final_norm) / (double)p->tp;
+                                ((double)(pc.embedding + pc.final_norm + pc.mtp) + head) / (double)p->tp;
     const double most = (double)(g_e1.microbatches + p->pp - 1) * 2.0 * stage_params *
                         g_e1.parts.fsdp_copy_s_per_param;
     if (grow < -REL * g_e0.step_s)
         fail_at("FSDP2 made the step faster", g_e1.step_s, g_e0.step_s);
-    if (!(g_e1.parts.fsdp_copy_out_s > 0))
+    /* Something is gathered, so copied out, whenever the shard group has more than one rank. */
+    if ((p->hsdp ? p->hsdp : p->dp * p->cp) > 1 && !(g_e1.parts.fsdp_copy_out_s > 0))
         fail_at("FSDP2 reported no copy-out", g_e1.parts.fsdp_copy_out_s, 0.0);
     /* Not for ZB-H1, whose bubble subtracts the weight-gradient pass of the slowest stage: when
      * the copy-outs make another stage the slowest, its W enters the bubble too. */

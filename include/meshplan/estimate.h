@@ -110,7 +110,8 @@ typedef struct {
     /* FSDP2 (plan fsdp = 2): the copy-outs after every parameter gather, which run on the
      * compute stream (mp_fsdp_copy_out_s); in compute. 0 otherwise. */
     double fsdp_copy_out_s;       /* per micro-batch on the slowest stage, forward + backward */
-    double fsdp_copy_s_per_param; /* seconds per gathered parameter and gather */
+    double fsdp_copy_s_per_param; /* seconds per parameter and gather (charged for what a shard
+                                     group of more than one rank gathers) */
 } mp_step_parts;
 
 /** Everything predicted for one plan. */

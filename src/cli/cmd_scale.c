@@ -205,6 +205,8 @@ int cmd_scale(int argc, char **argv)
                "objective %s", m.key, clusters[0].gpu.key, gb, nmax, mp_objective_name(o.objective));
         if (o.pin.doc_len > 0)
             printf(", documents of %lld tokens", (long long)o.pin.doc_len);
+        if (o.pin.fsdp == 2)
+            printf(", ZeRO-3 as FSDP2");
         printf("\n\n");
         printf("%6s | %-72s %11s %9s %6s %6s | %7s %11s %9s %6s\n", "gpus", "strong: best plan",
                "tokens/s", "tok/s/GPU", "MFU", "eff", "weak gb", "tokens/s", "tok/s/GPU", "eff");

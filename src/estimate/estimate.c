@@ -640,6 +640,30 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     const mp_group gedp = {(int64_t)(eshard > 0 ? eshard : 1), (int64_t)etp * ep};
     const double pe = p->fp8_comm ? 1.0 : 2.0;
 
+    /* FSDP2 (fsdp = 2): every gather is followed by a copy-out on the compute stream
+     * (mp_fsdp_copy_out_s): each layer's (and MTP module's) in the forward and again in the
+     * backward (full recompute reuses that gather); the root module's parameters (embedding on
+     * the first stage, final norm and LM head on the last) once per micro-batch, FSDP2 keeping
+     * the root gathered from its forward to its backward. Only what is sharded is gathered:
+     * non-expert parameters when the shard group has more than one rank, experts when their
+     * expert-DP group has. The reduce-scatter's copy-in runs on FSDP2's reduce-scatter stream,
+     * beside compute, and is not counted. */
+    double co_layer = 0.0, co_moe = 0.0, co_first = 0.0, co_last = 0.0, co_per_param = 0.0;
+    if (p->zero == 3 && p->fsdp == 2) {
+        const double dsh = shard > 1 ? 1.0 : 0.0, esh = eshard > 1 ? 1.0 : 0.0;
+        co_per_param = mp_fsdp_copy_out_s(1.0, pe, r.mem_Bps);
+        co_layer = dsh * co_per_param * (double)pc.per_layer / tp;
+        co_moe = co_per_param * (dsh * moe_nonexpert / tp + esh * expert_per_layer_gpu);
+        co_first = dsh * co_per_param * (double)pc.embedding / tp;
+        const double head = (double)(pc.lm_head ? pc.lm_head : (pp > 1 ? (int64_t)(V * h) : 0));
+        co_last = dsh * co_per_param * ((double)pc.final_norm + head) / tp;
+        if (m->mtp_layers > 0) { /* two gathers per micro-batch, as a layer */
+            double mtp_experts = mtp_moe ? D_mtp * (double)(m->moe_experts * pc.expert) : 0.0;
+            co_last += 2.0 * co_per_param * (dsh * ((double)pc.mtp - mtp_experts) / tp +
+                                             esh * (mtp_moe ? D_mtp * expert_per_layer_gpu : 0.0));
+        }
+    }
+
     /* ZeRO-3 / FSDP per layer: every micro-batch gathers each layer's parameters in forward and
      * again in backward and reduce-scatters its gradients (Zhao et al. 2023, PyTorch FSDP
      * Sec. 3); each gather is prefetched behind the previous layer's compute, so a layer exposes
@@ -660,26 +684,14 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
             z3_mag = coll_2d(c, MP_COLL_ALL_GATHER, pe * mp_ne, sh_in, sh_out, &e->dp_tier) + coll(c, MP_COLL_ALL_GATHER, pe * expert_per_layer_gpu, gedp);
             z3_mrs = coll_2d(c, MP_COLL_REDUCE_SCATTER, 4.0 * mp_ne, sh_in, sh_out, &e->dp_tier) + coll(c, MP_COLL_REDUCE_SCATTER, 4.0 * expert_per_layer_gpu, gedp);
         }
-        double lfw = opts->zero3_overlap_frac * (dense_f + ld.tp_s);
-        double lbw = opts->zero3_overlap_frac * (dense_b + dense_rc + ld.tp_s + dense_rc_comm);
-        double mfw = opts->zero3_overlap_frac * (moe_f + lm.tp_s + lm.ep_fwd_s);
-        double mbw = opts->zero3_overlap_frac * (moe_b + moe_rc + lm.tp_s + lm.ep_bwd_s);
+        /* The next layer's gather hides behind this layer's compute, its copy-out included. */
+        double lfw = opts->zero3_overlap_frac * (dense_f + co_layer + ld.tp_s);
+        double lbw = opts->zero3_overlap_frac * (dense_b + co_layer + dense_rc + ld.tp_s + dense_rc_comm);
+        double mfw = opts->zero3_overlap_frac * (moe_f + co_moe + lm.tp_s + lm.ep_fwd_s);
+        double mbw = opts->zero3_overlap_frac * (moe_b + co_moe + moe_rc + lm.tp_s + lm.ep_bwd_s);
         z3_dense_x = fmax(0.0, z3_ag - lfw) + fmax(0.0, z3_ag + z3_rs - lbw);
         z3_moe_x = fmax(0.0, z3_mag - mfw) + fmax(0.0, z3_mag + z3_mrs - mbw);
     }
-    /* FSDP2 (fsdp = 2): every gather (forward, and backward, where full recompute reuses it) is
-     * followed by a copy-out on the compute stream (mp_fsdp_copy_out_s); the embedding on the
-     * first stage and the LM head on the last are gathered with them. The reduce-scatter's
-     * copy-in runs on FSDP2's reduce-scatter stream, beside compute, and is not counted. */
-    double co_layer = 0.0, co_moe = 0.0, co_emb = 0.0, co_head = 0.0, co_per_param = 0.0;
-    if (p->zero == 3 && p->fsdp == 2) {
-        co_per_param = mp_fsdp_copy_out_s(1.0, pe, r.mem_Bps);
-        co_layer = co_per_param * (double)pc.per_layer / tp;
-        co_moe = co_per_param * (moe_nonexpert / tp + expert_per_layer_gpu);
-        co_emb = co_per_param * (double)pc.embedding / tp;
-        co_head = co_per_param * (double)(pc.final_norm + pc.lm_head) / tp;
-    }
-
     /* Slowest stage per micro-batch (t_mb), and the slowest with its exposed ZeRO-3 layer
      * communication (t_mb_z3 >= t_mb). */
     double t_mb = 0.0, t_mb_compute = 0.0, t_mb_rc = 0.0, t_mb_tp = 0.0, t_mb_cp = 0.0, t_mb_ep = 0.0;
@@ -690,7 +702,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         stage_layers(m, pp, v, i, moe, &nl, &nm);
         double nd = nl - nm;
         int last = i == pp - 1;
-        double copy_out = 2.0 * (nd * co_layer + nm * co_moe + (i == 0 ? co_emb : 0.0) + (last ? co_head : 0.0));
+        double copy_out = 2.0 * (nd * co_layer + nm * co_moe) + (i == 0 ? co_first : 0.0) + (last ? co_last : 0.0);
         double comp = nd * (dense_f + dense_b) + nm * (moe_f + moe_b) +
                       (last ? head_fb + mtp_f + mtp_b : 0.0) + copy_out;
         double rc = nd * dense_rc + nm * moe_rc;

@@ -119,7 +119,7 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     s->base.fp8_comm = pin->fp8_comm;
     s->base.attn_kernel = pin->attn_kernel;
     s->base.doc_len = pin->doc_len;
-    /* The framework's FSDP, for the ZeRO-3 candidates (sp_walk). */
+    /* The framework's FSDP: with fsdp = 2 pinned every candidate is ZeRO-3 (sp_shape_axes). */
     s->base.fsdp = pin->fsdp == 2 ? 2 : 0;
     return MP_OK;
 }
@@ -283,7 +283,8 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
      * and the tie-break keeps hsdp 0. */
     ax->nshard = 0;
     if (!pin->hsdp) {
-        for (int z = 0; z <= 3; z++)
+        /* fsdp = 2 pinned (the framework is FSDP2): ZeRO-3 plans only, as with hsdp. */
+        for (int z = pin->fsdp == 2 ? 3 : 0; z <= 3; z++)
             if (pin->zero < 0 || pin->zero == z) {
                 ax->shard_zero[ax->nshard] = z;
                 ax->shard_hsdp[ax->nshard++] = 0;

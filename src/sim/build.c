@@ -822,13 +822,16 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                 if (u.fwd > 0 || u.bwd > 0 || u.params > 0)
                     Vs->u[Vs->n++] = u;
             }
-            /* FSDP2: each gather's copy-out runs on the compute stream before the unit's forward
-             * and before its backward (recompute included), as the estimator counts it. */
-            if (pt->fsdp_copy_s_per_param > 0)
+            /* FSDP2: each gather's copy-out runs on the compute stream before a layer's forward
+             * and before its backward (recompute included); the root module's embedding and
+             * LM head stay gathered from forward to backward: once. As the estimator counts it;
+             * nothing is gathered over a shard group of one. */
+            if (pt->fsdp_copy_s_per_param > 0 && b->zero == 3 && b->dp_group.size > 1)
                 for (int k = 0; k < Vs->n; k++) {
                     int64_t co = to_ns(b, Vs->u[k].params * pt->fsdp_copy_s_per_param);
                     Vs->u[k].fwd += co;
-                    Vs->u[k].bwd += co;
+                    if (Vs->u[k].kind == SU_LAYER)
+                        Vs->u[k].bwd += co;
                 }
         }
         free(nl_vs);
