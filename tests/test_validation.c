@@ -28,24 +28,34 @@
 #define RUNS_CSV MESHPLAN_VALIDATION_DIR "/runs.csv"
 
 
+/* Validate the runs.csv-style file at path with the built-in catalog and default options into
+ * *v (*cat to destroy after mp_validation_free). Returns 0 when the file cannot be read; a file
+ * that does not validate fails the test. */
+static int validate_file(const char *path, mp_catalog **cat, mp_validation *v)
+{
+    size_t len = 0;
+    char *csv = slurp(path, &len);
+    if (!csv)
+        return 0;
+    mp_diag d = {0};
+    assert_int_equal(mp_catalog_create(cat, &d), MP_OK);
+    mp_status st = mp_validate_csv(*cat, csv, len, path, NULL, v, &d);
+    free(csv);
+    if (st != MP_OK) {
+        mp_catalog_destroy(*cat);
+        fail_msg("validate %s: %s", path, d.text);
+    }
+    return 1;
+}
+
 static void test_runs_csv(void **state)
 {
     (void)state;
-    size_t len = 0;
-    char *csv = slurp(RUNS_CSV, &len);
-    if (!csv) {
+    mp_catalog *cat = NULL;
+    mp_validation v;
+    if (!validate_file(RUNS_CSV, &cat, &v)) {
         print_message("%s not found: skipped\n", RUNS_CSV);
         skip();
-    }
-    mp_catalog *cat = NULL;
-    mp_diag d = {0};
-    assert_int_equal(mp_catalog_create(&cat, &d), MP_OK);
-    mp_validation v;
-    mp_status st = mp_validate_csv(cat, csv, len, "runs.csv", NULL, &v, &d);
-    free(csv);
-    if (st != MP_OK) {
-        mp_catalog_destroy(cat);
-        fail_msg("validate runs.csv: %s", d.text);
     }
 
     /* Rows predicted: every input row not skipped (a row may yield two metrics). */
@@ -246,18 +256,9 @@ static void test_runs_csv_subsets(void **state)
 static void test_torchtitan_h100_2412(void **state)
 {
     (void)state;
-    const char *path = MESHPLAN_SOURCE_DIR "/tests/data/torchtitan_h100_2412.csv";
-    size_t len = 0;
-    char *csv = slurp(path, &len);
-    assert_non_null(csv);
     mp_catalog *cat = NULL;
-    mp_diag d = {0};
-    assert_int_equal(mp_catalog_create(&cat, &d), MP_OK);
     mp_validation v;
-    mp_status st = mp_validate_csv(cat, csv, len, "torchtitan_h100_2412.csv", NULL, &v, &d);
-    free(csv);
-    if (st != MP_OK)
-        fail_msg("validate: %s", d.text);
+    assert_true(validate_file(MESHPLAN_SOURCE_DIR "/tests/data/torchtitan_h100_2412.csv", &cat, &v));
     assert_int_equal(v.ninput, 18);
     assert_int_equal(v.nskips, 0);
     for (size_t i = 0; i < v.nrows; i++) {

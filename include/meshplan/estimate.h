@@ -149,8 +149,9 @@ typedef struct {
 
 /** Time of the copy-out that follows one all-gather under PyTorch FSDP2's per-parameter sharding
  *  (plan fsdp = 2): the gather lands rank by rank in one buffer and every parameter is then copied
- *  out of it into its own tensor (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py,
- *  foreach_all_gather_copy_out: torch.split_with_sizes_copy on the current stream), reading and
+ *  out of it into its own tensor (foreach_all_gather_copy_out, torch.split_with_sizes_copy on
+ *  the current stream: torch/distributed/_composable/fsdp/_fsdp_collectives.py in torch 2.4-2.5,
+ *  torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py since), reading and
  *  writing each gathered byte once. A flat-parameter FSDP (FSDP1, DeepSpeed ZeRO-3) gathers into
  *  the parameters' own storage and has no such copy.
  *  params: parameters gathered, count (>= 0); bytes_per_param: bytes each travels in (2 for

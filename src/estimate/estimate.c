@@ -692,6 +692,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         z3_dense_x = fmax(0.0, z3_ag - lfw) + fmax(0.0, z3_ag + z3_rs - lbw);
         z3_moe_x = fmax(0.0, z3_mag - mfw) + fmax(0.0, z3_mag + z3_mrs - mbw);
     }
+
     /* Slowest stage per micro-batch (t_mb), and the slowest with its exposed ZeRO-3 layer
      * communication (t_mb_z3 >= t_mb). */
     double t_mb = 0.0, t_mb_compute = 0.0, t_mb_rc = 0.0, t_mb_tp = 0.0, t_mb_cp = 0.0, t_mb_ep = 0.0;
