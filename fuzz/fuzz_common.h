@@ -63,6 +63,20 @@ static inline void fz_check_diag(const mp_diag *d)
              "diag len %zu", d->len);
 }
 
+/* A bit per status, for the set a call may return. */
+#define FZ_ST(s) (1u << (unsigned)(s))
+
+/* What every harness checks of a parsing call's outcome: its diag buffer is well formed, its
+ * status is MP_OK or one of `allowed` (FZ_ST bits), and it failed exactly when it said why. */
+static inline void fz_check_outcome(mp_status st, const mp_diag *d, unsigned allowed)
+{
+    fz_check_diag(d);
+    FZ_CHECK((int)st >= 0 && (int)st < 32 && ((FZ_ST(MP_OK) | allowed) >> (unsigned)st & 1u),
+             "status %d", (int)st);
+    FZ_CHECK((st == MP_OK) == (d->count == 0), "status %s with %d messages", mp_status_str(st),
+             d->count);
+}
+
 static inline void fz_check_memory(const mp_memory *m)
 {
     const double parts[] = {m->weights, m->gradients, m->optimizer, m->activations,
