@@ -31,5 +31,7 @@
 #include "meshplan/sim.h"
 #include "meshplan/xsync.h"
 #include "meshplan/islands.h"
+#include "meshplan/format.h"
+#include "meshplan/plot.h"
 
 #endif

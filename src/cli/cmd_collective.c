@@ -17,7 +17,7 @@
 
 #include "cli.h"
 
-#define MAX_SIZES 64
+#define MAX_SIZES CLI_COLL_MAX_SIZES
 
 static const struct { const char *name; double bytes; } types[] = {
     {"float", 4}, {"half", 2}, {"bfloat16", 2}, {"double", 8}, {"int8", 1}, {"uint8", 1},
@@ -92,24 +92,16 @@ static int parse_sizes(const char *s, double *sizes, int *n)
     return 0;
 }
 
-int cmd_collective(int argc, char **argv)
+/* Everything `collective` and `plot collective` share: the op, the cluster, the group, the
+ * sizes, the algorithm set and the element type from the options. 0 or an exit code after
+ * printing the problem. */
+int cli_collective_job(const cli_args *args, cli_coll_job *job)
 {
-    static const char *const opts[] = {"--op", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
-                                       "--cluster", "--catalog", "--sizes", "--algo", "--type",
-                                       "--ranks", "--stride", NULL};
-    static const char *const flags[] = {"--csv", "--json", NULL};
-    cli_args args;
-    int rc = cli_parse(argc, argv, opts, flags, &args);
-    if (rc)
-        return rc;
-    if (args.npositional)
-        return cli_fail("collective: unexpected argument \"%s\"", args.positional[0]);
-    const char *ops = cli_opt(&args, "--op") ? cli_opt(&args, "--op") : "all_reduce";
-    const char *gpu = cli_opt(&args, "--gpu"), *cluster = cli_opt(&args, "--cluster");
-    const char *type = cli_opt(&args, "--type") ? cli_opt(&args, "--type") : "float";
-    int json = cli_flag(&args, "--json"), csv = cli_flag(&args, "--csv");
-    if (json && csv)
-        return cli_fail("collective: --csv and --json exclude each other%s", "");
+    if (args->npositional)
+        return cli_fail("collective: unexpected argument \"%s\"", args->positional[0]);
+    const char *ops = cli_opt(args, "--op") ? cli_opt(args, "--op") : "all_reduce";
+    const char *gpu = cli_opt(args, "--gpu"), *cluster = cli_opt(args, "--cluster");
+    const char *type = cli_opt(args, "--type") ? cli_opt(args, "--type") : "float";
     mp_coll_op op;
     if (mp_coll_op_parse(ops, &op) != MP_OK) {
         fprintf(stderr, "meshplan: op = \"%s\": expected one of ", ops);
@@ -118,7 +110,8 @@ int cmd_collective(int argc, char **argv)
         return EXIT_INPUT;
     }
     unsigned mask;
-    if ((rc = parse_algos(cli_opt(&args, "--algo"), &mask)))
+    int rc;
+    if ((rc = parse_algos(cli_opt(args, "--algo"), &mask)))
         return rc;
     double tsize = 0;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
@@ -127,25 +120,23 @@ int cmd_collective(int argc, char **argv)
     if (!tsize)
         return cli_fail("type = \"%s\": expected float, half, bfloat16, double, int8, uint8, int32 "
                         "or int64", type);
-    double sizes[MAX_SIZES];
-    int nsizes = 0;
-    if ((rc = parse_sizes(cli_opt(&args, "--sizes") ? cli_opt(&args, "--sizes") : "8:8G", sizes,
-                          &nsizes)))
+    if ((rc = parse_sizes(cli_opt(args, "--sizes") ? cli_opt(args, "--sizes") : "8:8G", job->sizes,
+                          &job->nsizes)))
         return rc;
     long long ngpus = 0, gpn = 0, ranks = 0, stride = 1;
-    if (cli_opt(&args, "--gpus") &&
-        (rc = cli_parse_count("gpus", cli_opt(&args, "--gpus"), 1, 1LL << 24, &ngpus)))
+    if (cli_opt(args, "--gpus") &&
+        (rc = cli_parse_count("gpus", cli_opt(args, "--gpus"), 1, 1LL << 24, &ngpus)))
         return rc;
-    if (cli_opt(&args, "--gpus-per-node") &&
-        (rc = cli_parse_count("gpus-per-node", cli_opt(&args, "--gpus-per-node"), 1, 1 << 20, &gpn)))
+    if (cli_opt(args, "--gpus-per-node") &&
+        (rc = cli_parse_count("gpus-per-node", cli_opt(args, "--gpus-per-node"), 1, 1 << 20, &gpn)))
         return rc;
-    if (cli_opt(&args, "--ranks") &&
-        (rc = cli_parse_count("ranks", cli_opt(&args, "--ranks"), 1, 1LL << 24, &ranks)))
+    if (cli_opt(args, "--ranks") &&
+        (rc = cli_parse_count("ranks", cli_opt(args, "--ranks"), 1, 1LL << 24, &ranks)))
         return rc;
-    if (cli_opt(&args, "--stride") &&
-        (rc = cli_parse_count("stride", cli_opt(&args, "--stride"), 1, 1LL << 24, &stride)))
+    if (cli_opt(args, "--stride") &&
+        (rc = cli_parse_count("stride", cli_opt(args, "--stride"), 1, 1LL << 24, &stride)))
         return rc;
-    if (cluster && (gpn || cli_opt(&args, "--scale-out")))
+    if (cluster && (gpn || cli_opt(args, "--scale-out")))
         return cli_fail("collective: --gpus-per-node and --scale-out describe the cluster: give "
                         "them in the --cluster file instead%s", "");
     if (!cluster && !gpu)
@@ -154,15 +145,15 @@ int cmd_collective(int argc, char **argv)
         return cli_fail("collective: --gpus is required%s", "");
 
     mp_catalog *cat = NULL;
-    if ((rc = cli_load_catalog(&args, &cat)))
+    if ((rc = cli_load_catalog(args, &cat)))
         return rc;
-    mp_cluster c;
+    mp_cluster *c = &job->cluster;
     if (cluster) {
-        rc = cli_load_cluster(cat, cluster, ngpus, gpu, &c);
+        rc = cli_load_cluster(cat, cluster, ngpus, gpu, c);
     } else {
         mp_diag d = {0};
         mp_status st = mp_cluster_from_catalog(cat, gpu, ngpus, (int)gpn,
-                                               cli_opt(&args, "--scale-out"), &c, &d);
+                                               cli_opt(args, "--scale-out"), c, &d);
         cli_print_diag(&d);
         rc = cli_exit_for(st);
     }
@@ -170,12 +161,44 @@ int cmd_collective(int argc, char **argv)
     if (rc)
         return rc;
     if (!ranks)
-        ranks = c.num_gpus / stride;
-    if (ranks < 1 || (ranks - 1) * stride >= c.num_gpus) {
+        ranks = c->num_gpus / stride;
+    if (ranks < 1 || (ranks - 1) * stride >= c->num_gpus) {
         fprintf(stderr, "meshplan: ranks = %lld, stride = %lld: the group does not fit in %lld "
-                        "GPUs\n", ranks, stride, (long long)c.num_gpus);
+                        "GPUs\n", ranks, stride, (long long)c->num_gpus);
         return EXIT_INPUT;
     }
+    job->op = op;
+    job->mask = mask;
+    job->type = type;
+    job->tsize = tsize;
+    job->g = (mp_group){ranks, stride};
+    return 0;
+}
+
+int cmd_collective(int argc, char **argv)
+{
+    static const char *const opts[] = {"--op", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
+                                       "--cluster", "--catalog", "--sizes", "--algo", "--type",
+                                       "--ranks", "--stride", NULL};
+    static const char *const flags[] = {"--csv", "--json", NULL};
+    cli_args args;
+    cli_coll_job job;
+    int rc = cli_parse(argc, argv, opts, flags, &args);
+    if (rc)
+        return rc;
+    int json = cli_flag(&args, "--json"), csv = cli_flag(&args, "--csv");
+    if (json && csv)
+        return cli_fail("collective: --csv and --json exclude each other%s", "");
+    if ((rc = cli_collective_job(&args, &job)))
+        return rc;
+    const mp_coll_op op = job.op;
+    const unsigned mask = job.mask;
+    const char *type = job.type;
+    const double tsize = job.tsize;
+    const double *sizes = job.sizes;
+    const int nsizes = job.nsizes;
+    const mp_cluster c = job.cluster;
+    const long long ranks = job.g.size, stride = job.g.stride;
     mp_group g = {ranks, stride};
 
     int congested = 0;

@@ -15,13 +15,7 @@
 
 #include "cli.h"
 
-typedef struct {
-    long long gpus;
-    int ok;                   /* a plan fits */
-    long long gb;             /* batch searched (weak: scaled) */
-    mp_search_entry best;
-    double eff;               /* efficiency vs the reference; 0 when not defined */
-} scale_point;
+typedef cli_scale_point scale_point;
 
 static void compact_plan(const mp_plan *p, char *buf, size_t cap)
 {
@@ -69,6 +63,93 @@ static json_t *point_json(const scale_point *p)
     return o;
 }
 
+int cli_scale_compute(const cli_args *a, cli_scale_run *r)
+{
+    memset(r, 0, sizeof *r);
+    if (a->npositional)
+        return cli_fail("scale: unexpected argument \"%s\"", a->positional[0]);
+    if (!cli_opt(a, "--model")) return cli_fail("scale: --model is required%s", "");
+    if (!cli_opt(a, "--gpu")) return cli_fail("scale: --gpu is required%s", "");
+    if (!cli_opt(a, "--gpus")) return cli_fail("scale: --gpus A:B is required (counts A, 2A, ... B)%s", "");
+    int rc;
+    if ((rc = cli_parse_gpu_range(cli_opt(a, "--gpus"), r->counts, MP_SEARCH_MAX_CLUSTERS, &r->n)))
+        return rc;
+    const long long *counts = r->counts;
+    const int n = r->n;
+    if ((rc = cli_load_catalog(a, &r->cat)))
+        return rc;
+    mp_model *mm = &r->m;
+    mp_search_opts *oo = &r->o;
+    r->clusters = calloc((size_t)n, sizeof *r->clusters);
+    r->strong = calloc((size_t)n, sizeof *r->strong);
+    r->weak = calloc((size_t)n, sizeof *r->weak);
+    mp_cluster *clusters = r->clusters;
+    scale_point *strong = r->strong, *weak = r->weak;
+    if (!clusters || !strong || !weak)
+        return EXIT_INTERNAL;
+    if ((rc = cli_load_model(r->cat, cli_opt(a, "--model"), mm)) ||
+        (rc = cli_search_clusters(a, r->cat, counts, n, clusters)) ||
+        (rc = cli_search_opts(a, mm, oo)))
+        return rc;
+    oo->top_n = 1;
+    const long long gb = oo->pin.gb, nmax = counts[n - 1];
+    r->gb = gb;
+    r->nmax = nmax;
+    for (int i = 0; i < n && !rc; i++) {
+        for (int w = 0; w < 2 && !rc; w++) {
+            scale_point *pt = w ? &weak[i] : &strong[i];
+            pt->gpus = counts[i];
+            long long g = gb;
+            if (w) {
+                /* gb * N / N_max whole sequences, else this count has no weak point. */
+                if ((gb * counts[i]) % nmax)
+                    continue;
+                g = gb * counts[i] / nmax;
+            }
+            pt->gb = g;
+            mp_search_opts so = *oo;
+            so.pin.gb = g;
+            char label[64];
+            snprintf(label, sizeof label, "%s %lld GPUs", w ? "weak" : "strong", counts[i]);
+            cli_progress prog;
+            cli_progress_init(&prog, label);
+            so.progress = cli_progress_cb;
+            so.progress_ctx = &prog;
+            mp_search_result sr;
+            mp_diag d = {0};
+            mp_status st = mp_search(mm, &clusters[i], 1, &so, &sr, &d);
+            cli_progress_done(&prog);
+            if (st != MP_OK) {
+                cli_print_diag(&d);
+                rc = cli_exit_for(st);
+                break;
+            }
+            r->wall += sr.wall_s;
+            if (sr.ntop) {
+                pt->ok = 1;
+                pt->best = sr.top[0];
+                pt->best.cluster = i;
+            }
+            mp_search_result_free(&sr);
+        }
+    }
+    if (rc)
+        return rc;
+    efficiencies(strong, n);
+    efficiencies(weak, n);
+    return 0;
+
+}
+
+void cli_scale_free(cli_scale_run *r)
+{
+    free(r->clusters);
+    free(r->strong);
+    free(r->weak);
+    mp_catalog_destroy(r->cat);
+    memset(r, 0, sizeof *r);
+}
+
 int cmd_scale(int argc, char **argv)
 {
     /* `scale --island-gpus A:B` is the islands' scaling study (docs/islands.md Sec. 9). */
@@ -84,79 +165,18 @@ int cmd_scale(int argc, char **argv)
     int rc = cli_parse(argc, argv, opts, flags, &a);
     if (rc)
         return rc;
-    if (a.npositional)
-        return cli_fail("scale: unexpected argument \"%s\"", a.positional[0]);
-    if (!cli_opt(&a, "--model")) return cli_fail("scale: --model is required%s", "");
-    if (!cli_opt(&a, "--gpu")) return cli_fail("scale: --gpu is required%s", "");
-    if (!cli_opt(&a, "--gpus")) return cli_fail("scale: --gpus A:B is required (counts A, 2A, ... B)%s", "");
     if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
         return cli_fail("scale: --json and --csv exclude each other%s", "");
-    long long counts[MP_SEARCH_MAX_CLUSTERS];
-    int n = 0;
-    if ((rc = cli_parse_gpu_range(cli_opt(&a, "--gpus"), counts, MP_SEARCH_MAX_CLUSTERS, &n)))
-        return rc;
-
-    mp_catalog *cat = NULL;
-    if ((rc = cli_load_catalog(&a, &cat)))
-        return rc;
-    mp_model m;
-    mp_search_opts o;
-    mp_cluster *clusters = calloc((size_t)n, sizeof *clusters);
-    scale_point *strong = calloc((size_t)n, sizeof *strong), *weak = calloc((size_t)n, sizeof *weak);
-    double wall = 0;
-    if (!clusters || !strong || !weak) {
-        rc = EXIT_INTERNAL;
+    cli_scale_run run;
+    if ((rc = cli_scale_compute(&a, &run)))
         goto done;
-    }
-    if ((rc = cli_load_model(cat, cli_opt(&a, "--model"), &m)) ||
-        (rc = cli_search_clusters(&a, cat, counts, n, clusters)) ||
-        (rc = cli_search_opts(&a, &m, &o)))
-        goto done;
-    o.top_n = 1;
-    const long long gb = o.pin.gb, nmax = counts[n - 1];
-    for (int i = 0; i < n && !rc; i++) {
-        for (int w = 0; w < 2 && !rc; w++) {
-            scale_point *pt = w ? &weak[i] : &strong[i];
-            pt->gpus = counts[i];
-            long long g = gb;
-            if (w) {
-                /* gb * N / N_max whole sequences, else this count has no weak point. */
-                if ((gb * counts[i]) % nmax)
-                    continue;
-                g = gb * counts[i] / nmax;
-            }
-            pt->gb = g;
-            mp_search_opts so = o;
-            so.pin.gb = g;
-            char label[64];
-            snprintf(label, sizeof label, "%s %lld GPUs", w ? "weak" : "strong", counts[i]);
-            cli_progress prog;
-            cli_progress_init(&prog, label);
-            so.progress = cli_progress_cb;
-            so.progress_ctx = &prog;
-            mp_search_result r;
-            mp_diag d = {0};
-            mp_status st = mp_search(&m, &clusters[i], 1, &so, &r, &d);
-            cli_progress_done(&prog);
-            if (st != MP_OK) {
-                cli_print_diag(&d);
-                rc = cli_exit_for(st);
-                break;
-            }
-            wall += r.wall_s;
-            if (r.ntop) {
-                pt->ok = 1;
-                pt->best = r.top[0];
-                pt->best.cluster = i;
-            }
-            mp_search_result_free(&r);
-        }
-    }
-    if (rc)
-        goto done;
-    efficiencies(strong, n);
-    efficiencies(weak, n);
-
+    const mp_model m = run.m;
+    const mp_search_opts o = run.o;
+    const mp_cluster *clusters = run.clusters;
+    const scale_point *strong = run.strong, *weak = run.weak;
+    const long long *counts = run.counts, gb = run.gb, nmax = run.nmax;
+    const int n = run.n;
+    const double wall = run.wall;
     if (cli_flag(&a, "--json")) {
         json_t *root = json_object();
         json_object_set_new(root, "model", json_string(m.key));
@@ -233,9 +253,6 @@ int cmd_scale(int argc, char **argv)
                "(docs/search.md); %.2f s of search\n", wall);
     }
 done:
-    free(clusters);
-    free(strong);
-    free(weak);
-    mp_catalog_destroy(cat);
+    cli_scale_free(&run);
     return rc;
 }

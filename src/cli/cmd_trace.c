@@ -42,6 +42,42 @@ static void row(const char *what, double sim, double ana)
     printf("  %-30s %12.4f %12.4f\n", what, sim, ana);
 }
 
+/* The simulator's options from trace's (--contention --tp-overlap --p2p-overlap
+ * --analytical-rules --straggler-* --max-events); shared with plot timeline. 0 or EXIT_INPUT. */
+int cli_trace_sim_opts(const cli_args *args, long long ngpus, mp_sim_opts *so)
+{
+    mp_sim_opts_init(so);
+    int rc;
+    so->tp_overlap = cli_flag(args, "--tp-overlap");
+    so->p2p_overlap = cli_flag(args, "--p2p-overlap");
+    so->analytical_rules = cli_flag(args, "--analytical-rules");
+    if (so->analytical_rules)
+        so->contention_frac = 0.0; /* the estimator's default interference; --contention overrides */
+    const char *v;
+    if ((v = cli_opt(args, "--contention")) && (rc = cli_parse_real("contention", v, 0.0, 10.0, &so->contention_frac)))
+        return rc;
+    if ((v = cli_opt(args, "--straggler-compute")) &&
+        (rc = cli_parse_real("straggler-compute", v, 1.0, 1000.0, &so->straggler_compute_factor)))
+        return rc;
+    if ((v = cli_opt(args, "--straggler-link")) &&
+        (rc = cli_parse_real("straggler-link", v, 1.0, 1000.0, &so->straggler_link_factor)))
+        return rc;
+    long long ll;
+    if ((v = cli_opt(args, "--straggler-rank"))) {
+        if ((rc = cli_parse_count("straggler-rank", v, 0, ngpus - 1, &ll)))
+            return rc;
+        so->straggler_rank = ll;
+    } else if (so->straggler_compute_factor > 1.0 || so->straggler_link_factor > 1.0) {
+        so->straggler_rank = 0; /* a factor without a rank: rank 0 */
+    }
+    if ((v = cli_opt(args, "--max-events"))) {
+        if ((rc = cli_parse_count("max-events", v, 1, 1LL << 40, &ll)))
+            return rc;
+        so->max_events = ll;
+    }
+    return 0;
+}
+
 int cmd_trace(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
@@ -70,34 +106,8 @@ int cmd_trace(int argc, char **argv)
         (rc = cli_parse_count("gpus-per-node", cli_opt(&args, "--gpus-per-node"), 1, 1 << 20, &gpn)))
         return rc;
     mp_sim_opts so;
-    mp_sim_opts_init(&so);
-    so.tp_overlap = cli_flag(&args, "--tp-overlap");
-    so.p2p_overlap = cli_flag(&args, "--p2p-overlap");
-    so.analytical_rules = cli_flag(&args, "--analytical-rules");
-    if (so.analytical_rules)
-        so.contention_frac = 0.0; /* the estimator's default interference; --contention overrides */
-    const char *v;
-    if ((v = cli_opt(&args, "--contention")) && (rc = cli_parse_real("contention", v, 0.0, 10.0, &so.contention_frac)))
+    if ((rc = cli_trace_sim_opts(&args, ngpus, &so)))
         return rc;
-    if ((v = cli_opt(&args, "--straggler-compute")) &&
-        (rc = cli_parse_real("straggler-compute", v, 1.0, 1000.0, &so.straggler_compute_factor)))
-        return rc;
-    if ((v = cli_opt(&args, "--straggler-link")) &&
-        (rc = cli_parse_real("straggler-link", v, 1.0, 1000.0, &so.straggler_link_factor)))
-        return rc;
-    long long ll;
-    if ((v = cli_opt(&args, "--straggler-rank"))) {
-        if ((rc = cli_parse_count("straggler-rank", v, 0, ngpus - 1, &ll)))
-            return rc;
-        so.straggler_rank = ll;
-    } else if (so.straggler_compute_factor > 1.0 || so.straggler_link_factor > 1.0) {
-        so.straggler_rank = 0; /* a factor without a rank: rank 0 */
-    }
-    if ((v = cli_opt(&args, "--max-events"))) {
-        if ((rc = cli_parse_count("max-events", v, 1, 1LL << 40, &ll)))
-            return rc;
-        so.max_events = ll;
-    }
 
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))
