@@ -11,8 +11,9 @@
 #include <stddef.h>
 
 /** Write v with an SI prefix and the unit into buf (cap bytes, always NUL-terminated when
- *  cap > 0): "1.08 M$", "1.2 k tok/s", "512 GB/s", "3.2 MWh" (the prefix goes before the unit,
- *  with no space between: "MWh"). sig: significant digits, 1..9 (others are taken as 3);
+ *  cap > 0): "1.08 M$", "1.2 k tok/s", "512 GB/s", "3.2 MWh": the prefix joins a unit symbol
+ *  (B, b, W, Wh, J, s, $, Hz, g, gCO2, FLOP, FLOP/s, B/s, b/s, bit/s) and stands apart before a
+ *  word ("1.2 k tok/s", "3 M tokens"). sig: significant digits, 1..9 (others are taken as 3);
  *  trailing zeros are dropped ("2 k", not "2.00 k"). unit may be NULL or "" (then "1.2 k").
  *  |v| in [1, 1000) gets no prefix; below 1 (and not 0) the prefixes m, u, n are used, unless
  *  the unit is "" or NULL (plain ratios stay "0.507"). Not finite: "nan", "inf" or "-inf"

@@ -86,7 +86,8 @@ typedef struct {
     const double *busbw_Bps;
 } mp_plot_coll_series;
 
-/** Bus bandwidth vs message size (both log), one line per series (1..16). */
+/** Bus bandwidth (linear) vs message size (log2), one line per series (1..16); of several,
+ *  the last is drawn solid black on top (meant for the algorithm chosen), the others dashed. */
 mp_status mp_plot_collective(const mp_plot_coll_series *series, int nseries,
                              const mp_plot_opts *opts, const char *path, mp_diag *diag);
 

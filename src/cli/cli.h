@@ -175,5 +175,6 @@ int cmd_search(int argc, char **argv);
 int cmd_scale(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif

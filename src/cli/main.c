@@ -59,6 +59,10 @@ static const char *usage_text =
     "            [--island NAME] [--weak] [--quality-factor F] [--json]   grow the islands (doubling)\n"
     "            and show where bigger islands stop paying (docs/islands.md); also reached as\n"
     "            `scale ... --island-gpus A:B`\n"
+    "  plot      scale|pareto|memory|parts|timeline|collective [that command's options]\n"
+    "            -o FILE.svg|FILE.png [--width PX] [--height PX] [--title T]   a figure (docs/plot.md):\n"
+    "            scale: scale's options; pareto: search's; memory, parts [--simulate]: predict's;\n"
+    "            timeline: trace's; collective: collective's\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
@@ -96,6 +100,7 @@ int cli_main(int argc, char **argv)
         {"collective", cmd_collective},
         {"compare", cmd_compare},
         {"islands-scale", cmd_islands_scale},
+        {"plot", cmd_plot},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name)) {

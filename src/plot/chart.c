@@ -168,7 +168,7 @@ static void linear_ticks(axis_map *a, const pc_axis *ax)
         while (unit * 1024.0 <= fmax(fabs(a->hi), fabs(a->lo)) / 2.0)
             unit *= 1024.0;
     double step = nice_step(span / unit / 5.0) * unit;
-    if (!ax->has_range) {
+    if (!ax->has_range && !ax->tight) {
         a->hi = ceil(a->hi / step - 1e-9) * step;
         if (!ax->from_zero)
             a->lo = floor(a->lo / step + 1e-9) * step;
@@ -278,6 +278,22 @@ static void text_at(cairo_t *cr, const char *s, double x, double y, double size,
     double w = text_w(cr, s, size);
     cairo_move_to(cr, x - ha * w, y + va * size);
     cairo_show_text(cr, s);
+}
+
+/* Centred text shrunk (to 9 px) and then cut with "..." to fit in width w. */
+static void fit_text(cairo_t *cr, const char *s, double x, double y, double w)
+{
+    char buf[sizeof ((pc_chart *)0)->subtitle];
+    snprintf(buf, sizeof buf, "%s", s);
+    double size = 12;
+    while (size > 9 && text_w(cr, buf, size) > w)
+        size -= 0.5;
+    size_t n = strlen(buf);
+    while (n > 4 && text_w(cr, buf, size) > w) {
+        n--;
+        memcpy(buf + n - 3, "...", 4);
+    }
+    text_at(cr, buf, x, y, size, 0.5, 0.0);
 }
 
 static void data_range(const pc_chart *c, int right, double *xlo, double *xhi, double *ylo, double *yhi)
@@ -481,6 +497,21 @@ static void draw_refs(const pc_chart *c, const frame *f)
     }
 }
 
+/* A segment is in the legend and the metadata only when something of it is drawn. */
+static int seg_used(const pc_chart *c, int k)
+{
+    if (c->kind == PC_BARS) {
+        for (int i = 0; i < c->ncat; i++)
+            if (c->val[i][k] > 0)
+                return 1;
+        return 0;
+    }
+    for (int i = 0; i < c->nrect; i++)
+        if (c->rect[i].seg == k)
+            return 1;
+    return 0;
+}
+
 /* Legend entries: series, then segments. */
 static int legend_items(const pc_chart *c, const char **names, int *colors, int *kinds, int cap)
 {
@@ -490,10 +521,12 @@ static int legend_items(const pc_chart *c, const char **names, int *colors, int 
         colors[n] = c->s[i].color;
         kinds[n] = c->s[i].dashed ? 2 : c->s[i].style == PC_MARKERS ? 3 : 1;
     }
-    for (int i = 0; i < c->nseg && n < cap; i++, n++) {
+    for (int i = 0; i < c->nseg && n < cap; i++) {
+        if (!seg_used(c, i))
+            continue;
         names[n] = c->seg[i];
         colors[n] = c->seg_color[i];
-        kinds[n] = 0;
+        kinds[n++] = 0;
     }
     return n;
 }
@@ -594,7 +627,7 @@ static void draw(const pc_chart *c, cairo_t *cr, double W, double H)
     cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
     if (c->subtitle[0])
-        text_at(cr, c->subtitle, W / 2, 50, 12, 0.5, 0.0);
+        fit_text(cr, c->subtitle, W / 2, 50, W - 24);
 
     draw_grid_and_ticks(c, &f);
     if (c->kind == PC_BARS)
@@ -715,6 +748,8 @@ static void metadata(const pc_chart *c, membuf *b)
                   c->s[i].right ? "y2" : "y");
     }
     for (int i = 0; i < c->nseg; i++) {
+        if (!seg_used(c, i))
+            continue;
         mb_put(b, "<segment name=\"", 15);
         mb_xml(b, c->seg[i]);
         mb_printf(b, "\" color=\"#%06X\"/>\n", color_hex(c->seg_color[i]));

@@ -36,6 +36,7 @@ typedef struct {
     pc_numfmt fmt;
     pc_scale scale;
     int from_zero;          /* linear: the range starts at 0 */
+    int tight;              /* linear: the range ends at the data (not rounded to a tick) */
     int has_range;          /* min/max fixed by the figure */
     double min, max;
     int nticks;             /* > 0: ticks at these positions only (e.g. the GPU counts) */

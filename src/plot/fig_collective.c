@@ -27,7 +27,8 @@ mp_status mp_plot_collective(const mp_plot_coll_series *series, int nseries,
     mp_status st = MP_OK;
     for (int i = 0; i < nseries && st == MP_OK; i++)
         st = pc_add_series(c, series[i].name, series[i].bytes, series[i].busbw_Bps, series[i].n,
-                           i, PC_LINE | PC_MARKERS, i > 0, 0);
+                           i + 1 == nseries && nseries > 1 ? 8 : i, PC_LINE | PC_MARKERS,
+                           i + 1 < nseries, 0);
     if (st != MP_OK) {
         pc_destroy(c);
         return st;

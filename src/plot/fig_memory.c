@@ -102,6 +102,7 @@ mp_status mp_plot_parts(const mp_estimate *e, const mp_sim_result *sim, const mp
     snprintf(c->x.unit, sizeof c->x.unit, "s");
     c->x.fmt = PC_NUM_SI;
     c->x.from_zero = 1;
+    c->x.tight = 1;
     snprintf(c->y.label, sizeof c->y.label, "Estimate");
     return plot_finish(c, opts, path, diag);
 }

@@ -179,6 +179,7 @@ mp_status mp_plot_timeline(const mp_sim *s, const mp_sim_result *r, const mp_plo
     snprintf(c->x.unit, sizeof c->x.unit, "s");
     c->x.fmt = PC_NUM_SI;
     c->x.from_zero = 1;
+    c->x.tight = 1;
     snprintf(c->y.label, sizeof c->y.label, "Stage and stream");
     return plot_finish(c, opts, path, diag);
 }

@@ -36,7 +36,14 @@ static int put(double mant, const char *prefix, const char *unit, int sig, char 
     const char *u = unit ? unit : "";
     if (!*prefix && !*u)
         return snprintf(buf, cap, "%s", num);
-    return snprintf(buf, cap, "%s %s%s", num, prefix, u);
+    /* A prefix joins a unit symbol ("MWh", "GB/s", "M$"); before a word it stands apart
+     * ("1.2 k tok/s"), since "ktok/s" reads as a new unit. */
+    static const char *const symbols[] = {"B", "b", "W", "Wh", "J", "s", "$", "Hz", "g", "gCO2",
+                                          "FLOP", "FLOP/s", "B/s", "b/s", "bit/s", NULL};
+    int joined = !*prefix;
+    for (int i = 0; !joined && symbols[i]; i++)
+        joined = !strcmp(u, symbols[i]);
+    return snprintf(buf, cap, "%s %s%s%s", num, prefix, joined ? "" : " ", u);
 }
 
 static int non_finite(double v, const char *unit, char *buf, size_t cap)
