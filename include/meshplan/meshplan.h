@@ -33,5 +33,6 @@
 #include "meshplan/islands.h"
 #include "meshplan/format.h"
 #include "meshplan/plot.h"
+#include "meshplan/web.h"
 
 #endif

@@ -176,5 +176,6 @@ int cmd_scale(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_web(int argc, char **argv);
 
 #endif

@@ -63,6 +63,8 @@ static const char *usage_text =
     "            -o FILE.svg|FILE.png [--width PX] [--height PX] [--title T]   a figure (docs/plot.md):\n"
     "            scale: scale's options; pareto: search's; memory, parts [--simulate]: predict's;\n"
     "            timeline: trace's; collective: collective's\n"
+    "  web       [--port 8080] [--host 127.0.0.1] [--catalog FILE]   a local page and JSON API\n"
+    "            (POST /api/predict, /api/search; docs/web.md); loopback unless --host says otherwise\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
@@ -101,6 +103,7 @@ int cli_main(int argc, char **argv)
         {"compare", cmd_compare},
         {"islands-scale", cmd_islands_scale},
         {"plot", cmd_plot},
+        {"web", cmd_web},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name)) {
