@@ -62,7 +62,7 @@ figure memory memory "bars=4 segments>=5 refs=1 xlabel=stage ylabel=(bytes)" \
 figure parts parts "rows=2 segments>=3 spans>=6 xlabel=(seconds)" \
     "${JOB70[@]}" --plan "$PLAN70" --simulate
 figure timeline timeline "rows=20 segments>=6 spans>=100 xlabel=(seconds)" \
-    "${JOB70[@]}" --plan "$PLAN70"
+    "${JOB70[@]}" --plan "tp=8,pp=4,vpp=2,gb=32,zero=1,recompute=selective"
 figure collective collective "series=6 points=31 xlabel=(bytes ylabel=(bytes/s" \
     --op all_reduce --gpu h100-sxm5-80gb --gpus 16
 

@@ -460,14 +460,19 @@ static void draw_rows(const pc_chart *c, const frame *f)
 {
     cairo_t *cr = f->cr;
     double slot = f->h / (c->ncat ? c->ncat : 1), bh = slot * 0.72;
+    /* Spans are often thinner than a pixel: drawn without antialiasing and at least a pixel
+     * wide, a short task keeps its colour instead of fading into a pale smear. */
+    cairo_save(cr);
+    cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE);
     for (int i = 0; i < c->nrect; i++) {
         const pc_rect *r = &c->rect[i];
         double x1 = px(f, r->x0), x2 = px(f, r->x1);
         set_rgb(cr, c->seg_color[r->seg]);
         /* at least a hairline so short tasks stay visible */
-        cairo_rectangle(cr, x1, f->y0 + slot * r->row + (slot - bh) / 2, fmax(x2 - x1, 0.6), bh);
+        cairo_rectangle(cr, x1, f->y0 + slot * r->row + (slot - bh) / 2, fmax(x2 - x1, 1.0), bh);
         cairo_fill(cr);
     }
+    cairo_restore(cr);
 }
 
 static void draw_refs(const pc_chart *c, const frame *f)

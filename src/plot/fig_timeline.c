@@ -1,7 +1,7 @@
 /* src/plot/fig_timeline.c — a simulated step as a Gantt chart. The slices come from the
  * simulator's public output, its Chrome trace (mp_sim_write_trace: "X" events with pid = stage,
  * tid = stream, ts/dur in microseconds, cat and name), read back with jansson; slices of one
- * row and colour closer than 1/3000 of the step are merged (they would share a pixel). */
+ * row and colour closer than 1/1500 of the step are merged (they would share a pixel). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +72,7 @@ static mp_status add_spans(pc_chart *c, json_t *events, int pp, const int *row_o
 {
     last_span last[MAX_DRAWN_STAGES * MAX_STREAMS];
     memset(last, 0, sizeof last);
-    double gap = step_us / 3000.0;
+    double gap = step_us / 1500.0; /* under a pixel of a 1500-pixel-wide plot */
     size_t i;
     json_t *ev;
     json_array_foreach(events, i, ev) {

@@ -79,7 +79,7 @@ static int parse_fields(const char *body, size_t len, const field_spec *spec, in
         } else {
             double x = json_number_value(v);
             if (!(x >= s->min && x <= s->max)) {
-                web_error(out, 400, key, "%s = %g: expected %s in [%g, %g]", key, x, type_name(s->type),
+                web_error(out, 400, key, "%s = %.15g: expected %s in [%.15g, %.15g]", key, x, type_name(s->type),
                           s->min, s->max);
                 return -1;
             }
