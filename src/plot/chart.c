@@ -183,10 +183,14 @@ static void log_ticks(axis_map *a, const pc_axis *ax)
 {
     double b = ax->scale == PC_SCALE_LOG2 ? 2.0 : 10.0;
     if (!ax->has_range) {
-        a->lo = pow(b, floor(log(a->lo) / log(b) + 1e-9));
-        a->hi = pow(b, ceil(log(a->hi) / log(b) - 1e-9));
-        if (a->hi <= a->lo)
-            a->hi = a->lo * b;
+        /* a margin of 30% each side; widened to a whole power of the base when narrower */
+        a->lo /= 1.3;
+        a->hi *= 1.3;
+        if (a->hi < a->lo * b) {
+            double mid = sqrt(a->lo * a->hi);
+            a->lo = mid / sqrt(b);
+            a->hi = mid * sqrt(b);
+        }
     }
     double decades = log(a->hi / a->lo) / log(b);
     int every = decades > 24 ? 4 : decades > 12 ? 2 : 1; /* binary: every 4th power past 24 */
