@@ -24,4 +24,12 @@ int mp_format_si(double v, const char *unit, int sig, char *buf, size_t cap);
  *  unit is usually "B" (NULL means "B"). Returns as mp_format_si. */
 int mp_format_binary(double v, const char *unit, int sig, char *buf, size_t cap);
 
+/** The MFU convention, named beside every MFU a text output prints (docs/model.md "FLOPs"):
+ *  model FLOPs are 3 x the forward pass with attention counted non-causally, Megatron-LM's
+ *  (Narayanan et al. 2021 eq. 3), over the dense peak at the plan's precision (PaLM, Chowdhery
+ *  et al. 2022 App. B); HFU adds the recompute FLOPs. */
+#define MP_MFU_CONVENTION                                                                      \
+    "MFU = model FLOPs (3 x forward, attention non-causal: Megatron, Narayanan et al. 2021 "   \
+    "eq. 3) / dense peak at the plan's precision (PaLM App. B); HFU adds recompute"
+
 #endif

@@ -18,6 +18,20 @@ char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_p
 void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                              const mp_estimate *e);
 
+/** predict --format markdown: tables to paste into a document or a ticket — the job and its
+ *  answer (readable numbers, meshplan/format.h; the MFU convention named), the step's parts
+ *  and the memory per stage. */
+void mp_report_estimate_markdown(FILE *f, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                                 const mp_estimate *e);
+
+/** predict --csv: with header != 0 the header line, then one row of exact values (SI units:
+ *  seconds, bytes, tokens/s; mfu and hfu as fractions), columns model, cluster, gpu, gpus, plan,
+ *  feasible, step_s, tokens_per_s, tokens_per_s_per_gpu, model_tflops_per_gpu,
+ *  hardware_tflops_per_gpu, mfu, hfu, memory_total_bytes, memory_capacity_bytes, time_<part>_s
+ *  for the nine parts of time_s, dp_comm_total_s, bottleneck. The plan pastes back into --plan. */
+void mp_report_estimate_csv(FILE *f, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                            const mp_estimate *e, int header);
+
 /** validate --json: {"rows": [...], "skipped": [...], "summary": {...}} (malloc'd; caller frees). */
 char *mp_report_validation_json(const mp_validation *v);
 

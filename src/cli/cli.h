@@ -60,6 +60,11 @@ struct json_t; /* jansson's */
  *  to print, as when building it ran out of memory). Returns 0, or EXIT_INTERNAL after saying
  *  on stderr that the JSON could not be written. */
 int cli_print_json(struct json_t *o, size_t flags);
+/** One CSV field on stdout, quoted when it holds a comma, quote or newline (RFC 4180). */
+void cli_csv_field(const char *s);
+/** --csv of a one-record answer (run, trace): o flattened into "key,value" rows with dotted
+ *  keys, exact values (cli_csv.c); releases o. 0, or EXIT_INTERNAL when o is NULL. */
+int cli_print_csv_flat(struct json_t *o);
 /** Parse a finite real value in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 int cli_parse_real(const char *name, const char *s, double min, double max, double *out);
 /** The same for an optional option (named with its "--"); leaves *out alone when it is absent. */

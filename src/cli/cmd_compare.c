@@ -185,7 +185,7 @@ int cmd_compare(int argc, char **argv)
                    e->step_s, e->tokens_per_s, 100.0 * e->mfu, comm, e->time.pp_bubble, by,
                    e->feasible ? "" : "  [does not fit in memory]");
         }
-        printf("bottleneck:\n");
+        printf("%s\nbottleneck:\n", MP_MFU_CONVENTION);
         for (int i = 0; i < nres; i++)
             if (res[i].ok)
                 printf("  %-26s %s\n", res[i].spec, res[i].e->bottleneck);

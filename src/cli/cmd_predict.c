@@ -9,8 +9,8 @@ int cmd_predict(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node",
                                        "--scale-out", "--plan", "--catalog", "--cluster",
-                                       "--quality-factor", NULL};
-    static const char *const flags[] = {"--json", NULL};
+                                       "--quality-factor", "--format", NULL};
+    static const char *const flags[] = {"--json", "--csv", NULL};
     cli_args args;
     int rc = cli_parse(argc, argv, opts, flags, &args);
     if (rc)
@@ -23,6 +23,19 @@ int cmd_predict(int argc, char **argv)
            cli_flag(&args, "--json"), args.npositional};
     if (a.npositional)
         return cli_fail("predict: unexpected argument \"%s\"", args.positional[0]);
+    /* --format text|json|markdown|csv; --json and --csv are its short forms. */
+    const char *format = cli_opt(&args, "--format");
+    if (format && strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "markdown") &&
+        strcmp(format, "csv"))
+        return cli_fail("predict: format = \"%s\": expected text, json, markdown or csv", format);
+    if ((a.json || cli_flag(&args, "--csv")) && format)
+        return cli_fail("predict: --format and --json/--csv exclude each other%s", "");
+    if (a.json && cli_flag(&args, "--csv"))
+        return cli_fail("predict: --json and --csv exclude each other%s", "");
+    if (cli_flag(&args, "--csv"))
+        format = "csv";
+    if (format && !strcmp(format, "json"))
+        a.json = 1;
     const char *cluster = cli_opt(&args, "--cluster");
     if (!a.model && !a.gpu && !a.gpus && !a.plan && !cluster) {
         /* The built-in default job: Llama 3 70B on 64 H100 (8 DGX H100 nodes). */
@@ -78,6 +91,11 @@ int cmd_predict(int argc, char **argv)
                           "gives each island's GPU type and count (cluster = \"%s\")", cluster);
             goto done;
         }
+        if (format && strcmp(format, "text") && strcmp(format, "json")) {
+            rc = cli_fail("predict: --format %s covers one cluster: a prediction across islands "
+                          "prints as text or --json", format);
+            goto done;
+        }
         rc = cli_predict_islands(cat, &m, cluster, NULL, a.plan, a.json, quality);
         goto done;
     }
@@ -96,6 +114,11 @@ int cmd_predict(int argc, char **argv)
     mp_plan_init_default(&p);
     st = mp_plan_parse(a.plan, &p, &d);
     if (st == MP_OK && (p.xsync.sync != MP_SYNC_NONE || quality > 0)) {
+        if (format && strcmp(format, "text") && strcmp(format, "json")) {
+            rc = cli_fail("predict: --format %s covers one cluster: a prediction across islands "
+                          "prints as text or --json", format);
+            goto done;
+        }
         rc = cli_predict_islands(cat, &m, NULL, &cl, a.plan, a.json, quality);
         goto done;
     }
@@ -127,6 +150,10 @@ int cmd_predict(int argc, char **argv)
         }
         printf("%s\n", s);
         free(s);
+    } else if (format && !strcmp(format, "markdown")) {
+        mp_report_estimate_markdown(stdout, &m, &cl, &p, e);
+    } else if (format && !strcmp(format, "csv")) {
+        mp_report_estimate_csv(stdout, &m, &cl, &p, e, 1);
     } else {
         mp_report_estimate_text(stdout, &m, &cl, &p, e);
     }

@@ -81,7 +81,7 @@ int cmd_run(int argc, char **argv)
         "--pue", "--grid-gco2-per-kwh", "--power-cap-W", "--host-util", "--checkpoint-GBps",
         "--checkpoint-interval-s", "--restart-s", "--repair-h", "--spare-nodes", "--failures",
         "--failure-scale", "--trials", "--seed", NULL};
-    static const char *const flags[] = {"--json", "--async-checkpoint", NULL};
+    static const char *const flags[] = {"--json", "--csv", "--async-checkpoint", NULL};
     cli_args args;
     int rc = cli_parse(argc, argv, opts, flags, &args);
     if (rc)
@@ -91,7 +91,10 @@ int cmd_run(int argc, char **argv)
     const char *model = cli_opt(&args, "--model"), *gpu = cli_opt(&args, "--gpu");
     const char *gpus = cli_opt(&args, "--gpus"), *plan = cli_opt(&args, "--plan");
     const char *tokens_s = cli_opt(&args, "--tokens");
-    const int json = cli_flag(&args, "--json"), async = cli_flag(&args, "--async-checkpoint");
+    const int csv = cli_flag(&args, "--csv");
+    const int json = cli_flag(&args, "--json") || csv, async = cli_flag(&args, "--async-checkpoint");
+    if (csv && cli_flag(&args, "--json"))
+        return cli_fail("run: --json and --csv exclude each other%s", "");
     if (!model) return cli_fail("run: --model is required%s", "");
     if (!gpu) return cli_fail("run: --gpu is required%s", "");
     if (!gpus) return cli_fail("run: --gpus is required%s", "");
@@ -380,8 +383,8 @@ int cmd_run(int argc, char **argv)
                                                       num(ex.wait_s), "work", num(work_s)));
         json_object_set_new(root, "trials", json_integer(trials));
         json_object_set_new(root, "seed", json_integer((json_int_t)seed));
-        rc = cli_print_json(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        root = NULL; /* released by cli_print_json */
+        rc = csv ? cli_print_csv_flat(root) : cli_print_json(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        root = NULL; /* released by cli_print_json / cli_print_csv_flat */
         if (rc)
             goto done;
     } else {

@@ -250,7 +250,7 @@ int cmd_scale(int argc, char **argv)
                        w->best.tokens_per_s / (double)counts[i], 100.0 * w->eff);
         }
         printf("\nefficiency = tokens/s per GPU relative to the smallest count with a plan that fits "
-               "(docs/search.md); %.2f s of search\n", wall);
+               "(docs/search.md); %.2f s of search\n%s\n", wall, MP_MFU_CONVENTION);
     }
 done:
     cli_scale_free(&run);

@@ -84,7 +84,7 @@ int cmd_trace(int argc, char **argv)
                                        "--plan", "--catalog", "-o", "--output", "--contention",
                                        "--straggler-rank", "--straggler-compute", "--straggler-link",
                                        "--max-events", NULL};
-    static const char *const flags[] = {"--json", "--tp-overlap", "--p2p-overlap", "--analytical-rules",
+    static const char *const flags[] = {"--json", "--csv", "--tp-overlap", "--p2p-overlap", "--analytical-rules",
                                         NULL};
     cli_args args;
     int rc = cli_parse(argc, argv, opts, flags, &args);
@@ -99,6 +99,8 @@ int cmd_trace(int argc, char **argv)
     if (!gpu) return cli_fail("trace: --gpu is required%s", "");
     if (!gpus) return cli_fail("trace: --gpus is required%s", "");
     if (!plan) return cli_fail("trace: --plan is required%s", "");
+    if (cli_flag(&args, "--json") && cli_flag(&args, "--csv"))
+        return cli_fail("trace: --json and --csv exclude each other%s", "");
     long long ngpus = 0, gpn = 0;
     if ((rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &ngpus)))
         return rc;
@@ -153,7 +155,7 @@ int cmd_trace(int argc, char **argv)
     }
     const mp_time *a = &e->time, *s = &r.time;
     double diff_pct = 100.0 * (r.step_s - e->step_s) / e->step_s;
-    if (cli_flag(&args, "--json")) {
+    if (cli_flag(&args, "--json") || cli_flag(&args, "--csv")) {
         json_t *o = json_object();
         json_t *js = json_object();
         json_object_set_new(js, "step_s", json_real(r.step_s));
@@ -181,7 +183,8 @@ int cmd_trace(int argc, char **argv)
         json_object_set_new(o, "options", jo);
         json_object_set_new(o, "plan", json_string(pstr));
         json_object_set_new(o, "trace", outpath ? json_string(outpath) : json_null());
-        if ((rc = cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
+        if ((rc = cli_flag(&args, "--csv") ? cli_print_csv_flat(o)
+                                            : cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
             goto done;
     } else {
         printf("trace    %s\n", title);

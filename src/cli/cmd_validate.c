@@ -8,11 +8,13 @@
 int cmd_validate(int argc, char **argv)
 {
     static const char *const opts[] = {"--catalog", NULL};
-    static const char *const flags[] = {"--json", NULL};
+    static const char *const flags[] = {"--json", "--csv", NULL};
     cli_args a;
     int rc = cli_parse(argc, argv, opts, flags, &a);
     if (rc)
         return rc;
+    if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
+        return cli_fail("validate: --json and --csv exclude each other%s", "");
     if (a.npositional != 1)
         return cli_fail("validate: expected one CSV file, got %s", a.npositional ? "more" : "none");
     mp_catalog *cat = NULL;
@@ -40,6 +42,20 @@ int cmd_validate(int argc, char **argv)
         else
             rc = EXIT_INTERNAL;
         free(s);
+    } else if (cli_flag(&a, "--csv")) {
+        /* the rows of --json's "rows" (skipped rows are left out: they have no prediction) */
+        printf("id,source_group,metric,measured,predicted,error_pct,assumed\n");
+        for (size_t i = 0; i < v.nrows; i++) {
+            const mp_val_row *r = &v.rows[i];
+            cli_csv_field(r->id);
+            putchar(',');
+            cli_csv_field(r->source_group);
+            putchar(',');
+            cli_csv_field(r->metric);
+            printf(",%.10g,%.10g,%.10g,", r->measured, r->predicted, r->error_pct);
+            cli_csv_field(r->assumed);
+            putchar('\n');
+        }
     } else {
         mp_report_validation_text(stdout, &v);
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshplan/format.h"
 #include "meshplan/report.h"
 
 #define GiB 1073741824.0
@@ -177,12 +178,15 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
     if (e->parts.fsdp_copy_out_s > 0)
         fprintf(f, "  (of compute, %.4f s copies the gathered parameters out of FSDP2's all-gather buffers)\n",
                 e->microbatches * e->parts.fsdp_copy_out_s);
-    fprintf(f, "\nthroughput\n  tokens/s          %.4g\n  tokens/s per GPU  %.4g\n", e->tokens_per_s,
-            e->tokens_per_s_per_gpu);
+    char tps[48], tpg[48];
+    mp_format_si(e->tokens_per_s, "tok/s", 4, tps, sizeof tps);
+    mp_format_si(e->tokens_per_s_per_gpu, "tok/s", 4, tpg, sizeof tpg);
+    fprintf(f, "\nthroughput\n  tokens/s          %s\n  tokens/s per GPU  %s\n", tps, tpg);
     fprintf(f, "  model TFLOP/s per GPU     %.1f\n  hardware TFLOP/s per GPU  %.1f\n",
             e->model_tflops_per_gpu, e->hardware_tflops_per_gpu);
     fprintf(f, "  MFU %.1f%%  HFU %.1f%%  (of %.0f TFLOP/s dense peak at the plan's precision)\n", 100 * e->mfu,
             100 * e->hfu, e->peak_flops_per_s / 1e12);
+    fprintf(f, "  (%s)\n", MP_MFU_CONVENTION);
     {
         mp_flops fl;
         mp_model_flops(m, p->seq, &fl);
