@@ -47,6 +47,8 @@ static void test_format_si(void **state)
     si(-2.5e9, "FLOP", 3, "-2.5 GFLOP");
     si(5e20, "B", 3, "500 EB");          /* past the last prefix the mantissa grows */
     si(512, "GB/s", 1, "500 GB/s");      /* one digit */
+    si(5.788e6, "", 4, "5.788 M");        /* a bare prefix, no trailing space */
+    si(5.656e6, "GPU-hours", 4, "5.656 M GPU-hours");
     char small[6];
     assert_int_equal(mp_format_si(1.08e6, "$", 3, small, sizeof small), 7); /* snprintf's contract */
     assert_string_equal(small, "1.08 ");

@@ -465,15 +465,21 @@ int cmd_run(int argc, char **argv)
         printf("  lost time: checkpoints %.2f%%, redone work %.2f%%, restarts %.2f%%, waiting for spares %.2f%%\n",
                100 * ex.ckpt_s / ex.wall_s, 100 * ex.lost_s / ex.wall_s, 100 * ex.down_s / ex.wall_s,
                100 * ex.wait_s / ex.wall_s);
-        printf("\ntotals: %.4g MWh, %.4g tCO2e (%.0f g/kWh), %.4g GPU-hours (%.4g billed with spares)\n",
-               re.MWh, co2e_t, gco2, gpu_hours, cost.gpu_hours);
+        /* readable numbers (meshplan/format.h): "5.773 GWh", "14.47 M$"; --json keeps them exact */
+        char wh[32], gh[32], bh[32], usd[32], cap[32], en[32];
+        mp_format_si(re.MWh * 1e6, "Wh", 4, wh, sizeof wh);
+        mp_format_si(gpu_hours, "GPU-hours", 4, gh, sizeof gh);
+        mp_format_si(cost.gpu_hours, "", 4, bh, sizeof bh); /* "5.788 M" */
+        mp_format_si(cost.usd, "$", 4, usd, sizeof usd);
+        mp_format_si(cost.capital_usd, "$", 4, cap, sizeof cap);
+        mp_format_si(cost.energy_usd, "$", 4, en, sizeof en);
+        printf("\ntotals: %s, %.4g tCO2e (%.0f g/kWh), %s (%s billed with spares)\n", wh, co2e_t, gco2, gh, bh);
         if (cost.capex_mode)
-            printf("cost: $%.4g (capital $%.4g over %.3g years + energy $%.4g at $%.3g/kWh), $%.4g per million tokens\n",
-                   cost.usd, cost.capital_usd, co.amortization_years, cost.energy_usd, co.price_kwh_usd,
-                   cost.usd_per_mtoken);
+            printf("cost: %s (capital %s over %.3g years + energy %s at $%.3g/kWh), $%.4g per million tokens\n",
+                   usd, cap, co.amortization_years, en, co.price_kwh_usd, cost.usd_per_mtoken);
         else
-            printf("cost: $%.4g at $%.3g per GPU-hour, $%.4g per million tokens\n", cost.usd,
-                   co.price_gpu_hour_usd, cost.usd_per_mtoken);
+            printf("cost: %s at $%.3g per GPU-hour, $%.4g per million tokens\n", usd, co.price_gpu_hour_usd,
+                   cost.usd_per_mtoken);
     }
     rc = 0;
 done:

@@ -40,7 +40,7 @@ static int put(double mant, const char *prefix, const char *unit, int sig, char 
      * ("1.2 k tok/s"), since "ktok/s" reads as a new unit. */
     static const char *const symbols[] = {"B", "b", "W", "Wh", "J", "s", "$", "Hz", "g", "gCO2",
                                           "FLOP", "FLOP/s", "B/s", "b/s", "bit/s", NULL};
-    int joined = !*prefix;
+    int joined = !*prefix || !*u;
     for (int i = 0; !joined && symbols[i]; i++)
         joined = !strcmp(u, symbols[i]);
     return snprintf(buf, cap, "%s %s%s%s", num, prefix, joined ? "" : " ", u);
