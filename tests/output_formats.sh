@@ -83,5 +83,15 @@ check "predict --format pdf is refused" \
 check "--json with --csv is refused (predict, run, trace, validate)" \
     "for c in \"predict $JOB\" \"run $JOB --tokens 1e9\" \"trace $JOB\" \"validate $ROOT/tests/data/torchtitan_h100_2412.csv\"; do
          $MP \$c --json --csv 2> $TMP/e; rc=\$?; test \$rc -eq 2 || exit 1; grep -q 'exclude each other' $TMP/e || exit 1; done"
+check "catalog gpus --csv: one row per GPU, bytes in full" \
+    "$MP catalog gpus --csv > $TMP/g.csv && $MP catalog gpus --json > $TMP/g.json && python3 -c '
+import csv, json
+rows = list(csv.DictReader(open(\"$TMP/g.csv\")))
+j = json.load(open(\"$TMP/g.json\"))[\"gpus\"]
+assert len(rows) == len(j) and rows[0][\"key\"] == j[0][\"key\"], (len(rows), len(j))
+assert int(rows[0][\"memory_bytes\"]) == j[0][\"memory_bytes\"], rows[0][\"memory_bytes\"]
+'"
+check "catalog --csv without a kind is refused" \
+    "$MP catalog --csv 2> $TMP/e; test \$? -eq 2 && grep -q 'name it' $TMP/e"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -65,6 +65,10 @@ void cli_csv_field(const char *s);
 /** --csv of a one-record answer (run, trace): o flattened into "key,value" rows with dotted
  *  keys, exact values (cli_csv.c); releases o. 0, or EXIT_INTERNAL when o is NULL. */
 int cli_print_csv_flat(struct json_t *o);
+/** --csv of a list: arr, an array of flat objects with the same keys (catalog's), as a header of
+ *  the first object's keys and one row per object (cli_csv.c); does not release arr. 0, or
+ *  EXIT_INTERNAL when arr is not such an array. */
+int cli_print_csv_table(struct json_t *arr);
 /** Parse a finite real value in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 int cli_parse_real(const char *name, const char *s, double min, double max, double *out);
 /** The same for an optional option (named with its "--"); leaves *out alone when it is absent. */

@@ -34,7 +34,7 @@ static const char *usage_text =
     "  compare   --model M --gpus N --plan \"...\" --cluster C1 --cluster C2 ... [--gpu G]\n"
     "            [--json|--csv]   the same plan on other wiring, one row per cluster\n"
     "  validate  FILE.csv [--json|--csv] [--catalog FILE]   predict published runs, report the error\n"
-    "  catalog   [gpus|links|nodes|models] [--json] [--catalog FILE]\n"
+    "  catalog   [gpus|links|nodes|models] [--json|--csv] [--catalog FILE]   (--csv: one kind)\n"
     "  search    --model M --gpu G --gpus N|A:B --gb B [--seq S] [--precision P] [--fix \"tp=8,...\"]\n"
     "            [--objective throughput|time-to-train|cost|energy] [--tokens T] [--price-gpu-hour USD]\n"
     "            [--top K] [--threads T] [--rank \"plan\"] [--orders default|all] [--no-prune]\n"
