@@ -93,5 +93,8 @@ assert int(rows[0][\"memory_bytes\"]) == j[0][\"memory_bytes\"], rows[0][\"memor
 '"
 check "catalog --csv without a kind is refused" \
     "$MP catalog --csv 2> $TMP/e; test \$? -eq 2 && grep -q 'name it' $TMP/e"
+check "islands-scale --csv: key,value rows of its --json" \
+    "$MP islands-scale --model llama3-70b --cluster three-continents --plan tp=8,zero=1,mb=1,gb=2048,seq=8192,recompute=full,sync=hsdp --island-gpus 64:128 --csv > $TMP/i.csv &&
+     head -1 $TMP/i.csv | grep -qx 'key,value' && grep -q '^rows.1.' $TMP/i.csv"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

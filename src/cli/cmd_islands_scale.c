@@ -30,7 +30,7 @@ int cmd_islands_scale(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--cluster", "--plan", "--island-gpus", "--island",
                                        "--catalog", "--quality-factor", NULL};
-    static const char *const flags[] = {"--json", "--weak", NULL};
+    static const char *const flags[] = {"--json", "--csv", "--weak", NULL};
     cli_args args;
     int rc = cli_parse(argc, argv, opts, flags, &args);
     if (rc)
@@ -40,7 +40,10 @@ int cmd_islands_scale(int argc, char **argv)
     const char *model = cli_opt(&args, "--model"), *cluster = cli_opt(&args, "--cluster");
     const char *plan = cli_opt(&args, "--plan"), *range = cli_opt(&args, "--island-gpus");
     const char *only = cli_opt(&args, "--island");
-    const int json = cli_flag(&args, "--json"), weak = cli_flag(&args, "--weak");
+    const int csv = cli_flag(&args, "--csv");
+    const int json = cli_flag(&args, "--json") || csv, weak = cli_flag(&args, "--weak");
+    if (csv && cli_flag(&args, "--json"))
+        return cli_fail("islands-scale: --json and --csv exclude each other%s", "");
     if (!model) return cli_fail("islands-scale: --model is required%s", "");
     if (!cluster) return cli_fail("islands-scale: --cluster (an islands description) is required%s", "");
     if (!plan) return cli_fail("islands-scale: --plan is required (with gb and sync=...)%s", "");
@@ -198,7 +201,7 @@ int cmd_islands_scale(int argc, char **argv)
         json_object_set_new(o, "diminishing_from_island_gpus",
                             dim >= 0 ? json_integer(rows[dim].island_gpus) : json_null());
         json_object_set_new(o, "threshold_marginal_efficiency", json_real(DIMINISHING_FRAC));
-        if ((rc = cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
+        if ((rc = csv ? cli_print_csv_flat(o) : cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
             goto done;
     } else {
         printf("islands-scale  %s on %s, %s%s, plan %s%s\n", model, cluster, only ? "island " : "every island",

@@ -56,7 +56,7 @@ static const char *usage_text =
     "            simulate one step event by event; write its Chrome trace (Perfetto) and\n"
     "            print the simulated step next to the analytical one\n"
     "  islands-scale --model M --cluster ISLANDS --plan \"...,sync=...\" --island-gpus A:B\n"
-    "            [--island NAME] [--weak] [--quality-factor F] [--json]   grow the islands (doubling)\n"
+    "            [--island NAME] [--weak] [--quality-factor F] [--json|--csv]   grow the islands (doubling)\n"
     "            and show where bigger islands stop paying (docs/islands.md); also reached as\n"
     "            `scale ... --island-gpus A:B`\n"
     "  plot      scale|pareto|memory|parts|timeline|collective [that command's options]\n"
