@@ -159,6 +159,9 @@ static void test_memory_figure(void **state)
     assert_int_equal(mp_plot_memory(e, &o, p, &d), MP_ERR_INPUT);
     assert_non_null(strstr(d.text, "100 x 600"));
     assert_int_equal(mp_plot_memory(e, NULL, "/nonexistent-dir/x.svg", &d), MP_ERR_IO);
+    assert_int_equal(mp_plot_memory(NULL, NULL, p, &d), MP_ERR_INPUT);
+    assert_int_equal(mp_plot_parts(e, NULL, NULL, p, &d), MP_ERR_INPUT); /* step_s 0 */
+    assert_int_equal(mp_plot_timeline(NULL, NULL, NULL, p, &d), MP_ERR_INPUT);
     free(e);
 }
 

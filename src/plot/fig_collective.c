@@ -12,6 +12,11 @@ mp_status mp_plot_collective(const mp_plot_coll_series *series, int nseries,
         mp_diag_add(diag, "plot collective: %d series: expected 1..%d", nseries, PC_MAX_SERIES);
         return MP_ERR_INPUT;
     }
+    for (int i = 0; i < nseries; i++)
+        if (!series[i].name || series[i].n < 1 || !series[i].bytes || !series[i].busbw_Bps) {
+            mp_diag_add(diag, "plot collective: series %d has no points", i);
+            return MP_ERR_INPUT;
+        }
     pc_chart *c = pc_create(PC_XY, "collective");
     if (!c)
         return MP_ERR_NOMEM;

@@ -16,6 +16,10 @@
 mp_status mp_plot_memory(const mp_estimate *e, const mp_plot_opts *opts, const char *path,
                          mp_diag *diag)
 {
+    if (!e) {
+        mp_diag_add(diag, "plot memory: no estimate to draw");
+        return MP_ERR_INPUT;
+    }
     pc_chart *c = pc_create(PC_BARS, "memory");
     if (!c)
         return MP_ERR_NOMEM;
@@ -78,6 +82,10 @@ static void parts_row(pc_chart *c, const char *label, const mp_time *t)
 mp_status mp_plot_parts(const mp_estimate *e, const mp_sim_result *sim, const mp_plot_opts *opts,
                         const char *path, mp_diag *diag)
 {
+    if (!e || !(e->step_s > 0)) {
+        mp_diag_add(diag, "plot parts: no estimate with a positive step time to draw");
+        return MP_ERR_INPUT;
+    }
     pc_chart *c = pc_create(PC_ROWS, "parts");
     if (!c)
         return MP_ERR_NOMEM;

@@ -146,6 +146,10 @@ static void add_rows(pc_chart *c, json_t *events, int pp, int *row_of)
 mp_status mp_plot_timeline(const mp_sim *s, const mp_sim_result *r, const mp_plot_opts *opts,
                            const char *path, mp_diag *diag)
 {
+    if (!s || !r) {
+        mp_diag_add(diag, "plot timeline: no simulated step to draw (mp_sim_run's sim and result)");
+        return MP_ERR_INPUT;
+    }
     json_t *root = read_trace(s, diag);
     if (!root)
         return MP_ERR_INTERNAL;
