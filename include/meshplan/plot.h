@@ -60,8 +60,8 @@ mp_status mp_plot_scale(const mp_plot_scale_point *pts, int n, const mp_plot_opt
 mp_status mp_plot_pareto(const mp_search_result *r, const mp_plot_opts *opts, const char *path,
                          mp_diag *diag);
 
-/** The memory stack of each pipeline stage of e (at most 64 stages drawn; more are named in the
- *  subtitle), with the capacity as a horizontal line. */
+/** The memory stack of each pipeline stage of e, with the capacity as a horizontal line. Up to
+ *  64 stages; of more, the first 31 and the last 32 around an empty bar "...". */
 mp_status mp_plot_memory(const mp_estimate *e, const mp_plot_opts *opts, const char *path,
                          mp_diag *diag);
 
@@ -72,8 +72,8 @@ mp_status mp_plot_parts(const mp_estimate *e, const mp_sim_result *sim, const mp
 
 /** The simulated step s (mp_sim_run, with its result r) as a Gantt chart over time: one row per
  *  pipeline stage and stream (compute, TP, CP, PP send, DP/ZeRO, optimizer), spans coloured by
- *  forward, backward, weight gradient, recompute and each communication kind. At most 16 stages
- *  are drawn (the first 8 and the last 8 of more). */
+ *  forward, backward, weight gradient, recompute and each communication kind. At most 8 stages
+ *  are drawn (the first 4 and the last 4 of more), so that each row stays readable. */
 mp_status mp_plot_timeline(const mp_sim *s, const mp_sim_result *r, const mp_plot_opts *opts,
                            const char *path, mp_diag *diag);
 

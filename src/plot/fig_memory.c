@@ -29,8 +29,13 @@ mp_status mp_plot_memory(const mp_estimate *e, const mp_plot_opts *opts, const c
     int ns = e->nstages < 1 ? 1 : e->nstages > MP_MAX_STAGES ? MP_MAX_STAGES : e->nstages;
     int shown = ns > PC_MAX_CATS ? PC_MAX_CATS : ns;
     for (int i = 0; i < shown; i++) {
-        /* more stages than bars: the first half and the last half of the pipeline */
-        int st = ns > PC_MAX_CATS && i >= PC_MAX_CATS / 2 ? ns - (shown - i) : i;
+        /* more stages than bars: the first 31, an empty bar "...", the last 32 */
+        int half = PC_MAX_CATS / 2;
+        if (ns > PC_MAX_CATS && i == half - 1) {
+            pc_add_cat(c, "...");
+            continue;
+        }
+        int st = ns > PC_MAX_CATS && i >= half ? ns - (shown - i) : i;
         const mp_memory *m = e->nstages > 1 ? &e->per_stage[st] : &e->memory;
         char label[32];
         snprintf(label, sizeof label, "%d", st);

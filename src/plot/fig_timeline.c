@@ -13,7 +13,7 @@
 #include "plot_internal.h"
 
 #define MAX_STREAMS 8
-#define MAX_DRAWN_STAGES 16
+#define MAX_DRAWN_STAGES 8
 
 enum { K_FWD, K_BWD, K_WGRAD, K_RECOMPUTE, K_TP, K_CP, K_PP, K_DP, K_OPT, K_COUNT };
 static const struct { const char *name; int color; } kinds[K_COUNT] = {
@@ -53,7 +53,7 @@ static json_t *read_trace(const mp_sim *s, mp_diag *d)
     return root;
 }
 
-/* Stages drawn: all up to 16, else the first 8 and the last 8. Returns the row base of stage st
+/* Stages drawn: all up to 8, else the first 4 and the last 4. Returns the row base of stage st
  * (row = base + stream slot), or -1 when it is left out. */
 static int stage_slot(int st, int pp)
 {
