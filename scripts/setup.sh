@@ -7,7 +7,7 @@
 set -euo pipefail
 
 PKGS=(cmake gcc libc6-dev make pkg-config libjansson-dev libcmocka-dev python3
-      libcairo2-dev libmicrohttpd-dev chromium fonts-dejavu-core)
+      libcairo2-dev libfontconfig1-dev libmicrohttpd-dev chromium fonts-dejavu-core)
 for opt in "$@"; do
     case "$opt" in
         --fuzz) PKGS+=(clang libclang-rt-14-dev) ;;

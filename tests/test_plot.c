@@ -195,5 +195,7 @@ int main(void)
         cmocka_unit_test(test_memory_figure),   cmocka_unit_test(test_pareto_needs_plans),
         cmocka_unit_test(test_collective_figure),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    mp_plot_release_caches(); /* fontconfig's caches, for LeakSanitizer */
+    return failed;
 }

@@ -91,4 +91,10 @@ typedef struct {
 mp_status mp_plot_collective(const mp_plot_coll_series *series, int nseries,
                              const mp_plot_opts *opts, const char *path, mp_diag *diag);
 
+/** Free the process-wide font caches that cairo and fontconfig keep after drawing text
+ *  (cairo_debug_reset_static_data, FcFini), so a leak checker sees a clean exit. Call it once,
+ *  when no figure is being drawn on any thread (the CLI does, after its figure); figures drawn
+ *  after it rebuild the caches. */
+void mp_plot_release_caches(void);
+
 #endif

@@ -299,12 +299,15 @@ int cmd_plot(int argc, char **argv)
         if ((rc = plot_options(&a, kind, &po, &path)))
             return rc;
         if (!strcmp(kind, "scale"))
-            return plot_scale(&a, &po, path);
-        if (!strcmp(kind, "pareto"))
-            return plot_pareto(&a, &po, path);
-        if (!strcmp(kind, "collective"))
-            return plot_collective(&a, &po, path);
-        return plot_job(kind, &a, &po, path);
+            rc = plot_scale(&a, &po, path);
+        else if (!strcmp(kind, "pareto"))
+            rc = plot_pareto(&a, &po, path);
+        else if (!strcmp(kind, "collective"))
+            rc = plot_collective(&a, &po, path);
+        else
+            rc = plot_job(kind, &a, &po, path);
+        mp_plot_release_caches();
+        return rc;
     }
     return cli_fail("plot: kind = \"%s\": expected scale, pareto, memory, parts, timeline or "
                     "collective (then that command's options and -o FILE.svg|FILE.png)", kind);

@@ -136,7 +136,7 @@ static void add_rows(pc_chart *c, json_t *events, int pp, int *row_of)
             row_of[r] = -1;
             if (!names[r][0])
                 continue;
-            char label[48];
+            char label[64];
             snprintf(label, sizeof label, "stage %d %s", st, names[r]);
             row_of[r] = pc_add_cat(c, label);
         }

@@ -4,7 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cairo.h>
+#include <fontconfig/fontconfig.h>
+
 #include "plot_internal.h"
+
+void mp_plot_release_caches(void)
+{
+    cairo_debug_reset_static_data(); /* first: it holds fontconfig patterns */
+    FcFini();
+}
 
 void mp_plot_opts_init(mp_plot_opts *o)
 {
