@@ -5,6 +5,26 @@
 
 #include "cli.h"
 
+/* --format text|json|markdown|csv, with --json and --csv its short forms: *format (NULL for
+ * text) and *json. 0 or EXIT_INPUT. */
+static int output_format(const cli_args *args, int *json, const char **format)
+{
+    const char *f = cli_opt(args, "--format");
+    int csv = cli_flag(args, "--csv");
+    if (f && strcmp(f, "text") && strcmp(f, "json") && strcmp(f, "markdown") && strcmp(f, "csv"))
+        return cli_fail("predict: format = \"%s\": expected text, json, markdown or csv", f);
+    if ((*json || csv) && f)
+        return cli_fail("predict: --format and --json/--csv exclude each other%s", "");
+    if (*json && csv)
+        return cli_fail("predict: --json and --csv exclude each other%s", "");
+    if (csv)
+        f = "csv";
+    if (f && !strcmp(f, "json"))
+        *json = 1;
+    *format = f && strcmp(f, "text") ? f : NULL;
+    return 0;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node",
@@ -23,19 +43,9 @@ int cmd_predict(int argc, char **argv)
            cli_flag(&args, "--json"), args.npositional};
     if (a.npositional)
         return cli_fail("predict: unexpected argument \"%s\"", args.positional[0]);
-    /* --format text|json|markdown|csv; --json and --csv are its short forms. */
-    const char *format = cli_opt(&args, "--format");
-    if (format && strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "markdown") &&
-        strcmp(format, "csv"))
-        return cli_fail("predict: format = \"%s\": expected text, json, markdown or csv", format);
-    if ((a.json || cli_flag(&args, "--csv")) && format)
-        return cli_fail("predict: --format and --json/--csv exclude each other%s", "");
-    if (a.json && cli_flag(&args, "--csv"))
-        return cli_fail("predict: --json and --csv exclude each other%s", "");
-    if (cli_flag(&args, "--csv"))
-        format = "csv";
-    if (format && !strcmp(format, "json"))
-        a.json = 1;
+    const char *format = NULL;
+    if ((rc = output_format(&args, &a.json, &format)))
+        return rc;
     const char *cluster = cli_opt(&args, "--cluster");
     if (!a.model && !a.gpu && !a.gpus && !a.plan && !cluster) {
         /* The built-in default job: Llama 3 70B on 64 H100 (8 DGX H100 nodes). */
