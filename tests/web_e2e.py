@@ -47,10 +47,10 @@ def skip(name, why):
     print("skip - %s: %s" % (name, why))
 
 
-def request(port, path, body=None, method=None, raw=None):
+def request(port, path, body=None, method=None, raw=None, headers=None):
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
     req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=data,
-                                 method=method or ("POST" if data is not None else "GET"))
+                                 method=method or ("POST" if data is not None else "GET"), headers=headers or {})
     try:
         with OPENER.open(req, timeout=20) as r:
             return r.status, r.headers.get("Content-Type", ""), r.read()
@@ -119,6 +119,10 @@ def api_checks(mp, port):
     check("a path outside the page: 404", st == 404)
     st, _, _ = request(port, "/api/predict")
     check("GET /api/predict: 405", st == 405)
+    st, _, body = request(port, "/api/catalog", headers={"Host": "attacker.example:%d" % port})
+    check("a Host header naming another machine: 403 (DNS rebinding)", st == 403 and b"Host header" in body, "%d" % st)
+    st, _, _ = request(port, "/api/catalog", headers={"Host": "localhost:%d" % port})
+    check("Host: localhost is served", st == 200, "%d" % st)
     st, ctype, body = request(port, "/vendor/chart.umd.min.js")
     check("the vendored Chart.js is served from the binary", st == 200 and b"Chart.js v4.6.1" in body[:200])
 

@@ -5,7 +5,8 @@
  * The socket side only: bodies are gathered up to MP_WEB_MAX_BODY_BYTES (a longer one, by its
  * Content-Length or as it arrives, is answered 413 without reading the rest into memory), then
  * mp_web_handle answers. Loopback by default; another --host is taken with a warning. Port 0
- * takes a free port; the URL printed on stdout names the one bound. Requests are answered one
+ * takes a free port; the URL printed on stdout names the one bound. On loopback a request whose
+ * Host header names another machine gets 403 (DNS rebinding). Requests are answered one
  * at a time (one polling thread): a long search makes the next request wait. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
@@ -54,14 +55,45 @@ static mhd_result answer_413(struct MHD_Connection *conn, size_t len)
     return send_answer(conn, &r);
 }
 
+/* On loopback, a Host header that names this machine (127.0.0.1, localhost, [::1], with any
+ * port): a page elsewhere that rebinds its own name to 127.0.0.1 (DNS rebinding) sends its own
+ * name and is refused. */
+static int host_ok(struct MHD_Connection *conn, int loopback)
+{
+    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+    if (!loopback)
+        return 1;
+    if (!h)
+        return 0;
+    static const char *const names[] = {"127.0.0.1", "localhost", "[::1]"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i]);
+        if (!strncmp(h, names[i], n) && (h[n] == '\0' || h[n] == ':'))
+            return 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    const mp_catalog *cat;
+    int loopback;
+} server;
+
 static mhd_result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                              const char *method, const char *version, const char *data,
                              size_t *data_size, void **con_cls)
 {
     (void)version;
-    const mp_catalog *cat = cls;
+    const server *srv = cls;
+    const mp_catalog *cat = srv->cat;
     upload *u = *con_cls;
     if (!u) { /* first call: headers only */
+        if (!host_ok(conn, srv->loopback)) {
+            static char msg[] = "{\"error\":\"Host header: expected 127.0.0.1, localhost or [::1] "
+                                "(this server listens on loopback)\"}";
+            mp_web_response r = {403, "application/json", msg, sizeof msg - 1};
+            return send_answer(conn, &r);
+        }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > MP_WEB_MAX_BODY_BYTES)
             return answer_413(conn, (size_t)strtoull(cl, NULL, 10));
@@ -139,12 +171,14 @@ int cmd_web(int argc, char **argv)
     addr.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
         return cli_fail("host = \"%s\": expected an IPv4 address such as 127.0.0.1", host);
-    if ((ntohl(addr.sin_addr.s_addr) >> 24) != 127)
+    server srv = {NULL, (ntohl(addr.sin_addr.s_addr) >> 24) == 127};
+    if (!srv.loopback)
         fprintf(stderr, "meshplan: web: listening on %s, not loopback: anyone who reaches this "
                         "machine can use the page and the API\n", host);
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&a, &cat)))
         return rc;
+    srv.cat = cat;
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
@@ -153,7 +187,7 @@ int cmd_web(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, on_request,
-        cat, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+        &srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
         MHD_OPTION_END);
     if (!d) {
