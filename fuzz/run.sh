@@ -117,7 +117,7 @@ PY
 dict_for() {
     case $1 in
         plan) echo fuzz/dicts/plan.dict ;;
-        model_json|hf_json|catalog|cluster_json|islands_json|faults_json) echo fuzz/dicts/json.dict ;;
+        model_json|hf_json|catalog|cluster_json|islands_json|faults_json|web) echo fuzz/dicts/json.dict ;;
         validate_csv) echo fuzz/dicts/csv.dict ;;
         cli) echo fuzz/dicts/cli.dict ;;
     esac

@@ -150,6 +150,8 @@ static void test_bad_requests(void **state)
     expect_error("POST", "/", "{}", 405, NULL, "takes GET");
     expect_error("GET", "/../../etc/passwd", NULL, 404, NULL, "not found");
     expect_error("GET", "/data/gpus.json", NULL, 404, NULL, "not found");
+    /* a path that is not UTF-8 still gets a JSON answer (found by fuzz/fuzz_web.c) */
+    expect_error("GET", "/a\xf2i/c\xc0\xafg", NULL, 404, NULL, "/a?i/c??g: not found");
 }
 
 static void test_search(void **state)

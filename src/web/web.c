@@ -43,6 +43,34 @@ void web_json(mp_web_response *out, char *s)
     set_body(out, 200, "application/json", s, s ? strlen(s) : 0);
 }
 
+/* Make s valid UTF-8 in place (JSON strings must be; a request path may hold any bytes): every
+ * byte that does not start or continue a well-formed sequence (RFC 3629 Sec. 4, overlongs and
+ * surrogates included) becomes '?', and control characters become spaces. */
+static void utf8_clean(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        int n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
+        int ok = n >= 0;
+        unsigned cp = n == 0 ? c : n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
+        for (int i = 1; ok && i <= n; i++) {
+            ok = (p[i] & 0xC0) == 0x80;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        static const unsigned min_cp[4] = {0, 0x80, 0x800, 0x10000};
+        if (ok && n > 0 && (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
+            ok = 0;
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        if (c < 0x20)
+            *p = ' ';
+        p += n + 1;
+    }
+}
+
 void web_error(mp_web_response *out, int status, const char *field, const char *fmt, ...)
 {
     char msg[2048];
@@ -54,6 +82,7 @@ void web_error(mp_web_response *out, int status, const char *field, const char *
     for (char *p = msg; *p; p++)
         if (*p == '\n')
             *p = p[1] ? ';' : '\0';
+    utf8_clean(msg);
     json_t *o = json_pack("{s:s}", "error", msg);
     if (o && field)
         json_object_set_new(o, "field", json_string(field));
