@@ -92,18 +92,40 @@ static int parse_sizes(const char *s, double *sizes, int *n)
     return 0;
 }
 
+static const cli_option collective_opts[] = {
+    CLI_OPT("--op", "OP", "the collective (default all_reduce): all_reduce, reduce_scatter, "
+            "all_gather, all_to_all, broadcast, send_recv"),
+    CLI_OPT("--gpu", "G", "the GPU, a catalog key; or give --cluster"),
+    CLI_OPT("--gpus", "N", "GPUs of the cluster; or the --cluster file's count"),
+    CLI_OPT_GPUS_PER_NODE,
+    CLI_OPT_SCALE_OUT,
+    CLI_OPT("--cluster", "C", "the wiring: a catalog node, a shipped cluster or a description file"),
+    CLI_OPT_CATALOG,
+    CLI_OPT("--sizes", "A:B[:F]", "message sizes from A to B bytes, times F each row (default "
+            "8:8G:2; K, M, G suffixes)"),
+    CLI_OPT("--algo", "ALGOS", "auto (default), nccl (NCCL's algorithms only) or a comma list: "
+            "ring, tree, hierarchical, in_network, direct, pairwise, p2p, flat_ring"),
+    CLI_OPT("--type", "T", "element type: float (default), half, bfloat16, double, int8, uint8, "
+            "int32, int64"),
+    CLI_OPT("--ranks", "N", "ranks in the group (default: every GPU / stride)"),
+    CLI_OPT("--stride", "S", "rank stride of the group (default 1)"),
+    CLI_OPT_CSV,
+    CLI_OPT_JSON,
+    CLI_END,
+};
+
+const cli_command cli_cmd_collective = {
+    "collective", "an nccl-tests style table of one collective per message size: time, algbw, "
+    "busbw, algorithm, the bounding tier",
+    NULL, 0, collective_opts, NULL, cmd_collective,
+};
+
 int cmd_collective(int argc, char **argv)
 {
-    static const char *const opts[] = {"--op", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
-                                       "--cluster", "--catalog", "--sizes", "--algo", "--type",
-                                       "--ranks", "--stride", NULL};
-    static const char *const flags[] = {"--csv", "--json", NULL};
     cli_args args;
-    int rc = cli_parse(argc, argv, opts, flags, &args);
+    int rc = cli_parse_cmd(&cli_cmd_collective, argc, argv, &args);
     if (rc)
         return rc;
-    if (args.npositional)
-        return cli_fail("collective: unexpected argument \"%s\"", args.positional[0]);
     const char *ops = cli_opt(&args, "--op") ? cli_opt(&args, "--op") : "all_reduce";
     const char *gpu = cli_opt(&args, "--gpu"), *cluster = cli_opt(&args, "--cluster");
     const char *type = cli_opt(&args, "--type") ? cli_opt(&args, "--type") : "float";

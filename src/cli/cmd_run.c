@@ -431,27 +431,54 @@ static void text_outcome(const run_view *v)
 
 /* ---- the command ------------------------------------------------------------------------------- */
 
+/* The defaults named here are mp_run_opts_init's, mp_energy_opts_init's and mp_cost_opts_init's
+ * (include/meshplan/run.h, energy.h give their sources). */
+static const cli_option run_opts[] = {
+    CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
+    CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
+    CLI_REQ("--gpus", "N", "GPUs in the job"),
+    CLI_REQ("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,...\" (plan keys below)"),
+    CLI_REQ("--tokens", "T", "training tokens, e.g. 15.6e12"),
+    CLI_OPT_GPUS_PER_NODE,
+    CLI_OPT_SCALE_OUT,
+    CLI_OPT_CATALOG,
+    CLI_OPT("--price-gpu-hour", "USD", "rental price per GPU-hour (default 2.5)"),
+    CLI_OPT("--capex-per-gpu", "USD", "capital per GPU instead of rental: capital + energy"),
+    CLI_OPT("--amortization-years", "Y", "with --capex-per-gpu: years the capital is spread over "
+            "(default 4)"),
+    CLI_OPT("--price-kwh", "USD", "with --capex-per-gpu: electricity per kWh (default 0.08)"),
+    CLI_OPT("--pue", "F", "facility power / IT power, [1, 5] (default 1.2)"),
+    CLI_OPT("--grid-gco2-per-kwh", "G", "grid carbon intensity, gCO2e/kWh (default 400)"),
+    CLI_OPT("--power-cap-W", "W", "per-GPU power limit (default: the GPU's TDP)"),
+    CLI_OPT("--host-util", "F", "host activity during training, [0, 1] (default 0.2)"),
+    CLI_OPT("--checkpoint-GBps", "R", "aggregate storage bandwidth, GB/s (default 500)"),
+    CLI_FLAG("--async-checkpoint", "snapshot to host memory and write in the background"),
+    CLI_OPT("--checkpoint-interval-s", "S", "seconds between checkpoints (default: the optimum, "
+            "Daly 2006)"),
+    CLI_OPT("--restart-s", "S", "restart after an interruption, s, before the load (default 600)"),
+    CLI_OPT("--repair-h", "H", "hours until a failed node is back (default 24)"),
+    CLI_OPT("--spare-nodes", "auto|N", "spare nodes held (default auto: <1% chance none is left)"),
+    CLI_OPT("--failures", "default|FILE", "failure causes and rates (default: Llama 3's, "
+            "docs/faults.md)"),
+    CLI_OPT("--failure-scale", "X", "every failure rate times X (default 1)"),
+    CLI_OPT("--trials", "N", "Monte Carlo runs, [1, 1e7] (default 1000)"),
+    CLI_OPT("--seed", "S", "the Monte Carlo's seed (default 1)"),
+    CLI_OPT_JSON,
+    CLI_END,
+};
+
+const cli_command cli_cmd_run = {
+    "run", "a whole training run: energy, power, cost, failures, checkpoints, goodput, "
+    "time-to-train",
+    NULL, 0, run_opts, NULL, cmd_run,
+};
+
 int cmd_run(int argc, char **argv)
 {
-    static const char *const opts[] = {
-        "--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out", "--plan", "--catalog",
-        "--tokens", "--price-gpu-hour", "--capex-per-gpu", "--amortization-years", "--price-kwh",
-        "--pue", "--grid-gco2-per-kwh", "--power-cap-W", "--host-util", "--checkpoint-GBps",
-        "--checkpoint-interval-s", "--restart-s", "--repair-h", "--spare-nodes", "--failures",
-        "--failure-scale", "--trials", "--seed", NULL};
-    static const char *const flags[] = {"--json", "--async-checkpoint", NULL};
     cli_args args;
-    int rc = cli_parse(argc, argv, opts, flags, &args);
+    int rc = cli_parse_cmd(&cli_cmd_run, argc, argv, &args);
     if (rc)
         return rc;
-    if (args.npositional)
-        return cli_fail("run: unexpected argument \"%s\"", args.positional[0]);
-    if (!cli_opt(&args, "--model")) return cli_fail("run: --model is required%s", "");
-    if (!cli_opt(&args, "--gpu")) return cli_fail("run: --gpu is required%s", "");
-    if (!cli_opt(&args, "--gpus")) return cli_fail("run: --gpus is required%s", "");
-    if (!cli_opt(&args, "--plan")) return cli_fail("run: --plan is required%s", "");
-    if (!cli_opt(&args, "--tokens"))
-        return cli_fail("run: --tokens is required (training tokens, e.g. 15.6e12)%s", "");
 
     long long ngpus = 0, gpn = 0;
     mp_run_opts o;
