@@ -46,6 +46,32 @@ const cli_command cli_cmd_islands_scale = {
     NULL, 0, islands_scale_opts, NULL, cmd_islands_scale,
 };
 
+/* --island-gpus A:B, --cluster (an islands description) and --quality-factor; 0 or EXIT_INPUT. */
+static int islands_scale_numbers(const cli_args *args, long long *lo, long long *hi, double *quality)
+{
+    const char *range = cli_opt(args, "--island-gpus"), *cluster = cli_opt(args, "--cluster");
+    {
+        char *end = NULL;
+        *lo = strtoll(range, &end, 10);
+        if (*end == ':')
+            *hi = strtoll(end + 1, &end, 10);
+        if (*end || *lo < 1 || *hi < *lo || *hi > (1LL << 24))
+            return cli_fail("islands-scale: island-gpus = \"%s\": expected A:B with 1 <= A <= B <= 16777216 "
+                            "(GPUs per island, doubling from A)", range);
+    }
+    if (!cli_cluster_is_islands(cluster))
+        return cli_fail("islands-scale: cluster = \"%s\": expected an islands description "
+                        "(docs/cluster.md \"Islands\"; e.g. three-continents)", cluster);
+    const char *qf = cli_opt(args, "--quality-factor");
+    if (qf) {
+        char *end = NULL;
+        *quality = strtod(qf, &end);
+        if (!*qf || *end || !(*quality >= 0.01 && *quality <= 100.0))
+            return cli_fail("islands-scale: quality-factor = \"%s\": expected a number in [0.01, 100]", qf);
+    }
+    return 0;
+}
+
 int cmd_islands_scale(int argc, char **argv)
 {
     cli_args args;
@@ -53,30 +79,13 @@ int cmd_islands_scale(int argc, char **argv)
     if (rc)
         return rc;
     const char *model = cli_opt(&args, "--model"), *cluster = cli_opt(&args, "--cluster");
-    const char *plan = cli_opt(&args, "--plan"), *range = cli_opt(&args, "--island-gpus");
+    const char *plan = cli_opt(&args, "--plan");
     const char *only = cli_opt(&args, "--island");
     const int json = cli_flag(&args, "--json"), weak = cli_flag(&args, "--weak");
     long long lo = 0, hi = 0;
-    {
-        char *end = NULL;
-        lo = strtoll(range, &end, 10);
-        if (*end == ':')
-            hi = strtoll(end + 1, &end, 10);
-        if (*end || lo < 1 || hi < lo || hi > (1LL << 24))
-            return cli_fail("islands-scale: island-gpus = \"%s\": expected A:B with 1 <= A <= B <= 16777216 "
-                            "(GPUs per island, doubling from A)", range);
-    }
-    if (!cli_cluster_is_islands(cluster))
-        return cli_fail("islands-scale: cluster = \"%s\": expected an islands description "
-                        "(docs/cluster.md \"Islands\"; e.g. three-continents)", cluster);
     double quality = 0.0;
-    const char *qf = cli_opt(&args, "--quality-factor");
-    if (qf) {
-        char *end = NULL;
-        quality = strtod(qf, &end);
-        if (!*qf || *end || !(quality >= 0.01 && quality <= 100.0))
-            return cli_fail("islands-scale: quality-factor = \"%s\": expected a number in [0.01, 100]", qf);
-    }
+    if ((rc = islands_scale_numbers(&args, &lo, &hi, &quality)))
+        return rc;
 
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))
