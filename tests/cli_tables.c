@@ -99,6 +99,43 @@ static void test_help_per_command(void **state)
     free(r);
 }
 
+/* The defaults run's help states are the library's (mp_run_opts_init and the energy and cost
+ * defaults it takes): the help says "(default X)" with X as %g prints it. */
+static void test_run_help_defaults(void **state)
+{
+    (void)state;
+    mp_run_opts o;
+    mp_run_opts_init(&o);
+    const struct { const char *opt; double value; } d[] = {
+        {"--price-gpu-hour", o.cost.price_gpu_hour_usd},
+        {"--amortization-years", o.cost.amortization_years},
+        {"--price-kwh", o.cost.price_kwh_usd},
+        {"--pue", o.energy.pue},
+        {"--grid-gco2-per-kwh", o.grid_gco2_per_kwh},
+        {"--host-util", o.energy.host_util_frac},
+        {"--checkpoint-GBps", o.checkpoint_Bps / 1e9},
+        {"--restart-s", o.restart_s},
+        {"--repair-h", o.repair_h},
+        {"--failure-scale", o.failure_scale},
+        {"--trials", (double)o.trials},
+        {"--seed", (double)o.seed},
+    };
+    const cli_command *c = command("run");
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        const cli_option *opt = NULL;
+        for (const cli_option *x = c->options; x->name; x++)
+            if (!strcmp(x->name, d[i].opt))
+                opt = x;
+        assert_non_null(opt);
+        char want[64];
+        snprintf(want, sizeof want, "(default %g)", d[i].value);
+        if (!strstr(opt->help, want))
+            fail_msg("run %s: help \"%s\" does not say %s", d[i].opt, opt->help, want);
+    }
+    assert_int_equal(o.spare_nodes, -1); /* "default auto" */
+    assert_true(o.checkpoint_interval_s == 0.0); /* "default: the optimum" */
+}
+
 static void test_opt_equals_value(void **state)
 {
     (void)state;
@@ -188,6 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_option_in_its_help),
         cmocka_unit_test(test_help_per_command),
+        cmocka_unit_test(test_run_help_defaults),
         cmocka_unit_test(test_opt_equals_value),
         cmocka_unit_test(test_suggestions),
         cmocka_unit_test(test_cli_main_exit_codes),
