@@ -27,6 +27,12 @@ const char cli_plan_keys_help[] =
     "           exchange(ring|rotate|star) split(speed|gpus|W1:W2:...) buckets\n"
     "           transport(stream|rendezvous) ring(bottleneck|tsp|listed); predict --quality-factor F\n";
 
+/* Where every help prints the plan keys: the one line to change when they come from a table. */
+static void print_plan_keys(FILE *f)
+{
+    fputs(cli_plan_keys_help, f);
+}
+
 static const char clusters_help[] =
     "clusters:  C is a catalog node (dgx-h100, ...), a shipped cluster (docs/cluster.md) or a\n"
     "           cluster description file\n";
@@ -289,8 +295,10 @@ void cli_print_command_help(FILE *f, const cli_command *c)
     }
     if (c->notes)
         fprintf(f, "\n%s", c->notes);
-    if (takes_plan(c))
-        fprintf(f, "\n%s", cli_plan_keys_help);
+    if (takes_plan(c)) {
+        fputc('\n', f);
+        print_plan_keys(f);
+    }
     fprintf(f, "\n%s", exit_codes_help);
 }
 
@@ -305,5 +313,6 @@ void cli_print_usage(FILE *f, const cli_command *const *cmds, int n)
     }
     fprintf(f, "  %-14s this text; `meshplan help COMMAND` is `meshplan COMMAND --help`\n", "help");
     fprintf(f, "  %-14s the version\n\n", "--version");
-    fprintf(f, "%s%s%s", cli_plan_keys_help, clusters_help, exit_codes_help);
+    print_plan_keys(f);
+    fprintf(f, "%s%s", clusters_help, exit_codes_help);
 }
