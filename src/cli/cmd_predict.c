@@ -40,10 +40,10 @@ int cmd_predict(int argc, char **argv)
         return rc;
     struct {
         const char *model, *gpu, *gpus, *gpus_per_node, *scale_out, *plan;
-        int json, npositional;
+        int json;
     } a = {cli_opt(&args, "--model"), cli_opt(&args, "--gpu"), cli_opt(&args, "--gpus"),
            cli_opt(&args, "--gpus-per-node"), cli_opt(&args, "--scale-out"), cli_opt(&args, "--plan"),
-           cli_flag(&args, "--json"), args.npositional};
+           cli_flag(&args, "--json")};
     const char *cluster = cli_opt(&args, "--cluster");
     if (!a.model && !a.gpu && !a.gpus && !a.plan && !cluster) {
         /* The built-in default job: Llama 3 70B on 64 H100 (8 DGX H100 nodes). */
