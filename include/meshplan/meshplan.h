@@ -34,5 +34,6 @@
 #include "meshplan/format.h"
 #include "meshplan/plot.h"
 #include "meshplan/web.h"
+#include "meshplan/run.h"
 
 #endif

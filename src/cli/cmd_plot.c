@@ -14,26 +14,63 @@
 
 #include "cli.h"
 
-/* The option lists of the commands drawn (keep in step with cmd_predict.c, cmd_search.c,
- * cmd_scale.c, cmd_trace.c, cmd_collective.c), each followed by the figure's own. */
-#define PLOT_OPTS "-o", "--output", "--width", "--height", "--title"
-#define JOB_OPTS "--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out", "--catalog"
-#define SEARCH_OPTS "--gb", "--seq", "--precision", "--fix", "--objective", "--tokens", \
-                    "--price-gpu-hour", "--threads", "--orders"
-#define SIM_OPTS "--contention", "--straggler-rank", "--straggler-compute", "--straggler-link", \
-                 "--max-events"
-#define SIM_FLAGS "--tp-overlap", "--p2p-overlap", "--analytical-rules"
+/* The commands whose results the kinds draw (their cmd_*.c define them). */
+extern const cli_command cli_cmd_scale, cli_cmd_search, cli_cmd_predict, cli_cmd_trace,
+    cli_cmd_collective;
 
-static const char *const scale_opts[] = {JOB_OPTS, SEARCH_OPTS, PLOT_OPTS, NULL};
-static const char *const search_opts[] = {JOB_OPTS, SEARCH_OPTS, "--top", PLOT_OPTS, NULL};
-static const char *const search_flags[] = {"--no-prune", NULL};
-static const char *const predict_opts[] = {JOB_OPTS, "--plan", "--cluster", SIM_OPTS, PLOT_OPTS, NULL};
-static const char *const predict_flags[] = {"--simulate", SIM_FLAGS, NULL};
-static const char *const trace_opts[] = {JOB_OPTS, "--plan", SIM_OPTS, PLOT_OPTS, NULL};
-static const char *const trace_flags[] = {SIM_FLAGS, NULL};
-static const char *const coll_opts[] = {"--op", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
-                                        "--cluster", "--catalog", "--sizes", "--algo", "--type",
-                                        "--ranks", "--stride", PLOT_OPTS, NULL};
+/* plot's own options; each kind adds the table of the command it draws (cmd_options below). */
+static const cli_option plot_opts[] = {
+    CLI_OPT("-o", "FILE.svg|FILE.png", "the figure's file; the format follows the extension"),
+    CLI_OPT("--output", "FILE", "the same as -o"),
+    CLI_OPT("--width", "PX", "width in pixels, [200, 8000] (default 960)"),
+    CLI_OPT("--height", "PX", "height in pixels, [200, 8000] (default 600)"),
+    CLI_OPT("--title", "TEXT", "the figure's title (default: its own)"),
+    CLI_FLAG("--simulate", "parts: add the simulated step's bar (trace's simulator options apply)"),
+    CLI_END,
+};
+
+const cli_command cli_cmd_plot = {
+    "plot", "draw a figure as SVG or PNG (docs/plot.md): scale, pareto, memory, parts, timeline or "
+    "collective, each with the options of the command it draws",
+    "KIND", 1, plot_opts,
+    "KIND and the options it takes besides these:\n"
+    "  scale       scale's (meshplan scale --help): tokens/s and efficiency vs GPUs\n"
+    "  pareto      search's: throughput vs memory per GPU, the frontier, the top plans (--top 50)\n"
+    "  memory      predict's: the memory stack of each pipeline stage against the capacity\n"
+    "  parts       predict's (and with --simulate trace's simulator options): the step's parts\n"
+    "  timeline    trace's: the simulated step as a Gantt chart of stages and streams\n"
+    "  collective  collective's: bus bandwidth vs message size, one line per algorithm\n"
+    "Output options of those commands (--json, --csv, --format) do not apply.\n",
+    cmd_plot,
+};
+
+/* A kind's options: plot's, then those of the commands it draws, without their output options
+ * (and without trace's -o, which plot's -o replaces). Written into out (cap entries, CLI_END
+ * last); of the second table only the names in only_second (NULL: all). */
+static int kind_options(const char *kind, const cli_option *const *tables, int ntables,
+                        const char *const *only_second, cli_option *out, int cap)
+{
+    static const char *const skip[] = {"--json", "--csv", "--format", "--rank", "--quality-factor",
+                                       "--island-gpus", NULL};
+    int n = 0;
+    for (int t = -1; t < ntables; t++)
+        for (const cli_option *o = t < 0 ? plot_opts : tables[t]; o->name; o++) {
+            int drop = !strcmp(o->name, "--simulate") && strcmp(kind, "parts");
+            if (t == 1 && only_second) { /* of the second table, only these */
+                drop = 1;
+                for (int k = 0; only_second[k]; k++)
+                    drop &= !!strcmp(o->name, only_second[k]);
+            }
+            for (int k = 0; skip[k] && !drop; k++)
+                drop = !strcmp(o->name, skip[k]);
+            for (int k = 0; k < n && !drop; k++)
+                drop = !strcmp(out[k].name, o->name);
+            if (!drop && n + 1 < cap)
+                out[n++] = *o;
+        }
+    out[n] = (cli_option)CLI_END;
+    return n;
+}
 
 /* -o, --width, --height, --title into po; the output path into *path. 0 or EXIT_INPUT. */
 static int plot_options(const cli_args *a, const char *kind, mp_plot_opts *po, const char **path)
@@ -276,39 +313,48 @@ static int plot_collective(const cli_args *a, const mp_plot_opts *po, const char
 
 int cmd_plot(int argc, char **argv)
 {
-    static const struct {
-        const char *kind;
-        const char *const *opts, *const *flags;
-    } kinds[] = {
-        {"scale", scale_opts, NULL},          {"pareto", search_opts, search_flags},
-        {"memory", predict_opts, NULL},       {"parts", predict_opts, predict_flags},
-        {"timeline", trace_opts, trace_flags}, {"collective", coll_opts, NULL},
-    };
+    static const char *const kinds[] = {"scale", "pareto", "memory", "parts", "timeline", "collective"};
     const char *kind = argc > 0 ? argv[0] : "";
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        if (strcmp(kind, kinds[k].kind))
-            continue;
-        cli_args a;
-        int rc = cli_parse(argc - 1, argv + 1, kinds[k].opts, kinds[k].flags, &a);
-        if (rc)
-            return rc;
-        if (a.npositional)
-            return cli_fail("plot: unexpected argument \"%s\"", a.positional[0]);
-        mp_plot_opts po;
-        const char *path;
-        if ((rc = plot_options(&a, kind, &po, &path)))
-            return rc;
-        if (!strcmp(kind, "scale"))
-            rc = plot_scale(&a, &po, path);
-        else if (!strcmp(kind, "pareto"))
-            rc = plot_pareto(&a, &po, path);
-        else if (!strcmp(kind, "collective"))
-            rc = plot_collective(&a, &po, path);
-        else
-            rc = plot_job(kind, &a, &po, path);
-        mp_plot_release_caches();
+    int k = 0;
+    while (k < 6 && strcmp(kind, kinds[k]))
+        k++;
+    if (k == 6)
+        return cli_fail("plot: kind = \"%s\": expected scale, pareto, memory, parts, timeline or "
+                        "collective (then that command's options and -o FILE.svg|FILE.png)", kind);
+    /* the tables of the commands each kind draws */
+    const cli_option *tables[2] = {NULL, NULL};
+    int ntables = 1;
+    if (k == 0) tables[0] = cli_cmd_scale.options;
+    if (k == 1) tables[0] = cli_cmd_search.options;
+    if (k == 2) tables[0] = cli_cmd_predict.options;
+    if (k == 3) { tables[0] = cli_cmd_predict.options; tables[1] = cli_cmd_trace.options; ntables = 2; }
+    if (k == 4) tables[0] = cli_cmd_trace.options;
+    if (k == 5) tables[0] = cli_cmd_collective.options;
+    static const char *const sim_names[] = {"--contention", "--tp-overlap", "--p2p-overlap",
+                                            "--analytical-rules", "--straggler-rank",
+                                            "--straggler-compute", "--straggler-link",
+                                            "--max-events", NULL};
+    cli_option opts[96];
+    kind_options(kind, tables, ntables, sim_names, opts, 96);
+    char name[32];
+    snprintf(name, sizeof name, "plot %s", kind);
+    const cli_command c = {name, cli_cmd_plot.summary, NULL, 0, opts, NULL, cmd_plot};
+    cli_args a;
+    int rc = cli_parse_cmd(&c, argc - 1, argv + 1, &a);
+    if (rc)
         return rc;
-    }
-    return cli_fail("plot: kind = \"%s\": expected scale, pareto, memory, parts, timeline or "
-                    "collective (then that command's options and -o FILE.svg|FILE.png)", kind);
+    mp_plot_opts po;
+    const char *path;
+    if ((rc = plot_options(&a, kind, &po, &path)))
+        return rc;
+    if (k == 0)
+        rc = plot_scale(&a, &po, path);
+    else if (k == 1)
+        rc = plot_pareto(&a, &po, path);
+    else if (k == 5)
+        rc = plot_collective(&a, &po, path);
+    else
+        rc = plot_job(kind, &a, &po, path);
+    mp_plot_release_caches();
+    return rc;
 }

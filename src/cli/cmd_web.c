@@ -152,15 +152,28 @@ static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
 }
 
+static const cli_option web_opts[] = {
+    CLI_OPT("--port", "P", "TCP port, [0, 65535]; 0 takes a free one (default 8080)"),
+    CLI_OPT("--host", "ADDR", "IPv4 address to listen on (default 127.0.0.1, loopback)"),
+    CLI_OPT_CATALOG,
+    CLI_END,
+};
+
+const cli_command cli_cmd_web = {
+    "web", "serve a local page and JSON API (POST /api/predict, /api/search; docs/web.md) until "
+    "SIGINT or SIGTERM",
+    NULL, 0, web_opts,
+    "The page, its script and Chart.js are in the binary; no file is read. Bodies over 64 KiB get\n"
+    "413, malformed or wrong requests 400 with a JSON message naming the field.\n",
+    cmd_web,
+};
+
 int cmd_web(int argc, char **argv)
 {
-    static const char *const opts[] = {"--port", "--host", "--catalog", NULL};
     cli_args a;
-    int rc = cli_parse(argc, argv, opts, NULL, &a);
+    int rc = cli_parse_cmd(&cli_cmd_web, argc, argv, &a);
     if (rc)
         return rc;
-    if (a.npositional)
-        return cli_fail("web: unexpected argument \"%s\"", a.positional[0]);
     long long port = 8080;
     if (cli_opt(&a, "--port") && (rc = cli_parse_count("port", cli_opt(&a, "--port"), 0, 65535, &port)))
         return rc;
