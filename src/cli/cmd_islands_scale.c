@@ -244,7 +244,8 @@ int cmd_islands_scale(int argc, char **argv)
                    100.0 * r->util, 100.0 * r->mfu, 100.0 * r->wan_frac,
                    r->comm_bound ? "communication" : "compute", r->feasible ? "" : " (does not fit)");
         }
-        printf("(marginal: tokens/s the added GPUs bring each, relative to the first row's per-GPU rate)\n");
+        printf("(marginal: tokens/s the added GPUs bring each, relative to the first row's per-GPU rate)\n"
+               "(%s)\n", MP_MFU_CONVENTION);
         if (dim >= 0)
             printf("diminishing returns: going from %lld to %lld GPUs per island adds %.0f%% throughput; the "
                    "added GPUs give %.0f%% of the first row's per-GPU rate (below %.0f%%): bigger islands "

@@ -4,6 +4,7 @@
  * GPU is the vertical line. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "meshplan/format.h"
 #include "plot_internal.h"
@@ -25,6 +26,26 @@ static mp_status add_entries(pc_chart *c, const char *name, const mp_search_entr
     free(x);
     free(y);
     return st;
+}
+
+/* The plan's keys without the job's (gb, seq, precision) and without defaults that say nothing
+ * here (vpp=1, ep=1, sp=0, flash=1, schedule=1f1b), for a subtitle that fits. */
+static void short_plan(const mp_plan *p, char *out, size_t cap)
+{
+    static const char *const drop[] = {"gb=", "seq=", "precision=", "vpp=1", "ep=1", "sp=0",
+                                       "flash=1", "schedule=1f1b", NULL};
+    char full[512];
+    mp_plan_format(p, full, sizeof full);
+    size_t n = 0;
+    out[0] = '\0';
+    for (char *tok = strtok(full, ","); tok; tok = strtok(NULL, ",")) {
+        int skip = 0;
+        for (int i = 0; drop[i] && !skip; i++)
+            skip = drop[i][strlen(drop[i]) - 1] == '=' ? !strncmp(tok, drop[i], strlen(drop[i]))
+                                                       : !strcmp(tok, drop[i]);
+        if (!skip && n + strlen(tok) + 2 < cap)
+            n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "," : "", tok);
+    }
 }
 
 mp_status mp_plot_pareto(const mp_search_result *r, const mp_plot_opts *opts, const char *path,
@@ -55,11 +76,12 @@ mp_status mp_plot_pareto(const mp_search_result *r, const mp_plot_opts *opts, co
     snprintf(cap, sizeof cap, "capacity %s", num);
     pc_add_ref(c, 1, best->capacity_bytes, cap);
     char plan[512], tps[32];
-    mp_plan_format(&best->plan, plan, sizeof plan);
+    short_plan(&best->plan, plan, sizeof plan);
     mp_format_si(best->tokens_per_s, "tok/s", 3, tps, sizeof tps);
     snprintf(c->title, sizeof c->title, "Search: %llu feasible plans of %llu, the frontier and the best",
              (unsigned long long)r->counts.feasible, (unsigned long long)r->counts.plans);
-    snprintf(c->subtitle, sizeof c->subtitle, "#1 %s, %.1f%% MFU: %.200s", tps, 100.0 * best->mfu, plan);
+    snprintf(c->subtitle, sizeof c->subtitle, "#1 %s, %.1f%% MFU (%s): %.200s", tps, 100.0 * best->mfu,
+             MP_MFU_CONVENTION_SHORT + 5, plan);
     snprintf(c->x.label, sizeof c->x.label, "Memory per GPU, most loaded (bytes)");
     snprintf(c->x.unit, sizeof c->x.unit, "B");
     c->x.fmt = PC_NUM_BINARY;

@@ -104,7 +104,7 @@ function showPrediction(p) {
   cell("step_s", fmtSI(p.step_s, "s"), p.step_s);
   // MFU: model FLOPs (6N per token plus causal attention) over the dense peak at the plan's
   // precision, the convention of predict's text output.
-  cell("mfu", (100 * p.mfu).toFixed(1) + " % (model FLOPs / " + fmtSI(p.peak_flops_per_s, "FLOP/s") +
+  cell("mfu", (100 * p.mfu).toFixed(1) + " % (Megatron model FLOPs / " + fmtSI(p.peak_flops_per_s, "FLOP/s") +
        " dense peak)", p.mfu);
   cell("memory_total", fmtBytes(p.memory_bytes.total) + " of " + fmtBytes(p.memory_bytes.capacity),
        p.memory_bytes.total);
