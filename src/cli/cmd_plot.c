@@ -18,7 +18,7 @@
 extern const cli_command cli_cmd_scale, cli_cmd_search, cli_cmd_predict, cli_cmd_trace,
     cli_cmd_collective;
 
-/* plot's own options; each kind adds the table of the command it draws (cmd_options below). */
+/* plot's own options; each kind adds the table of the command it draws (kind_options below). */
 static const cli_option plot_opts[] = {
     CLI_OPT("-o", "FILE.svg|FILE.png", "the figure's file; the format follows the extension"),
     CLI_OPT("--output", "FILE", "the same as -o"),
