@@ -154,6 +154,30 @@ static void test_bad_requests(void **state)
     expect_error("GET", "/a\xf2i/c\xc0\xafg", NULL, 404, NULL, "/a?i/c??g: not found");
 }
 
+static void test_trace(void **state)
+{
+    (void)state;
+    mp_web_response r = call("POST", "/api/trace", GOOD);
+    assert_int_equal(r.status, 200);
+    json_t *o = json_loadb(r.body, r.len, 0, NULL);
+    assert_non_null(o);
+    json_t *sim = json_object_get(o, "simulated"), *ana = json_object_get(o, "analytical");
+    assert_true(json_number_value(json_object_get(sim, "step_s")) > 0);
+    assert_true(json_is_null(json_object_get(o, "trace"))); /* no file written */
+    /* the analytical step is predict's */
+    mp_web_response pr = call("POST", "/api/predict", GOOD);
+    json_t *po = json_loadb(pr.body, pr.len, 0, NULL);
+    assert_close(json_number_value(json_object_get(ana, "step_s")), json_number_value(json_object_get(po, "step_s")),
+                 1e-7);
+    json_decref(po);
+    mp_web_response_free(&pr);
+    json_decref(o);
+    mp_web_response_free(&r);
+    expect_error("POST", "/api/trace", "{\"model\":\"llama3-8b\",\"gpu\":\"h100-sxm5-80gb\",\"gpus\":8,\"plan\":\"tp=3\"}",
+                 400, "plan", "cannot be formed");
+    expect_error("GET", "/api/trace", NULL, 405, NULL, "takes POST");
+}
+
 static void test_search(void **state)
 {
     (void)state;
@@ -205,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_predict_good),        cmocka_unit_test(test_predict_infeasible_is_an_answer),
         cmocka_unit_test(test_predict_cluster_preset), cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_search),              cmocka_unit_test(test_pages),
+        cmocka_unit_test(test_trace),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -88,6 +88,15 @@ def api_checks(mp, port):
                                                   "plan": "zero=1,gb=64"})
     check("the README's curl job answers 200 with feasible false", st == 200 and json.loads(body)["feasible"] is False)
 
+    st, _, body = request(port, "/api/trace", JOB)
+    want = cli_json(mp, ["trace", "--model", JOB["model"], "--gpu", JOB["gpu"], "--gpus", str(JOB["gpus"]),
+                         "--plan", JOB["plan"]])
+    got = json.loads(body) if st == 200 else {}
+    for d in (got, want):
+        d.get("simulated", {}).pop("wall_s", None)
+    check("POST /api/trace answers what trace --json prints (but the wall time)", st == 200 and got == want,
+          "status %d; keys differing: %s" % (st, [k for k in want if got.get(k) != want.get(k)]))
+
     st, _, body = request(port, "/api/search", SEARCH)
     want = cli_json(mp, ["search", "--model", "llama3-70b", "--gpu", "h100-sxm5-80gb", "--gpus", "64", "--gb", "128",
                          "--top", "20"])
@@ -178,6 +187,8 @@ def browser_checks(port, shots, api_predict):
     check("Chromium: the page shows the API's tokens/s",
           tps is not None and abs(float(tps) - api_predict["tokens_per_s"]) <= 1e-6 * api_predict["tokens_per_s"],
           "DOM %r, API %r" % (tps, api_predict["tokens_per_s"]))
+    sim = dom.by_id.get("sim_step_s", {}).get("data-value")
+    check("Chromium: the page shows the simulated step (/api/trace)", bool(sim) and float(sim) > 0, "DOM %r" % sim)
     check("Chromium: screenshot of the prediction", os.path.getsize(shot) > 20000 if os.path.exists(shot) else False)
 
     q = "#search?model=llama3-70b&gpu=h100-sxm5-80gb&gpus=64&gb=128&top=20"

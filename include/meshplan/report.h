@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include "meshplan/estimate.h"
+#include "meshplan/sim.h"
 #include "meshplan/validate.h"
 
 /** The predict --json object as a malloc'd NUL-terminated string (caller frees), or NULL when
@@ -31,6 +32,14 @@ void mp_report_estimate_markdown(FILE *f, const mp_model *m, const mp_cluster *c
  *  for the nine parts of time_s, dp_comm_total_s, bottleneck. The plan pastes back into --plan. */
 void mp_report_estimate_csv(FILE *f, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                             const mp_estimate *e, int header);
+
+/** trace --json (and web's /api/trace): {"simulated": {step_s, time_s{...}, bubble_frac,
+ *  critical_stage, tasks, events, wall_s}, "analytical": {step_s, time_s{...}},
+ *  "difference_pct", "options": {...}, "plan", "trace"} for plan p, its estimate e and the
+ *  simulated step r run with options so in wall_s seconds; trace_path is the Chrome trace
+ *  written (NULL: none, null in the JSON). Malloc'd (caller frees), NULL when out of memory. */
+char *mp_report_trace_json(const mp_plan *p, const mp_estimate *e, const mp_sim_opts *so,
+                           const mp_sim_result *r, double wall_s, const char *trace_path);
 
 /** validate --json: {"rows": [...], "skipped": [...], "summary": {...}} (malloc'd; caller frees). */
 char *mp_report_validation_json(const mp_validation *v);

@@ -8,6 +8,9 @@
  *   POST /api/predict           {"model", "gpu", "gpus", "plan"[, "cluster", "gpus_per_node",
  *                                "scale_out"]} -> the JSON of `predict --json`
  *                                (mp_report_estimate_json)
+ *   POST /api/trace             the body of /api/predict -> the JSON of `trace --json` for the
+ *                                job (mp_report_trace_json; default simulator options, no trace
+ *                                file, at most MP_WEB_MAX_SIM_EVENTS events)
  *   POST /api/search            {"model", "gpu", "gpus", "gb"[, "seq", "precision", "fix",
  *                                "objective", "tokens", "price_gpu_hour", "top",
  *                                "gpus_per_node", "scale_out"]} -> the JSON of `search --json`
@@ -35,6 +38,9 @@
 
 /** Largest request body taken, bytes; larger bodies get 413. */
 #define MP_WEB_MAX_BODY_BYTES 65536
+/** Most events /api/trace simulates (a step past it gets 400: use `meshplan trace`); about a
+ *  second of simulation (bench/bench_sim.c rates). */
+#define MP_WEB_MAX_SIM_EVENTS 2000000
 /** Largest search space /api/search evaluates (plans over every GPU count); larger gets 400
  *  asking to pin keys with "fix". About 3 s on two cores (bench/bench_search.c rates). */
 #define MP_WEB_MAX_SEARCH_PLANS 2000000ULL

@@ -21,21 +21,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static json_t *time_json(const mp_time *t)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "compute", json_real(t->compute));
-    json_object_set_new(o, "recompute", json_real(t->recompute));
-    json_object_set_new(o, "tp_comm", json_real(t->tp_comm));
-    json_object_set_new(o, "cp_comm", json_real(t->cp_comm));
-    json_object_set_new(o, "ep_comm", json_real(t->ep_comm));
-    json_object_set_new(o, "pp_comm", json_real(t->pp_comm));
-    json_object_set_new(o, "pp_bubble", json_real(t->pp_bubble));
-    json_object_set_new(o, "dp_comm_exposed", json_real(t->dp_comm_exposed));
-    json_object_set_new(o, "optimizer", json_real(t->optimizer));
-    json_object_set_new(o, "dp_comm_total", json_real(t->dp_comm_total));
-    return o;
-}
 
 static void row(const char *what, double sim, double ana)
 {
@@ -173,35 +158,20 @@ int cmd_trace(int argc, char **argv)
     const mp_time *a = &e->time, *s = &r.time;
     double diff_pct = 100.0 * (r.step_s - e->step_s) / e->step_s;
     if (cli_flag(&args, "--json") || cli_flag(&args, "--csv")) {
-        json_t *o = json_object();
-        json_t *js = json_object();
-        json_object_set_new(js, "step_s", json_real(r.step_s));
-        json_object_set_new(js, "time_s", time_json(s));
-        json_object_set_new(js, "bubble_frac", json_real(r.bubble_frac));
-        json_object_set_new(js, "critical_stage", json_integer(r.critical_stage));
-        json_object_set_new(js, "tasks", json_integer(r.tasks));
-        json_object_set_new(js, "events", json_integer(r.events));
-        json_object_set_new(js, "wall_s", json_real(wall));
-        json_object_set_new(o, "simulated", js);
-        json_t *ja = json_object();
-        json_object_set_new(ja, "step_s", json_real(e->step_s));
-        json_object_set_new(ja, "time_s", time_json(a));
-        json_object_set_new(o, "analytical", ja);
-        json_object_set_new(o, "difference_pct", json_real(diff_pct));
-        json_t *jo = json_object();
-        json_object_set_new(jo, "contention_frac", json_real(so.contention_frac));
-        json_object_set_new(jo, "analytical_rules", json_boolean(so.analytical_rules));
-        json_object_set_new(jo, "tp_overlap", json_boolean(so.tp_overlap));
-        json_object_set_new(jo, "p2p_overlap", json_boolean(so.p2p_overlap));
-        json_object_set_new(jo, "straggler_rank", json_integer(so.straggler_rank));
-        json_object_set_new(jo, "straggler_stage", json_integer(r.straggler_stage));
-        json_object_set_new(jo, "straggler_compute_factor", json_real(so.straggler_compute_factor));
-        json_object_set_new(jo, "straggler_link_factor", json_real(so.straggler_link_factor));
-        json_object_set_new(o, "options", jo);
-        json_object_set_new(o, "plan", json_string(pstr));
-        json_object_set_new(o, "trace", outpath ? json_string(outpath) : json_null());
-        if ((rc = cli_flag(&args, "--csv") ? cli_print_csv_flat(o)
-                                            : cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
+        char *js = mp_report_trace_json(&p, e, &so, &r, wall, outpath);
+        if (!js) {
+            fprintf(stderr, "meshplan: out of memory writing JSON\n");
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+        if (cli_flag(&args, "--csv")) {
+            rc = cli_print_csv_flat(json_loads(js, 0, NULL));
+        } else {
+            printf("%s\n", js);
+            rc = 0;
+        }
+        free(js);
+        if (rc)
             goto done;
     } else {
         printf("trace    %s\n", title);

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "meshplan/energy.h"
 #include "meshplan/report.h"
 #include "meshplan/search.h"
+#include "meshplan/sim.h"
 #include "meshplan/topo.h"
 #include "meshplan/xsync.h"
 #include "web_internal.h"
@@ -210,6 +212,41 @@ static const field_spec predict_spec[] = {
 #define NPREDICT (int)(sizeof predict_spec / sizeof predict_spec[0])
 #define P(name) fx(predict_spec, NPREDICT, name)
 
+/* The job of /api/predict and /api/trace: fields, model, cluster, plan, estimate (*e malloc'd).
+ * 0, or -1 after answering. */
+static int predict_job(const mp_catalog *cat, const char *body, size_t len, fields *f, mp_model *m,
+                       mp_cluster *cl, mp_plan *p, mp_estimate **e, mp_web_response *out)
+{
+    mp_diag d = {0};
+    *e = NULL;
+    if (parse_fields(body, len, predict_spec, NPREDICT, f, out) ||
+        require(f, predict_spec, NPREDICT, "model", out) || require(f, predict_spec, NPREDICT, "plan", out) ||
+        web_model(cat, f->s[P("model")], m, out) ||
+        web_cluster(cat, f->s[P("cluster")], f->s[P("gpu")], f->i[P("gpus")], f->i[P("gpus_per_node")],
+                    f->s[P("scale_out")], cl, out))
+        return -1;
+    mp_plan_init_default(p);
+    mp_status st = mp_plan_parse(f->s[P("plan")], p, &d);
+    if (st == MP_OK && mp_xsync_check_single(&p->xsync, &d))
+        st = MP_ERR_INPUT;
+    if (st == MP_OK)
+        st = mp_plan_resolve(p, m, cl->num_gpus, &d);
+    if (st != MP_OK) {
+        web_error(out, 400, "plan", "plan = \"%s\" cannot be formed: %s", f->s[P("plan")], d.text);
+        return -1;
+    }
+    if (!(*e = malloc(sizeof **e))) {
+        web_error(out, 500, NULL, "out of memory");
+        return -1;
+    }
+    st = mp_estimate_plan(m, cl, p, NULL, *e, &d);
+    if (st != MP_OK) {
+        web_error(out, st == MP_ERR_INPUT ? 400 : 500, st == MP_ERR_INPUT ? "plan" : NULL, "%s", d.text);
+        return -1;
+    }
+    return 0;
+}
+
 void web_api_predict(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out)
 {
     fields f;
@@ -217,34 +254,41 @@ void web_api_predict(const mp_catalog *cat, const char *body, size_t len, mp_web
     mp_cluster cl;
     mp_plan p;
     mp_estimate *e = NULL;
-    mp_diag d = {0};
-    if (parse_fields(body, len, predict_spec, NPREDICT, &f, out) ||
-        require(&f, predict_spec, NPREDICT, "model", out) || require(&f, predict_spec, NPREDICT, "plan", out) ||
-        web_model(cat, f.s[P("model")], &m, out) ||
-        web_cluster(cat, f.s[P("cluster")], f.s[P("gpu")], f.i[P("gpus")], f.i[P("gpus_per_node")],
-                    f.s[P("scale_out")], &cl, out))
-        goto done;
-    mp_plan_init_default(&p);
-    mp_status st = mp_plan_parse(f.s[P("plan")], &p, &d);
-    if (st == MP_OK && mp_xsync_check_single(&p.xsync, &d))
-        st = MP_ERR_INPUT;
-    if (st == MP_OK)
-        st = mp_plan_resolve(&p, &m, cl.num_gpus, &d);
-    if (st != MP_OK) {
-        web_error(out, 400, "plan", "plan = \"%s\" cannot be formed: %s", f.s[P("plan")], d.text);
-        goto done;
+    if (!predict_job(cat, body, len, &f, &m, &cl, &p, &e, out))
+        web_json(out, mp_report_estimate_json(&m, &cl, &p, e));
+    free(e);
+    json_decref(f.root);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    return timespec_get(&ts, TIME_UTC) ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0.0;
+}
+
+void web_api_trace(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out)
+{
+    fields f;
+    mp_model m;
+    mp_cluster cl;
+    mp_plan p;
+    mp_estimate *e = NULL;
+    if (!predict_job(cat, body, len, &f, &m, &cl, &p, &e, out)) {
+        mp_sim_opts so;
+        mp_sim_opts_init(&so);
+        so.max_events = MP_WEB_MAX_SIM_EVENTS; /* bounded work per request */
+        mp_sim_result r;
+        mp_diag d = {0};
+        double t0 = now_s();
+        mp_status st = mp_sim_run(&m, &cl, &p, e, &so, NULL, &r, &d);
+        if (st == MP_ERR_RANGE)
+            web_error(out, 400, "plan", "the step needs more than %d events to simulate here: %s (use "
+                      "meshplan trace)", MP_WEB_MAX_SIM_EVENTS, d.text);
+        else if (st != MP_OK)
+            web_error(out, st == MP_ERR_INPUT ? 400 : 500, NULL, "%s", d.text);
+        else
+            web_json(out, mp_report_trace_json(&p, e, &so, &r, now_s() - t0, NULL));
     }
-    if (!(e = malloc(sizeof *e))) {
-        web_error(out, 500, NULL, "out of memory");
-        goto done;
-    }
-    st = mp_estimate_plan(&m, &cl, &p, NULL, e, &d);
-    if (st != MP_OK) {
-        web_error(out, st == MP_ERR_INPUT ? 400 : 500, st == MP_ERR_INPUT ? "plan" : NULL, "%s", d.text);
-        goto done;
-    }
-    web_json(out, mp_report_estimate_json(&m, &cl, &p, e));
-done:
     free(e);
     json_decref(f.root);
 }

@@ -15,6 +15,7 @@ void web_json(mp_web_response *out, char *s);
 
 void web_api_catalog(const mp_catalog *cat, mp_web_response *out);
 void web_api_predict(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out);
+void web_api_trace(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out);
 void web_api_search(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out);
 
 #endif

@@ -1,5 +1,5 @@
 // src/web/page/app.js — the page of `meshplan web`: fills the form from /api/catalog, posts the
-// job to /api/predict or /api/search, and shows the answer as a table and Chart.js charts.
+// job to /api/predict (and /api/trace, for the simulated step) or /api/search, and shows the answer as a table and Chart.js charts.
 // A URL hash submits on load: #predict?model=llama3-8b&gpu=h100-sxm5-80gb&gpus=8&plan=zero%3D1,gb%3D64
 // or #search?model=...&gpu=...&gpus=...&gb=64&fix=tp%3D1 (tests/web_e2e.py reads the DOM after it).
 "use strict";
@@ -97,11 +97,17 @@ const TIME_PARTS = [["compute", "compute"], ["recompute", "recompute"], ["tp_com
                     ["optimizer", "optimizer step"]];
 const TIME_COLORS = [0, 5, 1, 9, 10, 4, 7, 3, 2];
 
-function showPrediction(p) {
+function showPrediction(p, sim) {
   cell("feasible", p.feasible ? "yes, fits in memory" : "no", p.feasible);
   cell("tokens_per_s", fmtSI(p.tokens_per_s, "tok/s"), p.tokens_per_s);
   cell("tokens_per_s_per_gpu", fmtSI(p.tokens_per_s_per_gpu, "tok/s"), p.tokens_per_s_per_gpu);
   cell("step_s", fmtSI(p.step_s, "s"), p.step_s);
+  if (sim)
+    cell("sim_step_s", fmtSI(sim.simulated.step_s, "s") + " (" + (sim.difference_pct >= 0 ? "+" : "") +
+         sim.difference_pct.toFixed(1) + " %; bubble " + (100 * sim.simulated.bubble_frac).toFixed(1) +
+         " %, one rank per stage event by event)", sim.simulated.step_s);
+  else
+    cell("sim_step_s", "not simulated", "");
   // MFU: model FLOPs (6N per token plus causal attention) over the dense peak at the plan's
   // precision, the convention of predict's text output.
   cell("mfu", (100 * p.mfu).toFixed(1) + " % (Megatron model FLOPs / " + fmtSI(p.peak_flops_per_s, "FLOP/s") +
@@ -128,13 +134,14 @@ function showPrediction(p) {
     options: { scales: { x: { stacked: true, title: { display: true, text: "pipeline stage" } },
                          y: { stacked: true, beginAtZero: true, title: { display: true, text: "memory per GPU (GiB)" } } } },
   });
+  const rows = sim ? [p.time_s, sim.simulated.time_s] : [p.time_s];
   chart("parts-chart", {
     type: "bar",
     data: {
-      labels: ["step"],
-      datasets: TIME_PARTS.filter(([k]) => p.time_s[k] > 0).map(([k, name]) => ({
-        label: name, data: [p.time_s[k]], backgroundColor: PALETTE[TIME_COLORS[TIME_PARTS.findIndex((t) => t[0] === k)]],
-        stack: "t",
+      labels: sim ? ["analytical", "simulated"] : ["analytical"],
+      datasets: TIME_PARTS.filter(([k]) => rows.some((t) => t[k] > 0)).map(([k, name]) => ({
+        label: name, data: rows.map((t) => t[k]),
+        backgroundColor: PALETTE[TIME_COLORS[TIME_PARTS.findIndex((t) => t[0] === k)]], stack: "t",
       })),
     },
     options: { indexAxis: "y",
@@ -178,7 +185,14 @@ async function predict() {
   setStatus("predicting ...");
   try {
     const body = Object.assign(job(), { plan: $("plan").value });
-    showPrediction(await post("/api/predict", body));
+    const p = await post("/api/predict", body);
+    let sim = null;
+    try {
+      sim = await post("/api/trace", body); // the same job, simulated event by event
+    } catch (e) {
+      sim = null; // a step too long to simulate here: the prediction stands alone
+    }
+    showPrediction(p, sim);
     setStatus("");
     document.body.dataset.state = "predicted";
   } catch (e) {
