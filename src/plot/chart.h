@@ -108,7 +108,16 @@ void pc_add_ref(pc_chart *c, int vertical, double value, const char *label);
 mp_status pc_render(const pc_chart *c, const mp_plot_opts *opts, mp_plot_format format,
                     const char *path, mp_diag *d);
 
-/** Palette colour i (wraps), components in [0, 1]. */
+/** Palette colour i (wraps), components in [0, 1]; and as 0xRRGGBB. */
 void pc_color(int i, double rgb[3]);
+unsigned pc_color_hex(int i);
+
+/* Between chart.c (drawing) and chart_out.c (files): */
+struct _cairo; /* cairo_t */
+/** Lay out and draw c on a cairo context of W x H device units (white background first). */
+void pc_draw(const pc_chart *c, struct _cairo *cr, double W, double H);
+/** 1 when something of segment k is drawn (a bar part > 0 or a span): only those are in the
+ *  legend and the metadata. */
+int pc_seg_used(const pc_chart *c, int k);
 
 #endif
