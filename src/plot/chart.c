@@ -1,6 +1,7 @@
 /* src/plot/chart.c — the chart layer (chart.h): data, then axes, ticks, content and legend,
- * drawn with cairo (chart_out.c writes the files and the SVG metadata). Sizes it is built for: up to 16 series of a few hundred points,
- * 64 bars of 12 segments, some 10^5 spans (a simulated step's slices after merging). */
+ * drawn with cairo (chart_out.c writes the files and the SVG metadata). Sizes it is built for:
+ * up to 16 series of a few hundred points, 64 bars of 12 segments, some 10^5 spans (a simulated
+ * step's slices after merging). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
