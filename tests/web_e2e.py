@@ -136,11 +136,14 @@ def api_checks(mp, port):
     check("the vendored Chart.js is served from the binary", st == 200 and b"Chart.js v4.6.1" in body[:200])
 
 
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
 class Cells(html.parser.HTMLParser):
-    """Attributes of the elements with an id, and the body's."""
+    """Attributes of the elements with an id, the body's, and the text inside each id'd element."""
     def __init__(self):
         super().__init__()
-        self.by_id, self.body = {}, {}
+        self.by_id, self.body, self.text, self.open = {}, {}, {}, []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -148,6 +151,16 @@ class Cells(html.parser.HTMLParser):
             self.body = a
         if "id" in a:
             self.by_id[a["id"]] = a
+        if tag not in VOID:
+            self.open.append(a.get("id"))
+
+    def handle_endtag(self, tag):
+        if self.open:
+            self.open.pop()
+
+    def handle_data(self, data):
+        if self.open and self.open[-1]:
+            self.text[self.open[-1]] = self.text.get(self.open[-1], "") + data
 
 
 def chromium():
@@ -190,6 +203,14 @@ def browser_checks(port, shots, api_predict):
     sim = dom.by_id.get("sim_step_s", {}).get("data-value")
     check("Chromium: the page shows the simulated step (/api/trace)", bool(sim) and float(sim) > 0, "DOM %r" % sim)
     check("Chromium: screenshot of the prediction", os.path.getsize(shot) > 20000 if os.path.exists(shot) else False)
+
+    q = "#predict?model=llama3-70b&gpu=h100-sxm5-80gb&gpus=64&plan=tp%3D3,gb%3D128"
+    dom = browser(port, q, os.path.join(shots, "web-error.png"), 5000)
+    check("Chromium: a plan that cannot be formed shows the API's message naming the field",
+          dom.body.get("data-state") == "error" and "field: plan" in dom.text.get("status", ""),
+          "body %r, status %r" % (dom.body, dom.text.get("status")))
+    if os.path.exists(os.path.join(shots, "web-error.png")):
+        os.unlink(os.path.join(shots, "web-error.png"))
 
     q = "#search?model=llama3-70b&gpu=h100-sxm5-80gb&gpus=64&gb=128&top=20"
     shot = os.path.join(shots, "web-search.png")
