@@ -116,10 +116,14 @@ static void test_scale_figure(void **state)
     assert_non_null(svg);
     /* the subtitle names the reference: the first count that fits */
     assert_non_null(strstr(svg, "relative to 128 GPUs"));
-    assert_non_null(strstr(svg, "points=\"3\""));
+    assert_non_null(strstr(svg, "points=\"2\"")); /* the count where nothing fits is a gap */
+    assert_null(strstr(svg, "points=\"3\""));
     free(svg);
     unlink(p);
     assert_int_equal(mp_plot_scale(pts, 0, NULL, p, &d), MP_ERR_INPUT);
+    pts[1].strong_ok = pts[1].weak_ok = pts[2].strong_ok = pts[2].weak_ok = 0;
+    assert_int_equal(mp_plot_scale(pts, 3, NULL, p, &d), MP_ERR_INPUT); /* nothing fits anywhere */
+    assert_non_null(strstr(d.text, "no plan fits"));
 }
 
 static void test_memory_figure(void **state)

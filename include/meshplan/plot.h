@@ -51,7 +51,8 @@ typedef struct {
 } mp_plot_scale_point;
 
 /** Tokens/s (left axis, log) and efficiency (right axis, %) vs GPUs (log2), strong and weak,
- *  with the ideal linear line from the first point that fits. n >= 1. */
+ *  with the ideal linear line from the first point that fits. n >= 1; MP_ERR_INPUT when no
+ *  point fits (nothing to draw). */
 mp_status mp_plot_scale(const mp_plot_scale_point *pts, int n, const mp_plot_opts *opts,
                         const char *path, mp_diag *diag);
 

@@ -1,6 +1,7 @@
 /* src/plot/chart_out.c — a chart into a file (chart.h pc_render): cairo's SVG surface into memory,
  * with the <title>, <desc> and <metadata> of what was drawn put after the opening <svg> tag
  * (docs/plot.md "SVG metadata"), or cairo's image surface into a PNG. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +99,10 @@ static void metadata(const pc_chart *c, membuf *b)
     for (int i = 0; i < c->ns; i++) {
         mb_put(b, "<series name=\"", 14);
         mb_xml(b, c->s[i].name);
-        mb_printf(b, "\" color=\"#%06X\" points=\"%d\" axis=\"%s\"/>\n", pc_color_hex(c->s[i].color), c->s[i].n,
+        int finite = 0; /* the points drawn: a gap (NaN) is not one */
+        for (int k = 0; k < c->s[i].n; k++)
+            finite += isfinite(c->s[i].x[k]) && isfinite(c->s[i].y[k]);
+        mb_printf(b, "\" color=\"#%06X\" points=\"%d\" axis=\"%s\"/>\n", pc_color_hex(c->s[i].color), finite,
                   c->s[i].right ? "y2" : "y");
     }
     for (int i = 0; i < c->nseg; i++) {

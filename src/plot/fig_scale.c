@@ -14,6 +14,13 @@ mp_status mp_plot_scale(const mp_plot_scale_point *pts, int n, const mp_plot_opt
         mp_diag_add(diag, "plot scale: %d GPU counts: expected 1..%d", n, PC_MAX_TICKS);
         return MP_ERR_INPUT;
     }
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= pts[i].strong_ok || pts[i].weak_ok;
+    if (!any) {
+        mp_diag_add(diag, "plot scale: no plan fits at any of the %d GPU counts: nothing to draw", n);
+        return MP_ERR_INPUT;
+    }
     pc_chart *c = pc_create(PC_XY, "scale");
     double *buf = malloc(sizeof(double) * (size_t)n * 6);
     if (!c || !buf) {
@@ -63,9 +70,7 @@ mp_status mp_plot_scale(const mp_plot_scale_point *pts, int n, const mp_plot_opt
         pc_destroy(c);
         return s;
     }
-    if (ref < 0) {
-        snprintf(c->subtitle, sizeof c->subtitle, "no plan fits at any GPU count");
-    } else {
+    {
         char a[32];
         snprintf(a, sizeof a, "%lld", (long long)pts[ref].gpus);
         snprintf(c->subtitle, sizeof c->subtitle,
