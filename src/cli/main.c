@@ -60,27 +60,25 @@ static const char *usage_text =
     "            and show where bigger islands stop paying (docs/islands.md); also reached as\n"
     "            `scale ... --island-gpus A:B`\n"
     "  help      this text\n"
-    "\n"
-    "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
-    "           precision(bf16|fp16|fp8) flash(0|1) schedule(1f1b|interleaved|gpipe|zb)\n"
-    "           order(rank order, innermost first; default tp-cp-ep-dp-pp)\n"
-    "           doc_len(mean tokens per document when sequences pack documents under a\n"
-    "           document mask; default: one causal sequence)\n"
-    "           etp cp_algo(ring|allgather) capacity_factor imbalance fp8_comm(0|1)\n"
-    "           attn_kernel(fa2|fa3|flex) fsdp(1|2: ZeRO-3 as flat parameters, or as PyTorch\n"
-    "           FSDP2, whose gathers are copied out on the compute stream)\n"
-    "           across islands (--cluster ISLANDS, docs/islands.md): sync(hsdp|diloco|pp|fl)\n"
-    "           inner_steps compress(none|bf16|fp8|int8|topk:F) fragments overlap\n"
-    "           exchange(ring|rotate|star) split(speed|gpus|W1:W2:...) buckets\n"
-    "           transport(stream|rendezvous) ring(bottleneck|tsp|listed); predict --quality-factor F\n"
+    "\n";
+
+/* After the plan keys (cli_print_plan_keys: the library's tables). */
+static const char *usage_tail =
     "clusters:  C is a catalog node (dgx-h100, ...), a shipped cluster (docs/cluster.md) or a\n"
     "           cluster description file\n"
     "exit codes: 0 ok, 2 bad usage or input, 1 internal error\n";
 
+static void print_usage(FILE *f)
+{
+    fputs(usage_text, f);
+    cli_print_plan_keys(f);
+    fputs(usage_tail, f);
+}
+
 int cli_main(int argc, char **argv)
 {
     if (argc < 2) {
-        fputs(usage_text, stderr);
+        print_usage(stderr);
         return EXIT_INPUT;
     }
     const char *cmd = argv[1];
@@ -102,20 +100,21 @@ int cli_main(int argc, char **argv)
             /* `meshplan COMMAND --help`: the usage, which lists every command's options. */
             for (int a = 2; a < argc; a++)
                 if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
-                    fputs(usage_text, stdout);
+                    print_usage(stdout);
                     return 0;
                 }
             return commands[i].run(argc - 2, argv + 2);
         }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
         printf("meshplan %s\n", MESHPLAN_VERSION);
         return 0;
     }
-    fprintf(stderr, "meshplan: unknown command \"%s\"\n%s", cmd, usage_text);
+    fprintf(stderr, "meshplan: unknown command \"%s\"\n", cmd);
+    print_usage(stderr);
     return EXIT_INPUT;
 }
 
