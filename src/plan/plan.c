@@ -357,8 +357,13 @@ int mp_plan_format(const mp_plan *p, char *buf, size_t cap)
     size_t len = 0;
     if (cap)
         buf[0] = '\0';
-    for (int i = 0; i < N_PLAN_KEYS; i++)
+    for (int i = 0; i < N_PLAN_KEYS; i++) /* each key writes ",key=value" */
         mp_plan_key_format(&plan_keys[i], p, buf, cap, &len);
+    if (len > 0) { /* the first key without its comma */
+        if (cap > 0 && buf[0] == ',')
+            memmove(buf, buf + 1, strlen(buf));
+        len--;
+    }
     return (int)len;
 }
 

@@ -153,7 +153,7 @@ void mp_plan_key_format(const mp_plan_key_def *k, const void *obj, char *buf, si
     double x = mp_plan_key_get(k, obj);
     if (k->fmt == MP_PF_IFSET && x == 0)
         return;
-    const char *sep = *len ? "," : "";
+    const char *sep = ",";
     char *at = *len < cap ? buf + *len : NULL;
     size_t room = *len < cap ? cap - *len : 0;
     int n = 0;

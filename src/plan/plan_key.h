@@ -70,7 +70,7 @@ int mp_plan_key_parse(const mp_plan_key_def *k, const char *val, void *obj, mp_d
 /** The generic parse of k's type (INT, BOOL, REAL, ENUM), for hooks that add a rule to it. */
 int mp_plan_key_parse_generic(const mp_plan_key_def *k, const char *val, void *obj, mp_diag *diag);
 
-/** Append ",KEY=VALUE" for k (no comma when *len is 0) by its format rule or hook. */
+/** Append ",KEY=VALUE" for k by its format rule or hook (nothing when the rule says so). */
 void mp_plan_key_format(const mp_plan_key_def *k, const void *obj, char *buf, size_t cap,
                         size_t *len);
 
