@@ -793,5 +793,15 @@ check "scale --csv" "rc_is 0" "no_nonfinite" \
     "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r) == 2 and float(r[1][\"strong_efficiency\"]) > 0' $OUT || { WHY='bad CSV'; false; }"
 run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --fix recompute=none
 check "scale, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
+
+# Plan keys (docs/plan.md): a key across islands on a one-cluster command is bad input naming it,
+# never ignored; an unknown key suggests the nearest one; help lists the keys from the tables.
+run trace --model llama3-8b $H100 --gpus 64 --plan "tp=8,gb=512,sync=diloco" -o "$TMP/sync.json"
+check "sync on a one-cluster command is bad input naming it" "rc_is 2" "stderr_has 'plan.sync = diloco'"
+run predict --model llama3-8b $H100 --gpus 64 --plan "tp=8,gb=512,schedul=zb"
+check "an unknown plan key suggests the nearest one" "rc_is 2" "stderr_has 'did you mean \"schedule\"'"
+run help
+check "help lists plan keys with values and defaults" "rc_is 0" \
+    "stdout_has '  capacity_factor  [0, 64]: '" "stdout_has '  split            speed|gpus|W1:W2:...: '"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
