@@ -19,9 +19,9 @@ static void print_help(FILE *f, int (*help)(char *, size_t))
 
 void cli_print_plan_keys(FILE *f)
 {
-    fputs("plan keys (--plan \"key=value,...\"; docs/plan.md):\n", f);
+    fputs("plan keys: --plan \"key=value,...\" (docs/plan.md)\n", f);
     print_help(f, mp_plan_keys_help);
-    fputs("plan keys across islands (--cluster ISLANDS; docs/islands.md), with predict\n"
-          "--quality-factor F:\n", f);
+    fputs("plan keys across islands: with --cluster ISLANDS, and predict --quality-factor F\n"
+          "(docs/islands.md)\n", f);
     print_help(f, mp_islands_plan_keys_help);
 }
