@@ -828,5 +828,15 @@ check "a misspelled command suggests the nearest" "rc_is 2" \
 run run --model llama2-7b $H100 --gpus 8 --plan tp=2
 check "a missing required option names it and what it is" "rc_is 2" "stderr_has 'run: --tokens T is required'" \
     "stderr_has 'training tokens'"
+
+# Plan keys (docs/plan.md): a key across islands on a one-cluster command is bad input naming it,
+# never ignored; an unknown key suggests the nearest one; help lists the keys from the tables.
+run trace --model llama3-8b $H100 --gpus 64 --plan "tp=8,gb=512,sync=diloco" -o "$TMP/sync.json"
+check "sync on a one-cluster command is bad input naming it" "rc_is 2" "stderr_has 'plan.sync = diloco'"
+run predict --model llama3-8b $H100 --gpus 64 --plan "tp=8,gb=512,schedul=zb"
+check "an unknown plan key suggests the nearest one" "rc_is 2" "stderr_has 'did you mean \"schedule\"'"
+run help
+check "help lists plan keys with values and defaults" "rc_is 0" \
+    "stdout_has '  capacity_factor  [0, 64]: '" "stdout_has '  split            speed|gpus|W1:W2:...: '"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

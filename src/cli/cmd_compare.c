@@ -108,9 +108,7 @@ int cmd_compare(int argc, char **argv)
         mp_plan p;
         mp_plan_init_default(&p);
         mp_diag d = {0};
-        mp_status st = mp_plan_parse(plan, &p, &d);
-        if (st == MP_OK && mp_xsync_check_single(&p.xsync, &d))
-            st = MP_ERR_INPUT;
+        mp_status st = mp_islands_plan_parse_single(plan, &p, &d); /* island keys: bad input */
         if (st == MP_OK)
             st = mp_plan_resolve(&p, &m, r->c.num_gpus, &d);
         if (st != MP_OK) {
