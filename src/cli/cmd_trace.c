@@ -24,22 +24,28 @@ static double now_s(void)
 static json_t *time_json(const mp_time *t)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "compute", json_real(t->compute));
-    json_object_set_new(o, "recompute", json_real(t->recompute));
-    json_object_set_new(o, "tp_comm", json_real(t->tp_comm));
-    json_object_set_new(o, "cp_comm", json_real(t->cp_comm));
-    json_object_set_new(o, "ep_comm", json_real(t->ep_comm));
-    json_object_set_new(o, "pp_comm", json_real(t->pp_comm));
-    json_object_set_new(o, "pp_bubble", json_real(t->pp_bubble));
-    json_object_set_new(o, "dp_comm_exposed", json_real(t->dp_comm_exposed));
-    json_object_set_new(o, "optimizer", json_real(t->optimizer));
-    json_object_set_new(o, "dp_comm_total", json_real(t->dp_comm_total));
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        json_object_set_new(o, mp_time_parts[k].key, json_real(mp_time_part_s(t, (mp_time_part)k)));
     return o;
 }
 
 static void row(const char *what, double sim, double ana)
 {
     printf("  %-30s %12.4f %12.4f\n", what, sim, ana);
+}
+
+/* The parts side by side (include/meshplan/parts.h): those in the step, the step, then those
+ * beside it. Each column of the first group adds up to its step. */
+static void parts_table(const mp_time *s, double sim_step_s, const mp_time *a, double ana_step_s)
+{
+    printf("\nstep time parts (s)              %12s %12s\n", "simulated", "analytical");
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind != MP_TIME_KIND_BESIDE)
+            row(mp_time_parts[k].label, mp_time_part_s(s, (mp_time_part)k), mp_time_part_s(a, (mp_time_part)k));
+    row("step", sim_step_s, ana_step_s);
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_BESIDE)
+            row(mp_time_parts[k].label, mp_time_part_s(s, (mp_time_part)k), mp_time_part_s(a, (mp_time_part)k));
 }
 
 int cmd_trace(int argc, char **argv)
@@ -182,17 +188,7 @@ int cmd_trace(int argc, char **argv)
         if (outpath)
             printf("         wrote %s (%.1f MB): open it in https://ui.perfetto.dev or chrome://tracing\n",
                    outpath, trace_bytes / 1e6);
-        printf("\nstep time parts (s)              %12s %12s\n", "simulated", "analytical");
-        row("compute", s->compute, a->compute);
-        row("recompute", s->recompute, a->recompute);
-        row("TP communication", s->tp_comm, a->tp_comm);
-        row("CP communication", s->cp_comm, a->cp_comm);
-        row("pipeline send/recv", s->pp_comm, a->pp_comm);
-        row("pipeline bubble", s->pp_bubble, a->pp_bubble);
-        row("exposed DP/ZeRO communication", s->dp_comm_exposed, a->dp_comm_exposed);
-        row("optimizer step", s->optimizer, a->optimizer);
-        row("step", r.step_s, e->step_s);
-        row("DP/ZeRO communication, all", s->dp_comm_total, a->dp_comm_total);
+        parts_table(s, r.step_s, a, e->step_s);
         printf("\nsimulated step %.4f s, analytical %.4f s (%+.1f%%); bubble %.1f%% of the step; "
                "critical stage %d\n",
                r.step_s, e->step_s, diff_pct, 100.0 * r.bubble_frac, r.critical_stage);
