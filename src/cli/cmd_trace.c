@@ -48,12 +48,42 @@ static void parts_table(const mp_time *s, double sim_step_s, const mp_time *a, d
             row(mp_time_parts[k].label, mp_time_part_s(s, (mp_time_part)k), mp_time_part_s(a, (mp_time_part)k));
 }
 
+/* Refuse, before anything is simulated, a step whose trace certainly passes --max-trace-bytes
+ * (mp_sim_size_bound: a lower bound). A step over --max-events is left to mp_sim_run, which
+ * refuses it from the same bound before it allocates. 0 or EXIT_INPUT. */
+static int check_size(const mp_model *m, const mp_plan *p, const mp_estimate *e, const mp_sim_opts *so,
+                      const char *outpath, int64_t max_trace)
+{
+    mp_sim_size z;
+    mp_sim_size_bound(m, p, e, so, &z);
+    char fix[160];
+    if (z.tasks_min > so->max_events)
+        return 0;
+    if (outpath && z.trace_bytes_min > max_trace) {
+        /* The gb that keeps the trace under the cap: tasks scale with the micro-batches. */
+        double g = floor((double)max_trace / (double)z.trace_bytes_per_microbatch);
+        if (g >= 1)
+            snprintf(fix, sizeof fix, "it needs a global batch of gb=%lld or less (likely less: that is a lower bound)",
+                     (long long)(g * (double)p->mb * (double)p->dp));
+        else
+            snprintf(fix, sizeof fix, "even one micro-batch per DP rank takes %lld bytes",
+                     (long long)z.trace_bytes_per_microbatch);
+        fprintf(stderr, "meshplan: trace: the trace of this step takes at least %lld bytes (%.4g MB, %lld slices), over "
+                        "--max-trace-bytes %lld%s; %s, or raise --max-trace-bytes; nothing was simulated or written\n",
+                (long long)z.trace_bytes_min, (double)z.trace_bytes_min / 1e6, (long long)z.tasks_min,
+                (long long)max_trace, max_trace == MP_SIM_DEFAULT_MAX_TRACE_BYTES ? " (the default, 256 MiB)" : "",
+                fix);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
 int cmd_trace(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
                                        "--plan", "--catalog", "-o", "--output", "--contention",
                                        "--straggler-rank", "--straggler-compute", "--straggler-link",
-                                       "--max-events", NULL};
+                                       "--max-events", "--max-trace-bytes", NULL};
     static const char *const flags[] = {"--json", "--tp-overlap", "--p2p-overlap", "--analytical-rules",
                                         NULL};
     cli_args args;
@@ -104,6 +134,13 @@ int cmd_trace(int argc, char **argv)
             return rc;
         so.max_events = ll;
     }
+    double max_trace = (double)MP_SIM_DEFAULT_MAX_TRACE_BYTES;
+    if ((v = cli_opt(&args, "--max-trace-bytes"))) {
+        if ((rc = cli_parse_bytes("max-trace-bytes", v, &max_trace)))
+            return rc;
+        if (max_trace < 1)
+            return cli_fail("trace: --max-trace-bytes = %s: expected at least 1 byte", v);
+    }
 
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))
@@ -117,11 +154,16 @@ int cmd_trace(int argc, char **argv)
     if ((rc = cli_job_estimate(cat, model, gpu, ngpus, gpn, cli_opt(&args, "--scale-out"), plan, &m, &cl, &p,
                                &e, &d)))
         goto done;
+    if ((rc = check_size(&m, &p, e, &so, outpath, (int64_t)max_trace)))
+        goto done;
     mp_sim_result r;
     double t0 = now_s();
     mp_status st = mp_sim_run(&m, &cl, &p, e, &so, &sim, &r, &d);
     double wall = now_s() - t0;
     if (st != MP_OK) {
+        if (st == MP_ERR_RANGE)
+            mp_diag_add(&d, "trace: --max-events sets max_events (now %lld, default %lld)", (long long)so.max_events,
+                        (long long)MP_SIM_DEFAULT_MAX_EVENTS);
         rc = cli_exit_for(st);
         goto done;
     }
@@ -136,11 +178,20 @@ int cmd_trace(int argc, char **argv)
             rc = EXIT_INPUT;
             goto done;
         }
-        st = mp_sim_write_trace(sim, f, title, &d);
-        trace_bytes = ftell(f);
+        int64_t nbytes = 0;
+        st = mp_sim_write_trace_max(sim, f, title, (int64_t)max_trace, &nbytes, &d);
+        trace_bytes = (long)nbytes;
         if (fclose(f) != 0 && st == MP_OK) {
             mp_diag_add(&d, "-o %s: %s", outpath, strerror(errno));
             st = MP_ERR_IO;
+        }
+        if (st == MP_ERR_RANGE) {
+            /* Over the cap: no partial trace is left behind. */
+            remove(outpath);
+            mp_diag_add(&d, "trace: nothing written to %s; raise --max-trace-bytes (now %.0f bytes) or trace "
+                            "fewer micro-batches (a smaller gb)", outpath, max_trace);
+            rc = EXIT_INPUT;
+            goto done;
         }
         if (st != MP_OK) {
             rc = EXIT_INTERNAL;
