@@ -95,6 +95,74 @@ static json_t *row_json(const result *r)
     return o;
 }
 
+/* compare --csv: one row per cluster, empty cells for one that cannot be predicted. */
+static void print_csv(const result *res, int nres)
+{
+    int cols[MP_TIME_PART_COUNT], ncols = csv_parts(cols);
+    printf("cluster,gpu,feasible,step_s,tokens_per_s,mfu");
+    for (int i = 0; i < ncols; i++)
+        csv_column(cols[i]);
+    printf(",bound_kind,bound_tier,bound_link\n");
+    for (int i = 0; i < nres; i++) {
+        const result *r = &res[i];
+        printf("%s", r->spec);
+        if (!r->ok) {
+            printf(",,,,,");
+            for (int j = 0; j < ncols; j++)
+                printf(",");
+            printf(",,,\n");
+            continue;
+        }
+        const mp_estimate *e = r->e;
+        printf(",%s,%d,%.6g,%.6g,%.4f", r->c.gpu.key, e->feasible, e->step_s, e->tokens_per_s, e->mfu);
+        for (int j = 0; j < ncols; j++)
+            printf(",%.6g", mp_time_part_s(&e->time, (mp_time_part)cols[j]));
+        printf(",%s,%d,%s\n", r->kind ? r->kind : "", r->tier, r->tier >= 0 ? r->c.tier[r->tier].link : "");
+    }
+}
+
+/* compare's table, then each cluster's bottleneck in words. */
+static void print_text(const mp_model *m, long long ngpus, const char *plan, const result *res, int nres)
+{
+    printf("%s on %lld GPUs, plan \"%s\"\n", m->key, ngpus, plan ? plan : "");
+    char head[96] = "exposed comm s:";
+    for (int k = 0, n = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_COMM)
+            snprintf(head + strlen(head), sizeof head - strlen(head), "%s%s", n++ ? " / " : " ",
+                     mp_time_parts[k].group);
+    printf("%-28s %-15s %8s %10s %6s   %-40s", "cluster", "gpu", "step s", "tokens/s", "MFU", head);
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_WAIT)
+            printf(" %9s", mp_time_parts[k].key);
+    printf("  %s\n", "comm bound by");
+    for (int i = 0; i < nres; i++) {
+        const result *r = &res[i];
+        if (!r->ok) {
+            printf("%-28s (cannot be predicted, see above)\n", r->spec);
+            continue;
+        }
+        const mp_estimate *e = r->e;
+        char comm[128] = "", by[160] = "-";
+        for (int k = 0, n = 0; k < MP_TIME_PART_COUNT; k++)
+            if (mp_time_parts[k].kind == MP_TIME_KIND_COMM)
+                snprintf(comm + strlen(comm), sizeof comm - strlen(comm), "%s%.3f", n++ ? " / " : "",
+                         mp_time_part_s(&e->time, (mp_time_part)k));
+        if (r->kind && r->tier >= 0)
+            snprintf(by, sizeof by, "%s: tier %d %s (%s)", r->kind, r->tier,
+                     r->c.tier[r->tier].name, r->c.tier[r->tier].link);
+        printf("%-28s %-15s %8.3f %10.0f %5.1f%%   %-40s", r->spec, r->c.gpu.key, e->step_s,
+               e->tokens_per_s, 100.0 * e->mfu, comm);
+        for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+            if (mp_time_parts[k].kind == MP_TIME_KIND_WAIT)
+                printf(" %9.3f", mp_time_part_s(&e->time, (mp_time_part)k));
+        printf("  %s%s\n", by, e->feasible ? "" : "  [does not fit in memory]");
+    }
+    printf("bottleneck:\n");
+    for (int i = 0; i < nres; i++)
+        if (res[i].ok)
+            printf("  %-26s %s\n", res[i].spec, res[i].e->bottleneck);
+}
+
 int cmd_compare(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpus", "--plan", "--cluster", "--gpu",
@@ -186,65 +254,9 @@ int cmd_compare(int argc, char **argv)
         if ((rc = cli_print_json(o, JSON_INDENT(1) | JSON_REAL_PRECISION(10))))
             goto done;
     } else if (csv) {
-        int cols[MP_TIME_PART_COUNT], ncols = csv_parts(cols);
-        printf("cluster,gpu,feasible,step_s,tokens_per_s,mfu");
-        for (int i = 0; i < ncols; i++)
-            csv_column(cols[i]);
-        printf(",bound_kind,bound_tier,bound_link\n");
-        for (int i = 0; i < nres; i++) {
-            const result *r = &res[i];
-            printf("%s", r->spec);
-            if (!r->ok) {
-                printf(",,,,,");
-                for (int j = 0; j < ncols; j++)
-                    printf(",");
-                printf(",,,\n");
-                continue;
-            }
-            const mp_estimate *e = r->e;
-            printf(",%s,%d,%.6g,%.6g,%.4f", r->c.gpu.key, e->feasible, e->step_s, e->tokens_per_s, e->mfu);
-            for (int j = 0; j < ncols; j++)
-                printf(",%.6g", mp_time_part_s(&e->time, (mp_time_part)cols[j]));
-            printf(",%s,%d,%s\n", r->kind ? r->kind : "", r->tier, r->tier >= 0 ? r->c.tier[r->tier].link : "");
-        }
+        print_csv(res, nres);
     } else {
-        printf("%s on %lld GPUs, plan \"%s\"\n", m.key, ngpus, plan ? plan : "");
-        char head[96] = "exposed comm s:";
-        for (int k = 0, n = 0; k < MP_TIME_PART_COUNT; k++)
-            if (mp_time_parts[k].kind == MP_TIME_KIND_COMM)
-                snprintf(head + strlen(head), sizeof head - strlen(head), "%s%s", n++ ? " / " : " ",
-                         mp_time_parts[k].group);
-        printf("%-28s %-15s %8s %10s %6s   %-40s", "cluster", "gpu", "step s", "tokens/s", "MFU", head);
-        for (int k = 0; k < MP_TIME_PART_COUNT; k++)
-            if (mp_time_parts[k].kind == MP_TIME_KIND_WAIT)
-                printf(" %9s", mp_time_parts[k].key);
-        printf("  %s\n", "comm bound by");
-        for (int i = 0; i < nres; i++) {
-            const result *r = &res[i];
-            if (!r->ok) {
-                printf("%-28s (cannot be predicted, see above)\n", r->spec);
-                continue;
-            }
-            const mp_estimate *e = r->e;
-            char comm[128] = "", by[160] = "-";
-            for (int k = 0, n = 0; k < MP_TIME_PART_COUNT; k++)
-                if (mp_time_parts[k].kind == MP_TIME_KIND_COMM)
-                    snprintf(comm + strlen(comm), sizeof comm - strlen(comm), "%s%.3f", n++ ? " / " : "",
-                             mp_time_part_s(&e->time, (mp_time_part)k));
-            if (r->kind && r->tier >= 0)
-                snprintf(by, sizeof by, "%s: tier %d %s (%s)", r->kind, r->tier,
-                         r->c.tier[r->tier].name, r->c.tier[r->tier].link);
-            printf("%-28s %-15s %8.3f %10.0f %5.1f%%   %-40s", r->spec, r->c.gpu.key, e->step_s,
-                   e->tokens_per_s, 100.0 * e->mfu, comm);
-            for (int k = 0; k < MP_TIME_PART_COUNT; k++)
-                if (mp_time_parts[k].kind == MP_TIME_KIND_WAIT)
-                    printf(" %9.3f", mp_time_part_s(&e->time, (mp_time_part)k));
-            printf("  %s%s\n", by, e->feasible ? "" : "  [does not fit in memory]");
-        }
-        printf("bottleneck:\n");
-        for (int i = 0; i < nres; i++)
-            if (res[i].ok)
-                printf("  %-26s %s\n", res[i].spec, res[i].e->bottleneck);
+        print_text(&m, ngpus, plan, res, nres);
     }
     rc = failed;
 done:
