@@ -650,6 +650,25 @@ static void test_trace_byte_cap(void **state)
         }
         free(buf);
     }
+    /* A caller's title longer than the writer's event buffer goes out whole, escaped. */
+    char title[3001];
+    for (int k = 0; k < 3000; k++)
+        title[k] = "ab\"\\\n"[k % 5];
+    title[3000] = '\0';
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mp_diag_clear(&d);
+    assert_int_equal(mp_sim_write_trace_max(s, f, title, INT64_MAX, NULL, &d), MP_OK);
+    fclose(f);
+    json_error_t err;
+    json_t *root = json_loads(buf, 0, &err);
+    if (!root)
+        fail_msg("trace with a long title does not parse: %s", err.text);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "otherData"), "title")), title);
+    json_decref(root);
+    free(buf);
     mp_diag_clear(&d);
     assert_int_equal(mp_sim_write_trace_max(s, stdout, NULL, 0, NULL, &d), MP_ERR_INPUT);
     mp_sim_destroy(s);

@@ -6,8 +6,8 @@
  * per stream (tid = stream). Every task is a complete event ("ph": "X") with ts and dur in
  * microseconds, printed exactly from the integer nanoseconds. Tasks of one stream run one at a
  * time, so the slices of one thread never overlap. Pipeline sends carry flow arrows to the
- * task of the receiving stage that waited for them. Written with fprintf rather than jansson: a
- * step of Llama 3 405B has ~10^5 slices and a JSON tree of them would cost more than the
+ * task of the receiving stage that waited for them. Written by hand rather than with jansson:
+ * a step of Llama 3 405B has ~10^5 slices and a JSON tree of them would cost more than the
  * simulation.
  *
  * Each event is formatted into a line buffer and written whole, so the size is known before it
@@ -17,7 +17,6 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "sim_internal.h"
@@ -65,6 +64,9 @@ static void w_printf(writer *w, const char *fmt, ...)
     w->n += len;
 }
 
+static void w_putc(writer *w, char ch);
+
+/* Append a literal. */
 static void w_puts(writer *w, const char *text)
 {
     size_t len = strlen(text);
@@ -72,13 +74,9 @@ static void w_puts(writer *w, const char *text)
         w_flush(w);
     if (w->over || w->io)
         return;
-    if (len > sizeof w->buf) { /* only a caller's text is this long: it goes out as it is */
-        if (w->bytes + (int64_t)len > w->max_bytes)
-            w->over = 1;
-        else if (fwrite(text, 1, len, w->f) != len)
-            w->io = 1;
-        else
-            w->bytes += (int64_t)len;
+    if (len > sizeof w->buf) { /* not one of ours: in pieces */
+        for (; *text; text++)
+            w_putc(w, *text);
         return;
     }
     memcpy(w->buf + w->n, text, len);
@@ -112,6 +110,7 @@ static void put_str(writer *w, const char *s)
     }
     w_putc(w, '"');
 }
+
 static const char *pass_letter(sim_kind k)
 {
     switch (k) {
@@ -260,12 +259,7 @@ mp_status mp_sim_write_trace_max(const mp_sim *s, FILE *out, const char *title, 
         return MP_ERR_INPUT;
     }
     const sim_graph *g = &s->g;
-    writer *f = malloc(sizeof *f);
-    if (!f) {
-        mp_diag_add(diag, "trace: out of memory");
-        return MP_ERR_NOMEM;
-    }
-    *f = (writer){.f = out, .max_bytes = max_bytes};
+    writer w = {.f = out, .max_bytes = max_bytes}, *f = &w;
     put_metadata(f, s, title);
     int64_t slices = 0, written = 0;
     for (int64_t i = 0; i < g->n; i++)
@@ -296,7 +290,6 @@ mp_status mp_sim_write_trace_max(const mp_sim *s, FILE *out, const char *title, 
     }
     if (bytes)
         *bytes = f->bytes;
-    free(f);
     return st;
 }
 
