@@ -27,6 +27,7 @@
 #include <omp.h>
 #endif
 
+#include "meshplan/parts.h"
 #include "search_internal.h"
 
 static const char *const obj_names[] = {
@@ -842,6 +843,37 @@ static void appendf(char *buf, size_t cap, const char *fmt, ...)
 #endif
     ;
 
+/* The step-time part in the step (include/meshplan/parts.h), other than `except` (-1: none), in
+ * which a and b differ most; the first of equal differences. */
+static int widest_time_part(const mp_time *a, const mp_time *b, int except)
+{
+    int best = 0;
+    double bd = -1.0;
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++) {
+        double d = fabs(mp_time_part_s(b, (mp_time_part)k) - mp_time_part_s(a, (mp_time_part)k));
+        if (mp_time_parts[k].kind != MP_TIME_KIND_BESIDE && k != except && d > bd) {
+            best = k;
+            bd = d;
+        }
+    }
+    return best;
+}
+
+/* The part of the memory total in which a and b differ most; the first of equal differences. */
+static int widest_memory_part(const mp_memory *a, const mp_memory *b)
+{
+    int best = 0;
+    double bd = -1.0;
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++) {
+        double d = fabs(mp_memory_part_bytes(b, (mp_memory_part)k) - mp_memory_part_bytes(a, (mp_memory_part)k));
+        if (mp_memory_parts[k].kind == MP_MEM_KIND_PART && d > bd) {
+            best = k;
+            bd = d;
+        }
+    }
+    return best;
+}
+
 static void appendf(char *buf, size_t cap, const char *fmt, ...)
 {
     size_t n = strlen(buf);
@@ -905,37 +937,14 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
                 mp_schedule_name(p->schedule), mp_schedule_name(q->schedule));
 
     /* The step-time term and the memory component that differ most. */
-    struct { const char *k; double u, v; } terms[] = {
-        {"compute", ea->time.compute, eb->time.compute},
-        {"recompute", ea->time.recompute, eb->time.recompute},
-        {"TP communication", ea->time.tp_comm, eb->time.tp_comm},
-        {"CP communication", ea->time.cp_comm, eb->time.cp_comm},
-        {"EP communication", ea->time.ep_comm, eb->time.ep_comm},
-        {"pipeline send/recv", ea->time.pp_comm, eb->time.pp_comm},
-        {"pipeline bubble", ea->time.pp_bubble, eb->time.pp_bubble},
-        {"exposed DP/ZeRO communication", ea->time.dp_comm_exposed, eb->time.dp_comm_exposed},
-        {"optimizer step", ea->time.optimizer, eb->time.optimizer}};
-    size_t bt = 0;
-    for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
-        if (fabs(terms[i].v - terms[i].u) > fabs(terms[bt].v - terms[bt].u))
-            bt = i;
-    snprintf(x->term, sizeof x->term, "%s", terms[bt].k);
-    x->term_winner_s = terms[bt].u;
-    x->term_runner_up_s = terms[bt].v;
-    struct { const char *k; double u, v; } mem[] = {
-        {"weights", ea->memory.weights, eb->memory.weights},
-        {"gradients", ea->memory.gradients, eb->memory.gradients},
-        {"optimizer", ea->memory.optimizer, eb->memory.optimizer},
-        {"activations", ea->memory.activations, eb->memory.activations},
-        {"logits", ea->memory.logits, eb->memory.logits},
-        {"buffers", ea->memory.buffers, eb->memory.buffers}};
-    size_t bm = 0;
-    for (size_t i = 1; i < sizeof mem / sizeof mem[0]; i++)
-        if (fabs(mem[i].v - mem[i].u) > fabs(mem[bm].v - mem[bm].u))
-            bm = i;
-    snprintf(x->memory_term, sizeof x->memory_term, "%s", mem[bm].k);
-    x->memory_winner_bytes = mem[bm].u;
-    x->memory_runner_up_bytes = mem[bm].v;
+    const int bt = widest_time_part(&ea->time, &eb->time, -1);
+    snprintf(x->term, sizeof x->term, "%s", mp_time_parts[bt].label);
+    x->term_winner_s = mp_time_part_s(&ea->time, (mp_time_part)bt);
+    x->term_runner_up_s = mp_time_part_s(&eb->time, (mp_time_part)bt);
+    const int bm = widest_memory_part(&ea->memory, &eb->memory);
+    snprintf(x->memory_term, sizeof x->memory_term, "%s", mp_memory_parts[bm].key);
+    x->memory_winner_bytes = mp_memory_part_bytes(&ea->memory, (mp_memory_part)bm);
+    x->memory_runner_up_bytes = mp_memory_part_bytes(&eb->memory, (mp_memory_part)bm);
     x->step_winner_s = ea->step_s;
     x->step_runner_up_s = eb->step_s;
     x->tied = a->score == b->score;
@@ -974,13 +983,11 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
         appendf(t, cap, "Step %.6g s vs %.6g s; the term that differs most is %s: %.4g s vs %.4g s",
                 ea->step_s, eb->step_s, x->term, x->term_winner_s, x->term_runner_up_s);
         /* The second largest time difference, when it is a sizeable offset. */
-        size_t b2 = bt == 0 ? 1 : 0;
-        for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
-            if (i != bt && fabs(terms[i].v - terms[i].u) > fabs(terms[b2].v - terms[b2].u))
-                b2 = i;
-        double d2 = terms[b2].v - terms[b2].u;
-        if (fabs(d2) > 0.1 * fabs(terms[bt].v - terms[bt].u) && fabs(d2) > 0)
-            appendf(t, cap, ", then %s: %.4g s vs %.4g s", terms[b2].k, terms[b2].u, terms[b2].v);
+        const int b2 = widest_time_part(&ea->time, &eb->time, bt);
+        const double u2 = mp_time_part_s(&ea->time, (mp_time_part)b2), v2 = mp_time_part_s(&eb->time, (mp_time_part)b2);
+        double d2 = v2 - u2;
+        if (fabs(d2) > 0.1 * fabs(x->term_runner_up_s - x->term_winner_s) && fabs(d2) > 0)
+            appendf(t, cap, ", then %s: %.4g s vs %.4g s", mp_time_parts[b2].label, u2, v2);
         appendf(t, cap, ".");
     }
     appendf(t, cap, " Memory %.1f vs %.1f GiB of %.1f",
