@@ -852,6 +852,72 @@ static void test_pins_and_bad_options(void **state)
     assert_int_equal(r.counts.feasible, 0);
     assert_true(r.have_least_memory);
     assert_true(r.least_memory.memory_bytes > 1e9);
+    assert_string_equal(r.unformable, ""); /* plans were formed: none fits, a different answer */
+    mp_search_result_free(&r);
+}
+
+static int count_only(void *ctx, const mp_plan *p)
+{
+    (void)ctx;
+    (void)p;
+    return 1; /* stop at the first: only the counts are wanted */
+}
+#define NULL_VISIT count_only
+
+/* Plans in the space of model m on gpus GPUs at global batch gb (the enumerator's count). */
+static uint64_t space_plans(const mp_model *m, int64_t gpus, int64_t gb)
+{
+    mp_search_opts o;
+    mp_search_opts_init(&o);
+    o.pin.gb = gb;
+    mp_search_counts k;
+    assert_int_equal(mp_search_enumerate(m, gpus, &o, NULL_VISIT, NULL, &k, NULL), MP_OK);
+    return k.plans;
+}
+
+/* Defect 5 of issue 15: with nothing formable (5,128 = 8 x 641 GPUs, 641 prime: no degree takes
+ * the factor for Llama 3 405B at gb 2048) the search said "no plan fits in memory". Now it
+ * evaluates nothing and says why (the rules, the factor 641) and the nearest GPU counts and
+ * global batches that have a plan — nearest checked against the enumerator on every value in
+ * between. "Nothing fits" (test_pins_and_bad_options) leaves unformable empty. */
+static void test_nothing_formable_says_why(void **state)
+{
+    (void)state;
+    const mp_model *m = model("llama3-405b");
+    mp_cluster c = cluster("h100-sxm5-80gb", 5128);
+    mp_search_opts o;
+    mp_search_opts_init(&o);
+    o.pin.gb = 2048;
+    mp_search_result r;
+    search(m, &c, 1, &o, &r);
+    assert_int_equal(r.counts.plans, 0);
+    assert_int_equal(r.counts.evaluated, 0);
+    assert_int_equal(r.ntop, 0);
+    assert_false(r.have_least_memory);
+    assert_true(r.counts.shapes > 0 && r.counts.shapes_rejected == r.counts.shapes);
+    const char *want[] = {"no plan can be formed", "5128 GPUs (2^3 x 641)", "prime factor 641",
+                          "gb_dp", "5120 and 5184", "1923 and 2564"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(r.unformable, want[i]))
+            fail_msg("unformable lacks \"%s\": %s", want[i], r.unformable);
+    /* The suggestions have plans, and nothing nearer does. */
+    assert_true(space_plans(m, 5120, 2048) > 0 && space_plans(m, 5184, 2048) > 0);
+    for (int64_t g = 5128; g < 5184; g += 8)
+        assert_int_equal(space_plans(m, g, 2048), 0);
+    assert_true(space_plans(m, 5128, 1923) > 0 && space_plans(m, 5128, 2564) > 0);
+    for (int64_t b = 1924; b < 2564; b++)
+        if (space_plans(m, 5128, b))
+            fail_msg("gb %lld has a plan on 5128 GPUs: nearer than the suggestions", (long long)b);
+    mp_search_result_free(&r);
+    /* Pins that leave nothing below the shapes: said so, with a batch that has a plan. */
+    c = cluster("h100-sxm5-80gb", 8);
+    mp_search_opts_init(&o);
+    o.pin.gb = 64;
+    o.pin.mb = 3;
+    search(model("llama3-8b"), &c, 1, &o, &r);
+    assert_int_equal(r.counts.plans, 0);
+    assert_non_null(strstr(r.unformable, "the pinned keys leave no plan"));
+    assert_non_null(strstr(r.unformable, "63 and 66"));
     mp_search_result_free(&r);
 }
 
@@ -868,6 +934,7 @@ int main(void)
         cmocka_unit_test(test_energy_hook),
         cmocka_unit_test(test_explanation_names_the_largest_difference),
         cmocka_unit_test(test_pins_and_bad_options),
+        cmocka_unit_test(test_nothing_formable_says_why),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -207,6 +207,12 @@ typedef struct {
     mp_search_entry rank_entry;
     double wall_s;                   /* search time */
     int threads;                     /* threads used */
+    /* Added later. */
+    char unformable[1024];           /* counts.plans == 0 (no plan can be formed at all, as
+                                        opposed to none fitting in memory): why — the rules every
+                                        degree shape breaks, or the pins — and the nearest GPU
+                                        counts (in steps of clusters[0]'s node) and global batches
+                                        near clusters[0] that have a plan; "" otherwise */
 } mp_search_result;
 
 /** Search the plans of model m on each of the clusters (1..MP_SEARCH_MAX_CLUSTERS, e.g. one GPU
@@ -214,7 +220,10 @@ typedef struct {
  *  or precision unsupported, the energy objective without opts.energy: "energy objective needs
  *  the energy model (issue 6)"), MP_ERR_RANGE (more than MP_SEARCH_MAX_PLANS plans), MP_ERR_NOMEM.
  *  A space with no feasible plan is an answer
- *  (ntop == 0, have_least_memory). Free with mp_search_result_free. */
+ *  (ntop == 0, have_least_memory). A space with no plan at all (counts.plans == 0: every degree
+ *  shape breaks a rule, or the pins leave nothing) returns MP_OK with nothing evaluated and
+ *  result.unformable saying why and what would have a plan; the CLI treats it as bad input
+ *  (exit 2), as DESIGN.md treats a plan that cannot be formed. Free with mp_search_result_free. */
 mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters,
                     const mp_search_opts *opts, mp_search_result *out, mp_diag *diag);
 

@@ -577,6 +577,18 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
                     (unsigned long long)out->counts.plans, (unsigned long long)MP_SEARCH_MAX_PLANS);
         st = MP_ERR_RANGE;
     }
+    if (st == MP_OK && out->counts.plans == 0) {
+        /* Nothing can be formed: say why and what can, evaluate nothing. */
+        int64_t gpus[MP_SEARCH_MAX_CLUSTERS];
+        for (int ci = 0; ci < nclusters; ci++)
+            gpus[ci] = clusters[ci].num_gpus;
+        sp_explain_unformable(&space, gpus, nclusters, clusters[0].gpus_per_node, &out->counts,
+                              out->unformable, sizeof out->unformable);
+        free(shapes);
+        out->threads = 1;
+        out->wall_s = now_s() - t0;
+        return MP_OK;
+    }
     mp_estimate *scratch = malloc(sizeof *scratch);
     order_item *order = malloc((nshapes + 1) * sizeof *order);
     if (st == MP_OK && (!scratch || !order))

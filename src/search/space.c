@@ -22,8 +22,10 @@
  * Sizes: a few hundred shapes per GPU count; up to millions of plans (Llama 3 405B on 16,384
  * GPUs: 462 shapes, 6.0 million plans; 120 million with every rank order).
  */
-#include <string.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "search_internal.h"
 
@@ -617,4 +619,168 @@ mp_status mp_search_enumerate(const mp_model *m, int64_t gpus, const mp_search_o
     free(ax);
     free(shapes);
     return st;
+}
+
+/* ---- a space with no plan: why, and the nearest jobs that have one ---------------------- */
+
+/* 1 if the job of s with global batch gb has at least one plan on gpus GPUs. */
+static int formable(const sp_space *s, int64_t gpus, int64_t gb)
+{
+    sp_space t = *s;
+    t.gb = gb;
+    t.base.gb = gb;
+    mp_search_counts k;
+    memset(&k, 0, sizeof k);
+    sp_shape *sh = NULL;
+    size_t n = 0, cap = 0;
+    mp_status st = sp_shapes(&t, 0, gpus, &sh, &n, &cap, &k);
+    free(sh);
+    return st == MP_OK && k.plans > 0;
+}
+
+/* The nearest values below and above x, stepping by step (x - step, x + step, x - 2 step, ...),
+ * for which ok(value) holds, within [lo, hi] and at most SP_NEAREST_STEPS steps each way; 0
+ * for a side with none. */
+#define SP_NEAREST_STEPS 4096
+static void nearest(const sp_space *s, int64_t x, int64_t step, int64_t lo, int64_t hi,
+                    int64_t gpus, int by_gpus, int64_t *below, int64_t *above)
+{
+    *below = *above = 0;
+    for (int64_t k = 1; k <= SP_NEAREST_STEPS && (!*below || !*above); k++) {
+        int64_t d = x - k * step, u = x + k * step;
+        if (!*below && d >= lo && (by_gpus ? formable(s, d, s->gb) : formable(s, gpus, d)))
+            *below = d;
+        if (!*above && u <= hi && (by_gpus ? formable(s, u, s->gb) : formable(s, gpus, u)))
+            *above = u;
+        if (d < lo && u > hi)
+            break;
+    }
+}
+
+static void appendf(char *buf, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void appendf(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    if (n + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/* "2^3 x 641": the prime factors of n (trial division; n <= 2^24). */
+static void factor_text(int64_t n, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (int64_t p = 2; p * p <= n; p++) {
+        int e = 0;
+        while (n % p == 0) {
+            n /= p;
+            e++;
+        }
+        if (e == 1)
+            appendf(buf, cap, "%s%lld", buf[0] ? " x " : "", (long long)p);
+        else if (e > 1)
+            appendf(buf, cap, "%s%lld^%d", buf[0] ? " x " : "", (long long)p, e);
+    }
+    if (n > 1)
+        appendf(buf, cap, "%s%lld", buf[0] ? " x " : "", (long long)n);
+}
+
+/* When the largest prime factor p of the GPU count fits in none of the degrees (every shape
+ * puts a multiple of p in tp, cp, pp or dp), say so: the usual reason nothing can be formed
+ * (5,128 = 8 x 641). */
+static void prime_factor_reason(const sp_space *s, int64_t n, char *buf, size_t cap)
+{
+    int64_t p = 1, x = n;
+    for (int64_t d = 2; d * d <= x; d++)
+        while (x % d == 0) {
+            x /= d;
+            p = d;
+        }
+    if (x > 1)
+        p = x;
+    const mp_model *m = s->m;
+    if (p < 3 || !(m->heads % p) || !(m->ffn_hidden % p) || (s->seq % (2 * p) == 0 && p <= s->seq) ||
+        p <= m->layers || !(s->gb % p))
+        return;
+    appendf(buf, cap, ". Every shape puts the prime factor %lld in one degree, and it fits none: "
+                      "tp (no multiple of %lld divides the %lld heads), cp (seq %lld is not divisible by "
+                      "2 x %lld), pp (%lld stages are more than the %lld layers), dp (gb %lld is "
+                      "not divisible by %lld)",
+            (long long)p, (long long)p, (long long)m->heads, (long long)s->seq, (long long)p,
+            (long long)p, (long long)m->layers, (long long)s->gb, (long long)p);
+}
+
+void sp_explain_unformable(const sp_space *s, const int64_t *gpus, int ngpus, int64_t gpus_step,
+                           const mp_search_counts *k, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    const int64_t n0 = gpus[0];
+    char f[128];
+    factor_text(n0, f, sizeof f);
+    appendf(buf, cap, "no plan can be formed for %s at gb %lld x seq %lld on ", s->m->key,
+            (long long)s->gb, (long long)s->seq);
+    if (ngpus == 1)
+        appendf(buf, cap, "%lld GPUs (%s)", (long long)n0, f[0] ? f : "1");
+    else
+        appendf(buf, cap, "any of %d GPU counts %lld..%lld", ngpus, (long long)n0,
+                (long long)gpus[ngpus - 1]);
+    if (!k->shapes) {
+        appendf(buf, cap, ": the pinned degrees (tp, cp, pp, dp) give no degree shape whose product "
+                          "is the GPU count");
+    } else if (k->shapes_rejected == k->shapes) {
+        appendf(buf, cap, ": each of the %llu degree shapes (tp, cp, pp, dp with tp*cp*pp*dp = the "
+                          "GPU count) breaks at least one rule (shapes breaking each:",
+                (unsigned long long)k->shapes);
+        for (int r = 0, first = 1; r < MP_RULE_COUNT; r++)
+            if (k->rule[r]) {
+                appendf(buf, cap, "%s %s %llu", first ? "" : ",", mp_search_rule_key((mp_search_rule)r),
+                        (unsigned long long)k->rule[r]);
+                first = 0;
+            }
+        appendf(buf, cap, ")");
+        if (ngpus == 1)
+            prime_factor_reason(s, n0, buf, cap);
+    } else {
+        appendf(buf, cap, ": %llu of %llu degree shapes can be formed, but the pinned keys leave no "
+                          "plan below them (mb must divide gb/dp, vpp <= layers/pp, ep | experts)",
+                (unsigned long long)(k->shapes - k->shapes_rejected), (unsigned long long)k->shapes);
+    }
+    /* The nearest jobs that have a plan: other GPU counts (in steps of the node), other batches. */
+    int64_t lo = 0, hi = 0, glo = 0, ghi = 0;
+    const int64_t step = gpus_step > 0 ? gpus_step : 1;
+    nearest(s, n0, step, step, (int64_t)1 << 24, 0, 1, &lo, &hi);
+    nearest(s, s->gb, 1, 1, (int64_t)1 << 30, n0, 0, &glo, &ghi);
+    appendf(buf, cap, ". ");
+    if (lo || hi) {
+        appendf(buf, cap, "Nearest GPU counts with a plan (multiples of %lld): ", (long long)step);
+        if (lo)
+            appendf(buf, cap, "%lld", (long long)lo);
+        if (lo && hi)
+            appendf(buf, cap, " and ");
+        if (hi)
+            appendf(buf, cap, "%lld", (long long)hi);
+        appendf(buf, cap, "; ");
+    } else {
+        appendf(buf, cap, "No GPU count within %d nodes has a plan; ", SP_NEAREST_STEPS);
+    }
+    if (glo || ghi) {
+        appendf(buf, cap, "nearest global batches with a plan on %lld GPUs: ", (long long)n0);
+        if (glo)
+            appendf(buf, cap, "%lld", (long long)glo);
+        if (glo && ghi)
+            appendf(buf, cap, " and ");
+        if (ghi)
+            appendf(buf, cap, "%lld", (long long)ghi);
+        appendf(buf, cap, ".");
+    } else {
+        appendf(buf, cap, "no global batch within %d of gb %lld has a plan on %lld GPUs.",
+                SP_NEAREST_STEPS, (long long)s->gb, (long long)n0);
+    }
 }
