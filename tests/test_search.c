@@ -411,6 +411,7 @@ static void test_pruning_never_drops_a_feasible_plan(void **state)
         setup_job(&jobs[k], &m, &c, &o);
         mp_search_result pruned, full;
         o.threads = 2;
+        o.parallel_min_plans = 1;
         o.prune = 1;
         search(m, &c, 1, &o, &pruned);
         o.prune = 0;
@@ -451,6 +452,7 @@ static void test_same_result_with_any_thread_count(void **state)
         for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
             mp_search_result many;
             o.threads = threads[t];
+            o.parallel_min_plans = 1; /* these spaces are small: parallel anyway */
             search(m, &c, 1, &o, &many);
             assert_true(many.threads == threads[t] || many.threads == 1); /* 1: no OpenMP */
             /* The same answer; not the same work (which communication variants a thread can
@@ -459,6 +461,56 @@ static void test_same_result_with_any_thread_count(void **state)
             mp_search_result_free(&many);
         }
         mp_search_result_free(&one);
+    }
+}
+
+/* MoE pruning (issue 15): the expert layouts are walked in descending ep*etp and, once one is
+ * proven over memory by its model states at a (sharding, vpp), the layouts sharding the experts
+ * no more are skipped (src/search/space.c). Pruned and unpruned searches must agree on every
+ * answer — top list, frontiers, ties, explanation — for MoE models whose layouts straddle the
+ * memory: Mixtral 8x7B at 80, 64 and 60 GiB, and a 6-layer DeepSeek-V3 (MLA, 64 experts of
+ * width 2048, a shared expert, one dense layer, MTP) at 80 and 40 GiB. */
+static void test_moe_pruning_agrees_with_exhaustive(void **state)
+{
+    (void)state;
+    mp_model ds = *model("deepseek-v3");
+    ds.layers = 6;
+    ds.moe_dense_layers = 1;
+    ds.moe_experts = 64;
+    static const struct { const char *model; int gib; const char *fix; } mj[] = {
+        {"mixtral-8x7b", 0, "recompute=none,zero=1"},
+        {"mixtral-8x7b", 64, "recompute=full"},
+        {"mixtral-8x7b", 60, "sp=1,zero=3"},
+        {NULL, 0, "recompute=none,zero=1,cp=1"},
+        {NULL, 40, "recompute=full,zero=3,cp=1,mb=1"}};
+    for (size_t k = 0; k < sizeof mj / sizeof mj[0]; k++) {
+        const mp_model *m = mj[k].model ? model(mj[k].model) : &ds;
+        mp_cluster c = cluster("h100-sxm5-80gb", 16);
+        if (mj[k].gib)
+            c.gpu.memory_bytes = mj[k].gib * 1073741824.0;
+        mp_search_opts o;
+        mp_search_opts_init(&o);
+        o.pin.gb = 32;
+        o.pin.seq = 4096;
+        o.top_n = 50;
+        assert_int_equal(mp_plan_parse(mj[k].fix, &o.pin, NULL), MP_OK);
+        mp_search_result pruned, full;
+        o.threads = 2;
+        o.parallel_min_plans = 1;
+        search(m, &c, 1, &o, &pruned);
+        o.prune = 0;
+        search(m, &c, 1, &o, &full);
+        assert_int_equal(full.counts.evaluated, full.counts.plans);
+        assert_same_result(&pruned, &full, 0);
+        printf("# MoE %s at %d GiB (%s): %llu plans, %llu feasible; pruned evaluated %llu, "
+               "proved %llu over memory\n", m->key, mj[k].gib ? mj[k].gib : 80, mj[k].fix,
+               (unsigned long long)full.counts.plans, (unsigned long long)full.counts.feasible,
+               (unsigned long long)pruned.counts.evaluated,
+               (unsigned long long)pruned.counts.over_memory_proven);
+        assert_true(pruned.counts.evaluated < full.counts.evaluated);
+        assert_true(full.ntop > 0);
+        mp_search_result_free(&pruned);
+        mp_search_result_free(&full);
     }
 }
 
@@ -560,6 +612,7 @@ static void test_rank_orders(void **state)
         search(mk, &c, 1, &ok, &full);
         ok.prune = 1;
         ok.threads = 3;
+        ok.parallel_min_plans = 1;
         search(mk, &c, 1, &ok, &many);
         assert_int_equal(full.counts.evaluated, full.counts.plans);
         assert_same_result(&pruned, &full, 0);
@@ -928,6 +981,7 @@ int main(void)
         cmocka_unit_test(test_moe_space_is_what_resolve_accepts),
         cmocka_unit_test(test_pruning_never_drops_a_feasible_plan),
         cmocka_unit_test(test_same_result_with_any_thread_count),
+        cmocka_unit_test(test_moe_pruning_agrees_with_exhaustive),
         cmocka_unit_test(test_rank_orders),
         cmocka_unit_test(test_top_is_sorted_and_ranks_agree),
         cmocka_unit_test(test_objectives_by_hand),

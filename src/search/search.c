@@ -452,10 +452,18 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Shapes largest first (dynamic scheduling then ends with small pieces); ties by position. */
+/* Work items: one sharding (ZeRO/HSDP value) of one shape, so that a large shape is shared by
+ * the threads and dynamic scheduling ends with small pieces (a whole shape of DeepSeek-V3 on
+ * 16,384 GPUs is up to 3% of the space; one of its shardings a few hundredths of that). Sorted
+ * by the shape's size, largest first, then shape, then sharding: the shardings of a shape are
+ * consecutive, so a thread's consecutive items mostly share a shape and its axes (computed once
+ * per run of them), and one thread walks the plans in the order of a whole-shape walk (the
+ * order the top list fills in, on which the variants' pruning depends). */
 typedef struct {
-    uint64_t size;
-    size_t idx;
+    uint64_t size;  /* plans of the shape (the sort key) */
+    uint64_t plans; /* plans of this item */
+    size_t idx;     /* shape */
+    int shard;      /* index into the shape's sharding values */
 } order_item;
 
 static int order_cmp(const void *a, const void *b)
@@ -463,7 +471,56 @@ static int order_cmp(const void *a, const void *b)
     const order_item *x = a, *y = b;
     if (x->size != y->size)
         return x->size < y->size ? 1 : -1;
-    return (x->idx > y->idx) - (x->idx < y->idx);
+    if (x->idx != y->idx)
+        return (x->idx > y->idx) - (x->idx < y->idx);
+    return (x->shard > y->shard) - (x->shard < y->shard);
+}
+
+/* Below opts.parallel_min_plans (MP_SEARCH_PARALLEL_MIN_PLANS) the search runs on one thread:
+ * a few tens of milliseconds of work, where starting and joining a team (and, on a loaded
+ * machine, a woken thread waiting for a core while the other spins at the barrier) cost more
+ * than the second thread gains; measured with bench/search_speed.sh (two threads 2-3x slower
+ * than one on the 20,268 plans of Llama 2 7B on 8 H100). Results do not depend on it. */
+
+/* The work items of the shapes, sorted (order_cmp); *order malloc'd. */
+static mp_status work_items(const sp_space *space, const sp_shape *shapes, size_t nshapes,
+                            order_item **order, size_t *n)
+{
+    *order = NULL;
+    *n = 0;
+    sp_axes *ax = malloc(sizeof *ax);
+    size_t cap = nshapes + 1;
+    order_item *o = malloc(cap * sizeof *o);
+    if (!ax || !o) {
+        free(ax);
+        free(o);
+        return MP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nshapes; i++) {
+        sp_shape_axes(space, &shapes[i], ax);
+        const int ns = ax->nshard > 0 ? ax->nshard : 1;
+        if (*n + (size_t)ns > cap) {
+            size_t nc = 2 * cap + (size_t)ns;
+            order_item *g = realloc(o, nc * sizeof *g);
+            if (!g) {
+                free(ax);
+                free(o);
+                return MP_ERR_NOMEM;
+            }
+            o = g;
+            cap = nc;
+        }
+        /* Every sharding has the same number of plans below it (the other axes do not depend
+         * on it); the first takes the remainder of a saturated count. */
+        const uint64_t each = shapes[i].size / (uint64_t)ns;
+        for (int k = 0; k < ns; k++)
+            o[(*n)++] = (order_item){shapes[i].size,
+                                     k ? each : shapes[i].size - each * (uint64_t)(ns - 1), i, k};
+    }
+    free(ax);
+    qsort(o, *n, sizeof *o, order_cmp);
+    *order = o;
+    return MP_OK;
 }
 
 static mp_status evaluate_full(const mp_model *m, const mp_cluster *c, int ci,
@@ -590,9 +647,12 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         return MP_OK;
     }
     mp_estimate *scratch = malloc(sizeof *scratch);
-    order_item *order = malloc((nshapes + 1) * sizeof *order);
-    if (st == MP_OK && (!scratch || !order))
+    order_item *order = NULL;
+    size_t norder = 0;
+    if (st == MP_OK && !scratch)
         st = MP_ERR_NOMEM;
+    if (st == MP_OK)
+        st = work_items(&space, shapes, nshapes, &order, &norder);
     if (st != MP_OK)
         goto fail;
 
@@ -652,12 +712,6 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         sc.rank_ref = &out->rank_entry;
     }
 
-    for (size_t i = 0; i < nshapes; i++) {
-        order[i].size = shapes[i].size;
-        order[i].idx = i;
-    }
-    qsort(order, nshapes, sizeof *order, order_cmp);
-
 #ifdef _OPENMP
     int nt = o->threads > 0 ? o->threads : omp_get_max_threads();
 #else
@@ -665,6 +719,12 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
 #endif
     if (nt <= 0)
         nt = 1;
+    const int64_t min_plans = o->parallel_min_plans > 0 ? o->parallel_min_plans
+                                                        : MP_SEARCH_PARALLEL_MIN_PLANS;
+    if (out->counts.plans < (uint64_t)min_plans)
+        nt = 1;
+    if ((size_t)nt > norder)
+        nt = norder > 0 ? (int)norder : 1;
     out->threads = nt;
     tstate *ts = calloc((size_t)nt, sizeof *ts);
     if (!ts) {
@@ -699,7 +759,8 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         sp_axes *ax = malloc(sizeof *ax);
         if (!ax)
             t->nomem = 1;
-        long n = (long)nshapes;
+        size_t ax_shape = (size_t)-1; /* the shape ax holds */
+        long n = (long)norder;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -709,15 +770,18 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
             const sp_shape *sh = &shapes[order[i].idx];
             t->c = &clusters[sh->cluster];
             t->ci = sh->cluster;
-            sp_shape_axes(&space, sh, ax);
-            sp_walk(&space, sh, ax, &t->w);
+            if (ax_shape != order[i].idx) {
+                sp_shape_axes(&space, sh, ax);
+                ax_shape = order[i].idx;
+            }
+            sp_walk(&space, sh, ax, order[i].shard, order[i].shard + 1, &t->w);
             if (t->fm.nomem || t->fc.nomem)
                 t->nomem = 1;
             uint64_t d;
 #ifdef _OPENMP
 #pragma omp atomic capture
 #endif
-            d = done_plans += sh->size;
+            d = done_plans += order[i].plans;
             if (o->progress && tid == 0)
                 o->progress(o->progress_ctx, (double)d / progress_total, d);
         }
