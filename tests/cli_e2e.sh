@@ -733,6 +733,13 @@ run search --model llama2-7b $H100 --gpus 64:8 --gb 16
 check "search --gpus 64:8: exit 2" "rc_is 2" "stderr_has 64:8"
 run search $S7 --json --csv
 check "search --json --csv: exit 2" "rc_is 2" "stderr_has exclude"
+# Nothing can be formed (5128 = 8 x 641, 641 prime) is bad input with the reason and what would
+# work; nothing fits in memory is an answer (exit 0).
+run search --model llama3-405b $H100 --gpus 5128 --gb 2048 --json
+check "search with no formable plan: exit 2, why, nearest counts and batches" "rc_is 2" \
+    "stderr_has no plan can be formed" "stderr_has 641" "stderr_has 5120 and 5184" "stderr_has 1923 and 2564"
+run search --model llama3-405b $H100 --gpus 8 --gb 8
+check "search where nothing fits in memory: exit 0, says so" "rc_is 0" "stdout_has no plan fits in memory"
 run search $S7 --rank "tp=3"
 check "search --rank with a plan that cannot be formed: exit 2" "rc_is 2" "stderr_has heads"
 run search $S7 --fix "tp=2,recompute=full" --json --top 3

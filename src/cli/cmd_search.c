@@ -107,6 +107,12 @@ int cmd_search(int argc, char **argv)
         rc = cli_exit_for(st);
         goto done;
     }
+    if (r.unformable[0]) {
+        /* No plan can be formed: bad input (DESIGN.md), unlike a space where none fits. */
+        fprintf(stderr, "meshplan: search: %s\n", r.unformable);
+        rc = EXIT_INPUT;
+        goto done;
+    }
     if (cli_flag(&a, "--json")) {
         char *s = mp_search_report_json(&m, clusters, n, &o, &r);
         if (!s) {
