@@ -1,0 +1,75 @@
+# cmake/library.cmake — libmeshplan as an installable library (included by CMakeLists.txt):
+#   libmeshplan.so.0.1.0 (soname libmeshplan.so.0; the major version is the ABI: bump it when a
+#   public struct or function signature changes), libmeshplan.so -> .so.0, libmeshplan.a,
+#   include/meshplan/*.h, lib/pkgconfig/meshplan.pc, share/man/man1/meshplan.1 (generated from
+#   `meshplan help` at build time), the bash completion and bin/meshplan.
+#   cmake --install build --prefix /usr/local
+include(GNUInstallDirs)
+
+set(MESHPLAN_SOVERSION 0)
+add_library(meshplan_shared SHARED $<TARGET_OBJECTS:meshplan_obj>)
+target_include_directories(meshplan_shared PUBLIC ${CMAKE_SOURCE_DIR}/include)
+target_link_libraries(meshplan_shared PRIVATE PkgConfig::JANSSON m)
+if(OpenMP_C_FOUND)
+  target_link_libraries(meshplan_shared PRIVATE OpenMP::OpenMP_C)
+endif()
+set_target_properties(meshplan_shared PROPERTIES OUTPUT_NAME meshplan VERSION ${PROJECT_VERSION}
+                      SOVERSION ${MESHPLAN_SOVERSION})
+
+# meshplan.pc: the shared library by default; `pkg-config --static` adds what the archive needs.
+set(MESHPLAN_PC_LIBS_PRIVATE "-lm")
+if(OpenMP_C_FOUND)
+  string(APPEND MESHPLAN_PC_LIBS_PRIVATE " ${OpenMP_C_FLAGS}")
+endif()
+file(RELATIVE_PATH MESHPLAN_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+string(REGEX REPLACE "/$" "" MESHPLAN_PC_UP "${MESHPLAN_PC_UP}")
+configure_file(${CMAKE_SOURCE_DIR}/meshplan.pc.in ${CMAKE_BINARY_DIR}/meshplan.pc @ONLY)
+
+# The man page, from the CLI's own help so that it cannot drift from it.
+add_custom_command(
+  OUTPUT ${CMAKE_BINARY_DIR}/meshplan.1
+  COMMAND ${CMAKE_COMMAND} -DMESHPLAN=$<TARGET_FILE:meshplan> -DOUT=${CMAKE_BINARY_DIR}/meshplan.1
+          -DVERSION=${PROJECT_VERSION} -P ${CMAKE_SOURCE_DIR}/cmake/manpage.cmake
+  DEPENDS meshplan ${CMAKE_SOURCE_DIR}/cmake/manpage.cmake
+  COMMENT "Writing the man page from meshplan help")
+add_custom_target(meshplan_man ALL DEPENDS ${CMAKE_BINARY_DIR}/meshplan.1)
+
+install(TARGETS meshplan RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS meshplan_shared meshplan_lib
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/meshplan DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h")
+install(FILES ${CMAKE_BINARY_DIR}/meshplan.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${CMAKE_BINARY_DIR}/meshplan.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_SOURCE_DIR}/completion/meshplan.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME meshplan)
+
+# The C examples, built with the tree (the install test builds examples/predict.c again against
+# the installed library through pkg-config).
+foreach(ex predict search trace)
+  add_executable(example_${ex} ${CMAKE_SOURCE_DIR}/examples/${ex}.c)
+  target_link_libraries(example_${ex} PRIVATE meshplan_lib)
+endforeach()
+
+if(BUILD_TESTING)
+  # Each example runs and prints its answer.
+  add_test(NAME example_predict COMMAND example_predict)
+  set_tests_properties(example_predict PROPERTIES PASS_REGULAR_EXPRESSION
+                       "tokens/s [0-9]+, MFU 0\\.[0-9]+, step [0-9.]+ s")
+  add_test(NAME example_search COMMAND example_search llama3-8b h100-sxm5-80gb 8 64)
+  set_tests_properties(example_search PROPERTIES PASS_REGULAR_EXPRESSION "1\\. +[0-9]+ tokens/s")
+  add_test(NAME example_trace COMMAND example_trace ${CMAKE_BINARY_DIR}/example_step.json)
+  set_tests_properties(example_trace PROPERTIES PASS_REGULAR_EXPRESSION "simulated [0-9.]+ s")
+  # cmake --install to a temporary prefix, then the layout, soname, pkg-config build of
+  # examples/predict.c (shared and static), the man page and the bash completion.
+  # Under the sanitizers the program must be built with them too (their runtime comes first).
+  set(MESHPLAN_EXAMPLE_CFLAGS "")
+  if(MESHPLAN_SANITIZE)
+    set(MESHPLAN_EXAMPLE_CFLAGS "-fsanitize=address,undefined")
+  endif()
+  add_test(NAME install_prefix COMMAND ${CMAKE_SOURCE_DIR}/tests/install_test.sh ${CMAKE_BINARY_DIR}
+           ${CMAKE_SOURCE_DIR})
+  set_tests_properties(install_prefix PROPERTIES ENVIRONMENT
+                       "CC=${CMAKE_C_COMPILER};EXAMPLE_CFLAGS=${MESHPLAN_EXAMPLE_CFLAGS}")
+endif()
