@@ -72,4 +72,20 @@ if(BUILD_TESTING)
            ${CMAKE_SOURCE_DIR})
   set_tests_properties(install_prefix PROPERTIES ENVIRONMENT
                        "CC=${CMAKE_C_COMPILER};EXAMPLE_CFLAGS=${MESHPLAN_EXAMPLE_CFLAGS}")
+
+  # The Python package (python/): its pytest suite against the built library and CLI, and the
+  # offline venv install with the README one-liner. Under the sanitizers Python loads the
+  # instrumented library with their runtimes preloaded.
+  set(MESHPLAN_PY_ENV "")
+  if(MESHPLAN_SANITIZE)
+    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+                    OUTPUT_VARIABLE asan OUTPUT_STRIP_TRAILING_WHITESPACE)
+    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libubsan.so
+                    OUTPUT_VARIABLE ubsan OUTPUT_STRIP_TRAILING_WHITESPACE)
+    set(MESHPLAN_PY_ENV "SANITIZER_PRELOAD=${asan}:${ubsan}")
+  endif()
+  foreach(t python_api python_install)
+    add_test(NAME ${t} COMMAND ${CMAKE_SOURCE_DIR}/tests/${t}.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+    set_tests_properties(${t} PROPERTIES ENVIRONMENT "${MESHPLAN_PY_ENV}")
+  endforeach()
 endif()
