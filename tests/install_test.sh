@@ -33,11 +33,11 @@ pkg-config --exists meshplan || fail "pkg-config does not find meshplan.pc"
 # Shared: the soname resolves into the prefix (rpath here; ldconfig for a system prefix).
 "$CC" ${XFLAGS[@]+"${XFLAGS[@]}"} -std=c11 -Wall -Werror "$SRC/examples/predict.c" $(pkg-config --cflags --libs meshplan) \
     -Wl,-rpath,"$P/lib" -o "$P/predict"
-ldd "$P/predict" | grep -q "libmeshplan.so.0 => $P/lib/libmeshplan.so.0" || fail "predict does not load $P/lib/libmeshplan.so.0"
+grep -q "libmeshplan.so.0 => $P/lib/libmeshplan.so.0" <<< "$(ldd "$P/predict")" || fail "predict does not load $P/lib/libmeshplan.so.0"
 # Static: the archive with what pkg-config --static says it needs.
 "$CC" ${XFLAGS[@]+"${XFLAGS[@]}"} -std=c11 -Wall -Werror "$SRC/examples/predict.c" $(pkg-config --cflags meshplan) "$P/lib/libmeshplan.a" \
     $(pkg-config --static --libs meshplan | sed 's/-lmeshplan//') -o "$P/predict_static"
-ldd "$P/predict_static" | grep -q libmeshplan && fail "predict_static loads the shared library"
+grep -q libmeshplan <<< "$(ldd "$P/predict_static")" && fail "predict_static loads the shared library"
 
 out=$("$P/predict")
 echo "$out"
@@ -53,13 +53,13 @@ set +e
 err=$("$P/predict" llama3-70b h100-sxm5-80gb 64 "tp=3" 2>&1); rc=$?
 set -e
 [ $rc -eq 2 ] || fail "bad plan: exit $rc, expected 2"
-printf '%s\n' "$err" | grep -q "plan.tp = 3" || fail "bad plan: message does not name plan.tp: $err"
+grep -q "plan.tp = 3" <<< "$err" || fail "bad plan: message does not name plan.tp: $err"
 
 # The man page renders and lists every command of `meshplan help`.
-page=$(MANWIDTH=100 man -l "$P/share/man/man1/meshplan.1" 2>/dev/null || true)
-printf '%s\n' "$page" | grep -q "^NAME" || fail "man page does not render"
+page=$(groff -man -Tascii -P-cbou "$P/share/man/man1/meshplan.1" 2>/dev/null || true)
+grep -q "^NAME" <<< "$page" || fail "man page does not render"
 for c in $("$P/bin/meshplan" help | awk '/^commands:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }'); do
-    printf '%s\n' "$page" | grep -q -- " $c " || fail "man page lacks command $c"
+    grep -q -- " $c " <<< "$page" || fail "man page lacks command $c"
 done
 
 # The completion: commands, a command's options, catalog keys.
