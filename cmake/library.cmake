@@ -89,3 +89,13 @@ if(BUILD_TESTING)
     set_tests_properties(${t} PROPERTIES ENVIRONMENT "${MESHPLAN_PY_ENV}")
   endforeach()
 endif()
+
+if(BUILD_TESTING)
+  # Every command line of README.md runs (tests/readme_commands.sh states the rule), and its
+  # measured figures and sample outputs are what the tool prints now (scripts/readme_figures.py).
+  add_test(NAME readme_commands COMMAND ${CMAKE_SOURCE_DIR}/tests/readme_commands.sh ${CMAKE_SOURCE_DIR}
+           ${CMAKE_BINARY_DIR})
+  add_test(NAME readme_figures COMMAND python3 ${CMAKE_SOURCE_DIR}/scripts/readme_figures.py
+           --root ${CMAKE_SOURCE_DIR} --build ${CMAKE_BINARY_DIR})
+  set_tests_properties(readme_commands PROPERTIES TIMEOUT 300 ENVIRONMENT "${MESHPLAN_PY_ENV}")
+endif()

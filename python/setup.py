@@ -15,15 +15,18 @@ SONAME = "libmeshplan.so.0"
 
 
 def bundle():
+    """Copy the library into the package directory; returns the copy's path (removed after the
+    build, so no stale library stays in the source tree), or None."""
     build = os.environ.get("MESHPLAN_BUILD_DIR") or os.path.join(HERE, "..", "build")
     src = os.path.join(build, SONAME)
     dst = os.path.join(HERE, "meshplan", SONAME)
     if os.path.isfile(src):
         shutil.copyfile(os.path.realpath(src), dst)
         print(f"meshplan: bundling {os.path.realpath(src)}")
-    elif not os.path.isfile(dst):
-        print(f"meshplan: no {SONAME} in {build}: the package will look for libmeshplan at run "
-              "time (MESHPLAN_LIB, the install prefix)")
+        return dst
+    print(f"meshplan: no {SONAME} in {build}: the package will look for libmeshplan at run "
+          "time (MESHPLAN_LIB, the install prefix)")
+    return None
 
 
 class BinaryDistribution(Distribution):
@@ -33,5 +36,9 @@ class BinaryDistribution(Distribution):
         return True
 
 
-bundle()
-setup(distclass=BinaryDistribution)
+copy = bundle()
+try:
+    setup(distclass=BinaryDistribution)
+finally:
+    if copy and os.path.exists(copy):
+        os.remove(copy)
