@@ -3,7 +3,8 @@
 # check what a user of the installed library gets: the layout, the soname, examples/predict.c
 # built with `cc ... $(pkg-config --cflags --libs meshplan)` (shared) and with --static, its
 # answer equal to the CLI's, the man page rendering every command of `meshplan help`, and the
-# bash completion completing commands, options and catalog keys.
+# bash completion completing commands, options and catalog keys; the worked example of
+# meshplan.h's comment compiled and run.
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=$(cd "$2" && pwd)
@@ -54,6 +55,18 @@ err=$("$P/predict" llama3-70b h100-sxm5-80gb 64 "tp=3" 2>&1); rc=$?
 set -e
 [ $rc -eq 2 ] || fail "bad plan: exit $rc, expected 2"
 grep -q "plan.tp = 3" <<< "$err" || fail "bad plan: message does not name plan.tp: $err"
+
+# The worked example in the umbrella header's comment compiles and runs as shown.
+{
+    printf '#include <stdio.h>\n#include <stdlib.h>\n#include <meshplan/meshplan.h>\nint main(void)\n{\n'
+    sed -n '/Worked example/,/\*\//p' "$P/include/meshplan/meshplan.h" | sed -n 's/^ \*   //p'
+    printf 'return 0;\n}\n'
+} > "$P/header_example.c"
+"$CC" ${XFLAGS[@]+"${XFLAGS[@]}"} -std=c11 -Wall -Werror "$P/header_example.c" $(pkg-config --cflags --libs meshplan) \
+    -Wl,-rpath,"$P/lib" -o "$P/header_example"
+hx=$("$P/header_example")
+echo "meshplan.h example: $hx"
+grep -qE "^[0-9]+ tokens/s, MFU 0\.[0-9]{3}, bound by " <<< "$hx" || fail "meshplan.h example printed: $hx"
 
 # The man page renders and lists every command of `meshplan help`.
 page=$(groff -man -Tascii -P-cbou "$P/share/man/man1/meshplan.1" 2>/dev/null || true)

@@ -11,5 +11,5 @@ else
 fi
 if [ -n "${SANITIZER_PRELOAD:-}" ]; then
     export LD_PRELOAD="$SANITIZER_PRELOAD"
-    export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fi

@@ -13,8 +13,9 @@
  * JSON in, JSON out (bindings, servers): api.h, mp_api_call_json("predict", request, ...).
  * Every function that can fail returns mp_status and explains itself in an mp_diag.
  *
- * Worked example (examples/predict.c is this, checked): Llama 3 70B on 64 H100 SXM (8 DGX
- * H100 nodes on their NDR InfiniBand), TP 8 x PP 2 x DP 4, 128 sequences of 8192 tokens.
+ * Worked example (compiled and run from this comment by tests/install_test.sh; examples/predict.c
+ * is the same as a program): Llama 3 70B on 64 H100 SXM (8 DGX H100 nodes on their NDR
+ * InfiniBand), TP 8 x PP 2 x DP 4, 128 sequences of 8192 tokens.
  *
  *   mp_catalog *cat = NULL;
  *   mp_diag d = {0};                          // collects one line per problem
