@@ -1,17 +1,39 @@
-# cmake/manpage.cmake — write meshplan(1) in roff from the CLI's own help text (`meshplan help`),
-# so the page lists exactly the commands and options the binary takes.
+# cmake/manpage.cmake — write meshplan(1) in roff from the CLI's own help texts: `meshplan help`
+# for the synopsis of the commands, then `meshplan COMMAND --help` for each command, so the page
+# lists exactly the commands and options the binary takes.
 #   cmake -DMESHPLAN=build/meshplan -DOUT=build/meshplan.1 -DVERSION=0.1.0 -P cmake/manpage.cmake
-execute_process(COMMAND ${MESHPLAN} help OUTPUT_VARIABLE help ERROR_VARIABLE help_err
-                RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0 OR help STREQUAL "")
-  set(help "${help}${help_err}")
-endif()
-if(help STREQUAL "")
-  message(FATAL_ERROR "manpage: `${MESHPLAN} help` printed nothing")
-endif()
+
+cmake_minimum_required(VERSION 3.18) # policies: quoted "help" is a string, not a variable
+
 # roff: a backslash is written \e; a line may not start with '.' or '\'' (request characters).
-string(REPLACE "\\" "\\e" help "${help}")
-string(REGEX REPLACE "(^|\n)([.'])" "\\1\\\\&\\2" help "${help}")
+function(roff_escape var text)
+  string(REPLACE "\\" "\\e" text "${text}")
+  string(REGEX REPLACE "(^|\n)([.'])" "\\1\\\\&\\2" text "${text}")
+  set(${var} "${text}" PARENT_SCOPE)
+endfunction()
+
+execute_process(COMMAND ${MESHPLAN} help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR help STREQUAL "")
+  message(FATAL_ERROR "manpage: `${MESHPLAN} help` failed (${rc})")
+endif()
+# The command names: the "commands:" list's lines that start with two blanks and a letter.
+string(REGEX MATCH "\ncommands:\n.*" listing "${help}")
+string(REGEX REPLACE "^\ncommands:" "" listing "${listing}")
+string(REGEX REPLACE "\n[^ \n].*" "" listing "${listing}")
+string(REGEX MATCHALL "\n  [a-z][a-z0-9-]*" names "${listing}")
+set(commands "")
+foreach(n ${names})
+  string(STRIP "${n}" n)
+  if(NOT n STREQUAL "help")
+    execute_process(COMMAND ${MESHPLAN} ${n} --help OUTPUT_VARIABLE text RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "manpage: `${MESHPLAN} ${n} --help` failed (${rc})")
+    endif()
+    roff_escape(text "${text}")
+    string(APPEND commands ".SS ${n}\n.nf\n${text}.fi\n")
+  endif()
+endforeach()
+roff_escape(help "${help}")
 string(TIMESTAMP today "%Y-%m-%d" UTC)
 file(WRITE ${OUT} ".TH MESHPLAN 1 \"${today}\" \"meshplan ${VERSION}\" \"User Commands\"
 .SH NAME
@@ -26,12 +48,11 @@ by component and per pipeline stage, step time with its parts, tokens/s, TFLOP/s
 MFU/HFU and the bottleneck, from a model, a cluster and a parallel plan.
 Run \\fBmeshplan predict\\fR with no options for the built-in default job
 (Llama 3 70B on 64 H100).
-.SH COMMANDS AND OPTIONS
-The text of \\fBmeshplan help\\fR:
 .PP
 .nf
 ${help}.fi
-.SH EXIT STATUS
+.SH COMMANDS
+${commands}.SH EXIT STATUS
 0 success (an infeasible plan is an answer: \\fBfeasible: false\\fR with the reasons);
 2 bad usage or input, with a message naming the field, the value and what was expected;
 1 internal error.

@@ -1,5 +1,6 @@
 # bash completion for meshplan (installed as share/bash-completion/completions/meshplan).
-# Commands and each command's options are read from `meshplan help`, catalog keys from
+# Commands are read from `meshplan help`, each command's options from `meshplan COMMAND --help`,
+# catalog keys from
 # `meshplan catalog KIND`, so the completion follows the binary it completes.
 
 _meshplan_keys() # kind: gpus|links|nodes|models -> the catalog keys
@@ -12,11 +13,9 @@ _meshplan()
     local cur prev prog=${COMP_WORDS[0]}
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
-    local help
-    help=$("$prog" help 2>/dev/null)
     if [ "$COMP_CWORD" -eq 1 ]; then
         local cmds
-        cmds=$(printf '%s\n' "$help" | awk '/^commands:/ { on = 1; next } /^[^ ]/ { on = 0 }
+        cmds=$("$prog" help 2>/dev/null | awk '/^commands:/ { on = 1; next } /^[^ ]/ { on = 0 }
                                            on && /^  [a-z]/ { print $1 }')
         COMPREPLY=($(compgen -W "$cmds" -- "$cur"))
         return
@@ -42,13 +41,10 @@ _meshplan()
         return
     fi
     if [[ "$cur" == -* ]]; then
-        # The options listed in the command's entry of `meshplan help`.
+        # The options of `meshplan COMMAND --help` (its "options:" list).
         local opts
-        opts=$(printf '%s\n' "$help" | awk -v c="$cmd" '
-            /^  [a-z]/ { on = ($1 == c) }
-            /^[^ ]/ { on = 0 }
-            on { while (match($0, /--[a-zA-Z0-9-]+/)) { print substr($0, RSTART, RLENGTH);
-                                                         $0 = substr($0, RSTART + RLENGTH) } }' | sort -u)
+        opts=$("$prog" "$cmd" --help 2>/dev/null | awk '/^options:/ { on = 1; next } /^[^ ]/ { on = 0 }
+                                                      on && /^  --/ { print $1 }' | sort -u)
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
         return
     fi

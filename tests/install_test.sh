@@ -68,11 +68,14 @@ hx=$("$P/header_example")
 echo "meshplan.h example: $hx"
 grep -qE "^[0-9]+ tokens/s, MFU 0\.[0-9]{3}, bound by " <<< "$hx" || fail "meshplan.h example printed: $hx"
 
-# The man page renders and lists every command of `meshplan help`.
+# The man page renders and has a section per command of `meshplan help`, with its options.
 page=$(groff -man -Tascii -P-cbou "$P/share/man/man1/meshplan.1" 2>/dev/null || true)
 grep -q "^NAME" <<< "$page" || fail "man page does not render"
 for c in $("$P/bin/meshplan" help | awk '/^commands:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }'); do
-    grep -q -- " $c " <<< "$page" || fail "man page lacks command $c"
+    [ "$c" = help ] && continue
+    grep -q -- "^   $c\$" <<< "$page" || fail "man page lacks a section for command $c"
+    opt=$("$P/bin/meshplan" "$c" --help | awk '/^options:/ { on = 1; next } on && /^  --/ { print $1; exit }')
+    [ -z "$opt" ] || grep -q -- "$opt" <<< "$page" || fail "man page lacks $c's option $opt"
 done
 
 # The completion: commands, a command's options, catalog keys.

@@ -58,6 +58,7 @@
 #include "meshplan/sim.h"
 #include "meshplan/xsync.h"
 #include "meshplan/islands.h"
+#include "meshplan/run.h"
 #include "meshplan/api.h"
 
 #endif
