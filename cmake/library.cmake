@@ -6,21 +6,49 @@
 #   cmake --install build --prefix /usr/local
 include(GNUInstallDirs)
 
+# The shared library is a second target over meshplan_lib's own sources, compiled again as
+# position-independent code (the static archive the CLI, tests and benches link stays as it
+# was), with meshplan_lib's include directories, definitions and dependencies read from it: a
+# source or dependency added to meshplan_lib in CMakeLists.txt comes here by itself.
 set(MESHPLAN_SOVERSION 0)
-add_library(meshplan_shared SHARED $<TARGET_OBJECTS:meshplan_obj>)
-target_include_directories(meshplan_shared PUBLIC ${CMAKE_SOURCE_DIR}/include)
-target_link_libraries(meshplan_shared PRIVATE PkgConfig::JANSSON m)
-if(OpenMP_C_FOUND)
-  target_link_libraries(meshplan_shared PRIVATE OpenMP::OpenMP_C)
-endif()
+get_target_property(MESHPLAN_SO_SOURCES meshplan_lib SOURCES)
+get_target_property(MESHPLAN_SO_DEPS meshplan_lib LINK_LIBRARIES)
+add_library(meshplan_shared SHARED ${MESHPLAN_SO_SOURCES})
+foreach(prop INCLUDE_DIRECTORIES COMPILE_DEFINITIONS COMPILE_OPTIONS)
+  get_target_property(v meshplan_lib ${prop})
+  if(v)
+    set_property(TARGET meshplan_shared PROPERTY ${prop} ${v})
+  endif()
+endforeach()
+target_include_directories(meshplan_shared INTERFACE ${CMAKE_SOURCE_DIR}/include)
+target_link_libraries(meshplan_shared PRIVATE ${MESHPLAN_SO_DEPS})
 set_target_properties(meshplan_shared PROPERTIES OUTPUT_NAME meshplan VERSION ${PROJECT_VERSION}
-                      SOVERSION ${MESHPLAN_SOVERSION})
+                      SOVERSION ${MESHPLAN_SOVERSION} POSITION_INDEPENDENT_CODE ON)
+# The generated sources (embedded data) are made once, by meshplan_lib, before this compiles:
+# two targets running one custom command at the same time would race on its output.
+add_dependencies(meshplan_shared meshplan_lib)
 
-# meshplan.pc: the shared library by default; `pkg-config --static` adds what the archive needs.
-set(MESHPLAN_PC_LIBS_PRIVATE "-lm")
-if(OpenMP_C_FOUND)
-  string(APPEND MESHPLAN_PC_LIBS_PRIVATE " ${OpenMP_C_FLAGS}")
-endif()
+# meshplan.pc: the shared library by default; `pkg-config --static` adds what the archive needs,
+# derived from the same dependency list (PkgConfig::X -> its module, m -> -lm, OpenMP -> its
+# flag, C++ sources -> -lstdc++).
+set(MESHPLAN_PC_REQUIRES "")
+set(MESHPLAN_PC_LIBS_PRIVATE "")
+foreach(dep ${MESHPLAN_SO_DEPS})
+  if(dep MATCHES "^PkgConfig::(.+)$")
+    list(APPEND MESHPLAN_PC_REQUIRES ${${CMAKE_MATCH_1}_MODULE_NAME})
+  elseif(dep STREQUAL "m")
+    string(APPEND MESHPLAN_PC_LIBS_PRIVATE " -lm")
+  elseif(dep STREQUAL "OpenMP::OpenMP_C")
+    string(APPEND MESHPLAN_PC_LIBS_PRIVATE " ${OpenMP_C_FLAGS}")
+  endif()
+endforeach()
+foreach(src ${MESHPLAN_SO_SOURCES})
+  if(src MATCHES "\\.(cpp|cc|cxx)$" AND NOT MESHPLAN_PC_LIBS_PRIVATE MATCHES "stdc")
+    string(APPEND MESHPLAN_PC_LIBS_PRIVATE " -lstdc++")
+  endif()
+endforeach()
+list(JOIN MESHPLAN_PC_REQUIRES ", " MESHPLAN_PC_REQUIRES)
+string(STRIP "${MESHPLAN_PC_LIBS_PRIVATE}" MESHPLAN_PC_LIBS_PRIVATE)
 file(RELATIVE_PATH MESHPLAN_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
 string(REGEX REPLACE "/$" "" MESHPLAN_PC_UP "${MESHPLAN_PC_UP}")
 configure_file(${CMAKE_SOURCE_DIR}/meshplan.pc.in ${CMAKE_BINARY_DIR}/meshplan.pc @ONLY)
