@@ -38,6 +38,21 @@ void mp_plan_init_default(mp_plan *p)
     for (int i = 0; i < MP_DIM_COUNT; i++)
         p->order[i] = (mp_dim)i;
     p->order_listed = 0;
+    p->init_magic = MP_PLAN_INIT_MAGIC;
+}
+
+mp_status mp_plan_check_init(const mp_plan *p, mp_diag *diag)
+{
+    if (p && p->init_magic == MP_PLAN_INIT_MAGIC)
+        return MP_OK;
+    if (!p)
+        mp_diag_add(diag, "plan = NULL: expected a plan set up by mp_plan_init_default");
+    else
+        mp_diag_add(diag, "plan.init_magic = 0x%08x: expected 0x%08x: call mp_plan_init_default(&plan) "
+                    "before setting fields or parsing (a plan filled by hand lacks the defaults "
+                    "flash = 1, sp = -1 and the rank order)", (unsigned)p->init_magic,
+                    (unsigned)MP_PLAN_INIT_MAGIC);
+    return MP_ERR_INPUT;
 }
 
 /* Largest accepted degree or batch: far beyond any cluster, small enough that products of a
@@ -229,6 +244,8 @@ static void parse_token(char *key, char *val, void *ctx)
 
 mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
 {
+    if (mp_plan_check_init(p, diag) != MP_OK)
+        return MP_ERR_INPUT;
     if (!text)
         return MP_OK;
     size_t n = strlen(text);
@@ -247,6 +264,8 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
 {
     int bad = 0;
 #define FAIL(...) do { mp_diag_add(diag, __VA_ARGS__); bad++; } while (0)
+    if (mp_plan_check_init(p, diag) != MP_OK)
+        return MP_ERR_INPUT;
     if (num_gpus < 1 || num_gpus > MP_PLAN_MAX) {
         FAIL("gpus = %lld: expected an integer in [1, 2^24]", (long long)num_gpus);
         return MP_ERR_INPUT;
