@@ -226,9 +226,8 @@ static int predict_job(const mp_catalog *cat, const char *body, size_t len, fiel
                     f->s[P("scale_out")], cl, out))
         return -1;
     mp_plan_init_default(p);
-    mp_status st = mp_plan_parse(f->s[P("plan")], p, &d);
-    if (st == MP_OK && mp_xsync_check_single(&p->xsync, &d))
-        st = MP_ERR_INPUT;
+    /* one cluster: a key across islands is bad input (mp_islands_plan_parse_single names it) */
+    mp_status st = mp_islands_plan_parse_single(f->s[P("plan")], p, &d);
     if (st == MP_OK)
         st = mp_plan_resolve(p, m, cl->num_gpus, &d);
     if (st != MP_OK) {
