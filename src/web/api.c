@@ -323,7 +323,7 @@ static int search_opts(const fields *f, const mp_model *m, mp_search_opts *o, mp
 {
     mp_diag d = {0};
     mp_search_opts_init(o);
-    if (f->s[S("fix")] && mp_plan_parse(f->s[S("fix")], &o->pin, &d) != MP_OK) {
+    if (f->s[S("fix")] && mp_islands_plan_parse_single(f->s[S("fix")], &o->pin, &d) != MP_OK) { /* island keys: named */
         web_error(out, 400, "fix", "fix = \"%s\": %s", f->s[S("fix")], d.text);
         return -1;
     }
