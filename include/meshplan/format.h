@@ -32,7 +32,7 @@ int mp_format_binary(double v, const char *unit, int sig, char *buf, size_t cap)
     "MFU = model FLOPs (3 x forward, attention non-causal: Megatron, Narayanan et al. 2021 "   \
     "eq. 3) / dense peak at the plan's precision (PaLM App. B); HFU adds recompute"
 
-/** Its short form, for a figure's subtitle or a table header. */
-#define MP_MFU_CONVENTION_SHORT "MFU: Megatron model FLOPs / dense peak"
+/** Its short form, beside "MFU" in a figure's subtitle or a table header. */
+#define MP_MFU_CONVENTION_SHORT "Megatron model FLOPs / dense peak"
 
 #endif

@@ -81,7 +81,7 @@ mp_status mp_plot_pareto(const mp_search_result *r, const mp_plot_opts *opts, co
     snprintf(c->title, sizeof c->title, "Search: %llu feasible plans of %llu, the frontier and the best",
              (unsigned long long)r->counts.feasible, (unsigned long long)r->counts.plans);
     snprintf(c->subtitle, sizeof c->subtitle, "#1 %s, %.1f%% MFU (%s): %.200s", tps, 100.0 * best->mfu,
-             MP_MFU_CONVENTION_SHORT + 5, plan);
+             MP_MFU_CONVENTION_SHORT, plan);
     snprintf(c->x.label, sizeof c->x.label, "Memory per GPU, most loaded (bytes)");
     snprintf(c->x.unit, sizeof c->x.unit, "B");
     c->x.fmt = PC_NUM_BINARY;
