@@ -1,0 +1,18 @@
+/* src/workload/workload_internal.h — what the workload's files share (internal). */
+#ifndef MESHPLAN_WORKLOAD_INTERNAL_H
+#define MESHPLAN_WORKLOAD_INTERNAL_H
+
+#include "meshplan/workload.h"
+
+/* stages.c: per-stage maxima of w (layers, parameters), from w's shape. */
+void mp_wl_stage_maxima(mp_workload *w, const mp_model *m);
+/* layers.c: parameters per GPU of each layer kind, from w's shape. */
+void mp_wl_kind_params(mp_workload *w, const mp_model *m);
+/* comm.c: the collectives of the step, described and priced (needs the stage maxima). */
+void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p);
+/* layers.c: compute of every layer kind and its per-pass communication (needs the
+ * collectives priced). */
+void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
+                        const mp_workload_opts *opts);
+
+#endif
