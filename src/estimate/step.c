@@ -14,6 +14,8 @@ typedef struct {
     mp_wl_stage_time t;  /* of the slowest stage (first strict maximum of total_s) */
     int stage;
     double z3_s;         /* max over stages of total_s + the stage's exposed ZeRO-3 layer comm */
+    double z3_dense, z3_moe; /* layers of the stage that sets z3_s */
+    double zd, zm;       /* exposed ZeRO-3 comm of one dense / MoE layer with neighbours */
 } slowest;
 
 /* ZeRO-3 / FSDP per layer: every micro-batch gathers each layer's parameters in forward and
@@ -50,17 +52,18 @@ static void find_slowest(const mp_workload *w, const mp_model *m, const mp_plan 
     double zd = 0.0, zm = 0.0;
     if (p->zero == 3)
         z3_layer_exposure(w, o, &zd, &zm);
-    out->t = (mp_wl_stage_time){0};
-    out->stage = 0;
-    out->z3_s = 0.0;
+    *out = (slowest){.zd = zd, .zm = zm};
     for (int i = 0; i < w->pp; i++) {
         mp_wl_stage s;
         mp_wl_stage_time t;
         mp_workload_stage(w, m, i, &s);
         mp_workload_stage_time(w, &s, i == w->pp - 1, &t);
         double z3 = s.n[MP_LK_DENSE] * zd + s.n[MP_LK_MOE] * zm;
-        if (t.total_s + z3 > out->z3_s)
+        if (t.total_s + z3 > out->z3_s) {
             out->z3_s = t.total_s + z3;
+            out->z3_dense = s.n[MP_LK_DENSE];
+            out->z3_moe = s.n[MP_LK_MOE];
+        }
         if (t.total_s > out->t.total_s) {
             out->t = t;
             out->stage = i;
@@ -91,19 +94,21 @@ static double bubble_s(const mp_plan *p, int pp, int v, double t_mb_all, double 
 }
 
 /* ZeRO-3: per micro-batch, every layer's two gathers and one reduce-scatter, and the root
- * module's (embedding, LM head) once. Exposed: what the per-layer prefetch leaves on the slowest
- * stage (sl->z3_s - t_mb: each layer's stall where its neighbour's compute cannot hide the
- * next gather, and its reduce-scatter beside the next backward), plus the first gather and the
- * last reduce-scatter of a micro-batch, which have no neighbour to hide behind — added only
- * where the per-layer stall does not already hold them (defect 1 of issue 15: with every layer
- * stalled, the stall is the whole gather chain and adding them again counted them twice), plus
- * the root module's collectives beyond the head's compute. */
-static void zero3_dp(const mp_workload *w, const slowest *sl, mp_estimate *e, double *total,
-                     double *exposed)
+ * module's (embedding, LM head) once, on the stage whose micro-batch ZeRO-3 lengthens most.
+ * Exposed: what the per-layer prefetch leaves (sl->z3_s - t_mb: each layer's stall where its
+ * neighbour's compute cannot hide the next gather and its reduce-scatter), with one layer — the
+ * first in forward, last in backward — charged as it runs with no neighbour: its forward gather
+ * g whole, its backward gather behind the neighbouring backward, max(0, g - bw), and its
+ * reduce-scatter r whole. That layer's neighbour term is replaced, not added to: adding the
+ * first gather and last reduce-scatter on top of a stall that already held every layer's
+ * collectives counted them twice, so the exposed part exceeded the total (issue 15, defect 1;
+ * tests/test_invariants.c). Then the root module's collectives beyond the head's compute. */
+static void zero3_dp(const mp_workload *w, const mp_estimate_opts *o, const slowest *sl,
+                     mp_estimate *e, double *total, double *exposed)
 {
     const mp_wl_coll *x = w->coll;
-    const double nl = (double)w->layers_per_stage_max;
-    const double nm = w->moe ? fmin(nl, (double)w->params.moe_layers) : 0.0, nd = nl - nm;
+    const mp_wl_layer *d = &w->layer[MP_LK_DENSE], *mo = &w->layer[MP_LK_MOE];
+    const double nd = sl->z3_dense, nm = sl->z3_moe;
     const double ag = x[MP_WC_Z3_AG].time_s, rs = x[MP_WC_Z3_RS].time_s;
     const double mag = w->moe ? x[MP_WC_Z3_MOE_AG].time_s + x[MP_WC_Z3_EXPERT_AG].time_s : ag;
     const double mrs = w->moe ? x[MP_WC_Z3_MOE_RS].time_s + x[MP_WC_Z3_EXPERT_RS].time_s : rs;
@@ -111,8 +116,15 @@ static void zero3_dp(const mp_workload *w, const slowest *sl, mp_estimate *e, do
     e->parts.zero3_layer_reduce_s = rs;
     double per_mb_total = nd * (2.0 * ag + rs) + nm * (2.0 * mag + mrs);
     double stall = sl->z3_s - sl->t.total_s;
-    double ends = nm > 0 ? mag + mrs : ag + rs;
-    double per_mb_exposed = stall + ends;
+    /* the end layer: an MoE layer when the stage has one (as its gathers are the larger) */
+    const int end_moe = nm > 0;
+    const mp_wl_layer *k = end_moe ? mo : d;
+    const double g = end_moe ? mag : ag, r = end_moe ? mrs : rs;
+    const double bw = o->zero3_overlap_frac * (k->bwd_s + k->copy_out_s + k->recompute_s + k->tp_fwd_s +
+                                               (end_moe ? k->ep_bwd_s : k->tp_recompute_s));
+    double end_s = g + fmax(0.0, g - bw) + r;
+    double with_neighbours = end_moe ? sl->zm : sl->zd;
+    double per_mb_exposed = nd + nm > 0 ? stall - with_neighbours + end_s : 0.0;
     double eag = x[MP_WC_Z3_ROOT_AG].time_s, ers = x[MP_WC_Z3_ROOT_RS].time_s;
     per_mb_total += 2.0 * eag + ers;
     e->parts.zero3_extra_s = 2.0 * eag + ers;
@@ -152,7 +164,7 @@ static void dp_comm(const mp_workload *w, const mp_plan *p, const mp_estimate_op
         *total = nrs * rs + ag;
         *exposed = nrs * fmax(0.0, rs - bwd_window) + fmax(0.0, ag - fwd_window);
     } else {
-        zero3_dp(w, sl, e, total, exposed);
+        zero3_dp(w, o, sl, e, total, exposed);
     }
     *total += replicate_s;
     *exposed += replicate_s;
