@@ -74,6 +74,10 @@ typedef struct {
      * fields, step_s and throughput left 0 (never timed). A plan that fits is timed as usual.
      * Default 0: every plan is timed, infeasible ones too (the search reports them). */
     int feasibility_only;
+    /* Optional cache of priced collectives (workload.h mp_wl_cache) for a caller evaluating
+     * many plans on one cluster, one per thread; NULL (default): none. The estimate is the
+     * same with and without it. */
+    mp_wl_cache *cache;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);

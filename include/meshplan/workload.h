@@ -11,7 +11,8 @@
  *     one GPU (forward, input-backward, weight-backward, recompute, FSDP2 copy-out), priced by
  *     the kernel roofline (src/workload/kernels.c), and the parameters the kind holds per GPU;
  *   - per pipeline stage the count of each kind (mp_workload_stage, computed on demand in
- *     O(vpp), so a plan of any pp needs no storage);
+ *     O(vpp), so a plan of any pp needs no storage), and the runs of like stages
+ *     (mp_workload_run) so that consumers compute each kind of stage once;
  *   - every collective as data (mp_wl_coll: op, bytes, group, the tier that bounds it, the
  *     window it may hide in, which step-time part it charges), each priced once through coll
  *     (src/coll) when the workload is built.
@@ -157,6 +158,17 @@ typedef struct {
     double moe_copy_overhead_s;          /* dispatcher time per routed copy, >= 0 */
 } mp_workload_opts;
 
+/** Most runs of like stages a workload keeps (mp_workload.run). */
+#define MP_WL_MAX_RUNS 32
+
+/** Counts of one pipeline stage. */
+typedef struct {
+    double n[MP_LK_COUNT]; /* units of each kind (layers; MTP modules; 1 or 0 head, embedding) */
+    double params;         /* non-expert parameters per GPU */
+    double expert_params;  /* routed-expert parameters per GPU */
+    double nonlinear_params; /* of params: embedding and LM head (no fp8 copies) */
+} mp_wl_stage;
+
 /** The description. Plain data; the caller owns it (about 3 KiB, no pointers). */
 typedef struct {
     mp_wl_phase phase;
@@ -187,17 +199,36 @@ typedef struct {
     double expert_params_per_gpu;   /* most expert params on one GPU of any stage */
     mp_wl_layer layer[MP_LK_COUNT];
     mp_wl_coll coll[MP_WC_COUNT];
+    /* Runs of consecutive stages holding the same counts (most pipelines have at most four:
+     * the first, those with one more layer, the rest, the last), so consumers compute each
+     * once; 0 when there are more than MP_WL_MAX_RUNS (mp_workload_run then gives one stage per
+     * run). Kept last: only the count is cleared. Use mp_workload_runs / mp_workload_run. */
+    int nruns;
+    struct { int first, count; mp_wl_stage s; } run[MP_WL_MAX_RUNS];
 } mp_workload;
 
-/** Counts of one pipeline stage. */
-typedef struct {
-    double n[MP_LK_COUNT]; /* units of each kind (layers; MTP modules; 1 or 0 head, embedding) */
-    double params;         /* non-expert parameters per GPU */
-    double expert_params;  /* routed-expert parameters per GPU */
-    double nonlinear_params; /* of params: embedding and LM head (no fp8 copies) */
-} mp_wl_stage;
-
 void mp_workload_opts_init(mp_workload_opts *o);
+
+/** A cache of priced collectives for evaluating many plans on one cluster (the search): each
+ *  distinct (op, bytes, group) is priced through coll once, then looked up. Direct-mapped,
+ *  MP_WL_CACHE_SLOTS entries (a collision re-prices and replaces). The caller owns it (about
+ *  50 KiB) and gives one to each thread; it is tied to one cluster (its address and a
+ *  fingerprint of its tiers' domains, bandwidths, latencies, efficiencies and
+ *  oversubscription: a change to those empties it); after changing anything else of that
+ *  cluster in place, call mp_wl_cache_init. Results with and without a cache are identical. */
+#define MP_WL_CACHE_SLOTS 512
+typedef struct {
+    int used, op, two_d, tier, algo;
+    double bytes, time_s;
+    mp_group in, out;
+} mp_wl_cache_slot;
+typedef struct {
+    const mp_cluster *cluster;  /* priced on; NULL: empty */
+    uint64_t fingerprint;       /* of its tiers (comm.c): a change refills the cache */
+    int64_t hits, misses;
+    mp_wl_cache_slot slot[MP_WL_CACHE_SLOTS];
+} mp_wl_cache;
+void mp_wl_cache_init(mp_wl_cache *cache);
 
 /** Build and price the workload of `phase` for model m on cluster c under plan p (resolved:
  *  mp_plan_resolve). opts NULL: defaults. Returns MP_OK, or MP_ERR_INPUT when the plan is not
@@ -210,16 +241,28 @@ mp_status mp_workload_build(const mp_model *m, const mp_cluster *c, const mp_pla
 /** The two halves of mp_workload_build, for callers that need the shape first: mp_workload_shape
  *  fills everything but the times (groups, parameters, per-stage maxima; enough for memory), so
  *  a plan over memory need not be priced; mp_workload_price then prices the kernels and the
- *  collectives. Same arguments and errors as mp_workload_build; price needs a shaped w. */
+ *  collectives. Same arguments and errors as mp_workload_build; price needs a shaped w; cache
+ *  may be NULL (none; mp_wl_cache). */
 mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                             mp_wl_phase phase, const mp_workload_opts *opts, mp_workload *w,
                             mp_diag *diag);
 void mp_workload_price(const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                       const mp_workload_opts *opts, mp_workload *w);
+                       const mp_workload_opts *opts, mp_wl_cache *cache, mp_workload *w);
 
 /** Stage i (0 .. pp-1) of w: its counts of each kind and parameters. O(vpp) for an MoE model
  *  whose dense and MoE layers interleave, else O(1). i out of range: all zero. */
 void mp_workload_stage(const mp_workload *w, const mp_model *m, int i, mp_wl_stage *out);
+
+/** Runs of consecutive like stages: their number (1 .. pp), and run r's stages first ..
+ *  first + count - 1 with their counts in *s (mp_workload_stage of each). In stage order. */
+int mp_workload_runs(const mp_workload *w);
+void mp_workload_run(const mp_workload *w, const mp_model *m, int r, mp_wl_stage *s, int *first,
+                     int *count);
+
+/** 1 when stages a and b hold the same count of every kind (then their parameters, memory
+ *  apart from in-flight activations, and time are the same: consumers compute them once per
+ *  class of stages). */
+int mp_workload_stage_same(const mp_wl_stage *a, const mp_wl_stage *b);
 
 /** One micro-batch's compute of stage s on one GPU: forward + backward + FSDP2 copy-outs
  *  (compute_s), recompute (recompute_s), and its TP, CP and EP communication on the critical

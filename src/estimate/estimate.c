@@ -36,6 +36,7 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
     o->moe_copy_overhead_s = 150e-9;
     o->skip_text = 0;
     o->feasibility_only = 0;
+    o->cache = NULL;
 }
 
 static void workload_opts(const mp_estimate_opts *o, mp_workload_opts *wo)
@@ -78,7 +79,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         }
         return MP_OK;
     }
-    mp_workload_price(m, c, p, &e->workload_opts, &w);
+    mp_workload_price(m, c, p, &e->workload_opts, opts->cache, &w);
     mp_est_step(&w, m, c, p, opts, e);
     mp_est_explain(&w, c, p, opts, e);
     if (!isfinite(e->step_s) || !isfinite(e->memory.total) || e->step_s <= 0) {

@@ -53,11 +53,14 @@ static void find_slowest(const mp_workload *w, const mp_model *m, const mp_plan 
     if (p->zero == 3)
         z3_layer_exposure(w, o, &zd, &zm);
     *out = (slowest){.zd = zd, .zm = zm};
-    for (int i = 0; i < w->pp; i++) {
+    const int nr = mp_workload_runs(w);
+    for (int r = 0; r < nr; r++) {
+        /* a run's stages take the same time: its first is the only candidate */
         mp_wl_stage s;
         mp_wl_stage_time t;
-        mp_workload_stage(w, m, i, &s);
-        mp_workload_stage_time(w, &s, i == w->pp - 1, &t);
+        int i, count;
+        mp_workload_run(w, m, r, &s, &i, &count);
+        mp_workload_stage_time(w, &s, i + count == w->pp, &t);
         double z3 = s.n[MP_LK_DENSE] * zd + s.n[MP_LK_MOE] * zm;
         if (t.total_s + z3 > out->z3_s) {
             out->z3_s = t.total_s + z3;

@@ -24,12 +24,80 @@
  *     embedding and LM head (the root module) once per micro-batch.
  */
 #include <math.h>
+#include <string.h>
 
 #include "workload_internal.h"
 
 static const mp_group one = {1, 1};
 
-static void price(const mp_cluster *c, mp_wl_coll *x)
+void mp_wl_cache_init(mp_wl_cache *cache)
+{
+    cache->cluster = NULL;
+    cache->hits = cache->misses = 0;
+    for (int i = 0; i < MP_WL_CACHE_SLOTS; i++)
+        cache->slot[i].used = 0;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    /* splitmix64's finaliser over a running xor (Steele, Lea, Flood 2014) */
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    return h;
+}
+
+static void price_uncached(const mp_cluster *c, mp_wl_coll *x);
+
+/* What identifies the cluster the cache was filled on, besides its address: its size and each
+ * tier's domain, bandwidth, latency, efficiency and oversubscription (what a caller scaling
+ * one tier in place changes; anything else changed in place needs mp_wl_cache_init). */
+static uint64_t fingerprint(const mp_cluster *c)
+{
+    uint64_t h = mix((uint64_t)c->num_gpus, (uint64_t)c->ntiers);
+    for (int t = 0; t < c->ntiers && t < MP_MAX_TIERS; t++) {
+        const mp_tier *x = &c->tier[t];
+        uint64_t b[4];
+        memcpy(&b[0], &x->bw_Bps, 8);
+        memcpy(&b[1], &x->latency_s, 8);
+        memcpy(&b[2], &x->efficiency_frac, 8);
+        memcpy(&b[3], &x->oversubscription, 8);
+        h = mix(mix(mix(mix(mix(h, (uint64_t)x->domain_gpus), b[0]), b[1]), b[2]), b[3]);
+    }
+    return h;
+}
+
+/* Price x through the cache: the same op, bytes and groups on the same cluster cost the same. */
+static void price(const mp_cluster *c, mp_wl_cache *cache, mp_wl_coll *x)
+{
+    if (!cache) {
+        price_uncached(c, x);
+        return;
+    }
+    uint64_t bits;
+    memcpy(&bits, &x->bytes, sizeof bits);
+    uint64_t h = mix(mix(mix(mix((uint64_t)x->op * 2u + (uint64_t)x->two_d, bits), (uint64_t)x->in.size),
+                         (uint64_t)x->in.stride), (uint64_t)(x->out.size * 131 + x->out.stride));
+    int k = (int)(h % MP_WL_CACHE_SLOTS);
+    mp_wl_cache_slot *e = &cache->slot[k];
+    if (e->used && e->op == (int)x->op && e->two_d == x->two_d && e->bytes == x->bytes &&
+        e->in.size == x->in.size && e->in.stride == x->in.stride && e->out.size == x->out.size &&
+        e->out.stride == x->out.stride) {
+        x->time_s = e->time_s;
+        x->tier = e->tier;
+        x->algo = e->algo;
+        cache->hits++;
+        return;
+    }
+    price_uncached(c, x);
+    cache->misses++;
+    e->used = 1;
+    e->op = (int)x->op, e->two_d = x->two_d, e->bytes = x->bytes, e->in = x->in, e->out = x->out;
+    e->time_s = x->time_s, e->tier = x->tier, e->algo = x->algo;
+}
+
+static void price_uncached(const mp_cluster *c, mp_wl_coll *x)
 {
     mp_coll_cost cc;
     x->time_s = 0.0;
@@ -50,7 +118,7 @@ static void price(const mp_cluster *c, mp_wl_coll *x)
 }
 
 /* Describe collective id and price it; run = 0 leaves it empty (not run by this plan). */
-static void put(mp_workload *w, const mp_cluster *c, mp_wl_coll_id id, int run, mp_coll_op op,
+static void put(mp_workload *w, const mp_cluster *c, mp_wl_cache *cache, mp_wl_coll_id id, int run, mp_coll_op op,
                 double bytes, mp_group in, mp_group out, int two_d, mp_wl_part part,
                 mp_wl_window win)
 {
@@ -58,52 +126,54 @@ static void put(mp_workload *w, const mp_cluster *c, mp_wl_coll_id id, int run, 
     *x = (mp_wl_coll){op, run ? bytes : 0.0, run ? in : one, run ? out : one, two_d, part, win,
                       0.0, -1, 0};
     if (run)
-        price(c, x);
+        price(c, cache, x);
 }
 
 /* Collectives inside the layers: TP, CP, expert-TP, EP, and the pipeline sends. */
-static void layer_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p)
+static void layer_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                        mp_wl_cache *cache)
 {
     const double T = w->tokens_mb, h = (double)m->hidden, act_e = 2.0;
     const int tp = w->tp, cp = w->cp;
     const double S = T * h * act_e;
-    put(w, c, MP_WC_TP_A, tp > 1, p->sp ? MP_COLL_ALL_GATHER : MP_COLL_ALL_REDUCE, S, w->g_tp, one,
+    put(w, c, cache, MP_WC_TP_A, tp > 1, p->sp ? MP_COLL_ALL_GATHER : MP_COLL_ALL_REDUCE, S, w->g_tp, one,
         0, MP_WL_PART_TP, MP_WIN_NONE);
-    put(w, c, MP_WC_TP_B, tp > 1 && p->sp, MP_COLL_REDUCE_SCATTER, S, w->g_tp, one, 0,
+    put(w, c, cache, MP_WC_TP_B, tp > 1 && p->sp, MP_COLL_REDUCE_SCATTER, S, w->g_tp, one, 0,
         MP_WL_PART_TP, MP_WIN_NONE);
     const double chunk = T * (w->attn.k_width + w->attn.v_width) / tp * act_e;
     if (p->cp_algo == MP_CP_ALLGATHER) {
-        put(w, c, MP_WC_CP_FWD, cp > 1, MP_COLL_ALL_GATHER, chunk * cp, w->g_cp, one, 0,
+        put(w, c, cache, MP_WC_CP_FWD, cp > 1, MP_COLL_ALL_GATHER, chunk * cp, w->g_cp, one, 0,
             MP_WL_PART_CP, MP_WIN_NONE);
-        put(w, c, MP_WC_CP_BWD, cp > 1, MP_COLL_REDUCE_SCATTER, chunk * cp, w->g_cp, one, 0,
+        put(w, c, cache, MP_WC_CP_BWD, cp > 1, MP_COLL_REDUCE_SCATTER, chunk * cp, w->g_cp, one, 0,
             MP_WL_PART_CP, MP_WIN_NONE);
     } else {
         const mp_group pair = {2, w->g_cp.stride};
-        put(w, c, MP_WC_CP_FWD, cp > 1, MP_COLL_SEND_RECV, chunk, pair, one, 0, MP_WL_PART_CP,
+        put(w, c, cache, MP_WC_CP_FWD, cp > 1, MP_COLL_SEND_RECV, chunk, pair, one, 0, MP_WL_PART_CP,
             MP_WIN_ATTENTION);
-        put(w, c, MP_WC_CP_BWD, cp > 1, MP_COLL_SEND_RECV, 2.0 * chunk, pair, one, 0,
+        put(w, c, cache, MP_WC_CP_BWD, cp > 1, MP_COLL_SEND_RECV, 2.0 * chunk, pair, one, 0,
             MP_WL_PART_CP, MP_WIN_ATTENTION);
     }
     const double Tr = T / tp, k = (double)m->moe_topk, load = w->moe_load;
     const double B = Tr * k * load * h * act_e * w->etp; /* gathered size */
     const mp_group getp = {w->etp, 1};
-    put(w, c, MP_WC_ETP_AG, w->moe && w->etp > 1, MP_COLL_ALL_GATHER, B, getp, one, 0,
+    put(w, c, cache, MP_WC_ETP_AG, w->moe && w->etp > 1, MP_COLL_ALL_GATHER, B, getp, one, 0,
         MP_WL_PART_TP, MP_WIN_NONE);
-    put(w, c, MP_WC_ETP_RS, w->moe && w->etp > 1, MP_COLL_REDUCE_SCATTER, B, getp, one, 0,
+    put(w, c, cache, MP_WC_ETP_RS, w->moe && w->etp > 1, MP_COLL_REDUCE_SCATTER, B, getp, one, 0,
         MP_WL_PART_TP, MP_WIN_NONE);
     const double disp_e = p->fp8_comm ? 1.0 : 2.0;
-    put(w, c, MP_WC_EP_DISPATCH, w->moe && w->ep > 1, MP_COLL_ALL_TO_ALL,
+    put(w, c, cache, MP_WC_EP_DISPATCH, w->moe && w->ep > 1, MP_COLL_ALL_TO_ALL,
         Tr * mp_moe_dispatch_bytes_per_token(m, disp_e) * load, w->g_ep, one, 0, MP_WL_PART_EP,
         MP_WIN_NONE);
-    put(w, c, MP_WC_EP_COMBINE, w->moe && w->ep > 1, MP_COLL_ALL_TO_ALL,
+    put(w, c, cache, MP_WC_EP_COMBINE, w->moe && w->ep > 1, MP_COLL_ALL_TO_ALL,
         Tr * mp_moe_dispatch_bytes_per_token(m, 2.0) * load, w->g_ep, one, 0, MP_WL_PART_EP,
         MP_WIN_NONE);
-    put(w, c, MP_WC_PP_SEND, w->pp > 1, MP_COLL_SEND_RECV, T * h * act_e / (tp > 1 ? tp : 1),
+    put(w, c, cache, MP_WC_PP_SEND, w->pp > 1, MP_COLL_SEND_RECV, T * h * act_e / (tp > 1 ? tp : 1),
         w->g_pp, one, 0, MP_WL_PART_PP, MP_WIN_NONE);
 }
 
 /* DP/ZeRO collectives: ZeRO-3 per layer and root module, ZeRO-0/1/2 per step, HSDP. */
-static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p)
+static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                       mp_wl_cache *cache)
 {
     const mp_group si = w->g_shard_in, so = w->g_shard_out, ge = w->g_edp;
     const double pe = w->gather_bytes_per_param, tp = (double)w->tp;
@@ -112,33 +182,42 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
     const double mne = w->moe_nonexpert_per_layer / tp;
     const int z3 = p->zero == 3, z12 = p->zero == 1 || p->zero == 2;
     const mp_wl_part D = MP_WL_PART_DP;
-    put(w, c, MP_WC_Z3_AG, z3, MP_COLL_ALL_GATHER, pe * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
-    put(w, c, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
-    put(w, c, MP_WC_Z3_MOE_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
-    put(w, c, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, 4.0 * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
-    put(w, c, MP_WC_Z3_EXPERT_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
-    put(w, c, MP_WC_Z3_EXPERT_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, 4.0 * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_AG, z3, MP_COLL_ALL_GATHER, pe * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_MOE_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, 4.0 * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_EXPERT_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_EXPERT_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, 4.0 * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
     /* Embedding and LM head: what the stage holding most holds beyond its layers. */
     const double nl = (double)w->layers_per_stage_max;
     const double nm = w->moe ? fmin(nl, (double)w->params.moe_layers) : 0.0, nd = nl - nm;
     const double P = w->stage_params_max, X = w->stage_expert_params_max;
     const double extra_p = fmax(0.0, P - nd * layer_p - nm * mne);
-    put(w, c, MP_WC_Z3_ROOT_AG, z3, MP_COLL_ALL_GATHER, pe * extra_p, si, so, 1, D, MP_WIN_HEAD);
-    put(w, c, MP_WC_Z3_ROOT_RS, z3, MP_COLL_REDUCE_SCATTER, 4.0 * extra_p, si, so, 1, D, MP_WIN_HEAD);
-    put(w, c, MP_WC_DP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, 4.0 * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
-    put(w, c, MP_WC_EDP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, 4.0 * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
-    put(w, c, MP_WC_DP_RS, z12, MP_COLL_REDUCE_SCATTER, 4.0 * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
-    put(w, c, MP_WC_EDP_RS, z12, MP_COLL_REDUCE_SCATTER, 4.0 * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
-    put(w, c, MP_WC_DP_AG, z12, MP_COLL_ALL_GATHER, pe * P, si, so, 1, D, MP_WIN_FIRST_FORWARD);
-    put(w, c, MP_WC_EDP_AG, z12, MP_COLL_ALL_GATHER, pe * X, ge, one, 0, D, MP_WIN_FIRST_FORWARD);
+    put(w, c, cache, MP_WC_Z3_ROOT_AG, z3, MP_COLL_ALL_GATHER, pe * extra_p, si, so, 1, D, MP_WIN_HEAD);
+    put(w, c, cache, MP_WC_Z3_ROOT_RS, z3, MP_COLL_REDUCE_SCATTER, 4.0 * extra_p, si, so, 1, D, MP_WIN_HEAD);
+    put(w, c, cache, MP_WC_DP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, 4.0 * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
+    put(w, c, cache, MP_WC_EDP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, 4.0 * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
+    put(w, c, cache, MP_WC_DP_RS, z12, MP_COLL_REDUCE_SCATTER, 4.0 * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
+    put(w, c, cache, MP_WC_EDP_RS, z12, MP_COLL_REDUCE_SCATTER, 4.0 * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
+    put(w, c, cache, MP_WC_DP_AG, z12, MP_COLL_ALL_GATHER, pe * P, si, so, 1, D, MP_WIN_FIRST_FORWARD);
+    put(w, c, cache, MP_WC_EDP_AG, z12, MP_COLL_ALL_GATHER, pe * X, ge, one, 0, D, MP_WIN_FIRST_FORWARD);
     /* HSDP: the reduced shard all-reduced across replicas once per step, not hidden. */
     const int hsdp = p->hsdp && w->dp_ranks / w->shard > 1;
-    put(w, c, MP_WC_HSDP_AR, hsdp, MP_COLL_ALL_REDUCE, 4.0 * P / w->shard, w->g_rep_in, w->g_rep_out,
+    put(w, c, cache, MP_WC_HSDP_AR, hsdp, MP_COLL_ALL_REDUCE, 4.0 * P / w->shard, w->g_rep_in, w->g_rep_out,
         1, D, MP_WIN_NONE);
 }
 
-void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p)
+void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                       mp_wl_cache *cache)
 {
-    layer_colls(w, m, c, p);
-    data_colls(w, m, c, p);
+    if (cache) {
+        uint64_t fp = fingerprint(c);
+        if (cache->cluster != c || cache->fingerprint != fp) {
+            mp_wl_cache_init(cache);
+            cache->cluster = c;
+            cache->fingerprint = fp;
+        }
+    }
+    layer_colls(w, m, c, p, cache);
+    data_colls(w, m, c, p, cache);
 }

@@ -69,24 +69,90 @@ void mp_workload_stage(const mp_workload *w, const mp_model *m, int i, mp_wl_sta
     out->nonlinear_params = nonlin / tp;
 }
 
+int mp_workload_stage_same(const mp_wl_stage *a, const mp_wl_stage *b)
+{
+    for (int k = 0; k < MP_LK_COUNT; k++)
+        if (a->n[k] != b->n[k])
+            return 0;
+    return 1;
+}
+
+/* Add stage i's counts s to the runs (a new run unless it equals the last) and the maxima. */
+static void add_stage(mp_workload *w, int i, int count, const mp_wl_stage *s, int *nruns,
+                      int *overflow, double *max_total)
+{
+    if (*nruns > 0 && !*overflow && mp_workload_stage_same(s, &w->run[*nruns - 1].s)) {
+        w->run[*nruns - 1].count += count;
+        return; /* the same parameters: no new maximum */
+    }
+    if (*nruns < MP_WL_MAX_RUNS && !*overflow) {
+        w->run[*nruns].first = i;
+        w->run[*nruns].count = count;
+        w->run[*nruns].s = *s;
+        (*nruns)++;
+    } else {
+        *overflow = 1;
+    }
+    if (s->expert_params > w->expert_params_per_gpu)
+        w->expert_params_per_gpu = s->expert_params;
+    if (s->params + s->expert_params > *max_total) {
+        *max_total = s->params + s->expert_params;
+        w->stage_params_max = s->params;
+        w->stage_expert_params_max = s->expert_params;
+        w->stage_linear_params_max = fmax(0.0, s->params - s->nonlinear_params) + s->expert_params;
+    }
+}
+
+/* The runs of like stages and the per-stage maxima. A dense model's stages change only at
+ * stage 1 (after the embedding), at L mod p (where stages stop holding one more layer) and at
+ * the last (the head): one stage of each segment is enough. An MoE model's are walked. */
 void mp_wl_stage_maxima(mp_workload *w, const mp_model *m)
 {
     const int64_t L = m->layers, lmin = L / w->pp, lextra = L % w->pp;
     w->layers_per_stage_min = (int)lmin;
     w->layers_per_stage_max = (int)(lmin + (lextra ? 1 : 0));
     double max_total = -1.0;
-    for (int i = 0; i < w->pp; i++) {
-        mp_wl_stage s;
-        mp_workload_stage(w, m, i, &s);
-        if (s.expert_params > w->expert_params_per_gpu)
-            w->expert_params_per_gpu = s.expert_params;
-        if (s.params + s.expert_params > max_total) {
-            max_total = s.params + s.expert_params;
-            w->stage_params_max = s.params;
-            w->stage_expert_params_max = s.expert_params;
-            w->stage_linear_params_max = fmax(0.0, s.params - s.nonlinear_params) + s.expert_params;
+    int nruns = 0, overflow = 0;
+    mp_wl_stage s;
+    if (!w->moe) {
+        int cut[5] = {0, 1, (int)lextra, w->pp - 1, w->pp}, prev = 0;
+        for (int k = 1; k < 5; k++) {
+            int end = cut[k] < prev ? prev : (cut[k] > w->pp ? w->pp : cut[k]);
+            /* cut[] is sorted but for lextra, which may lie anywhere in [0, pp) */
+            if (k == 2 && (cut[2] <= 1 || cut[2] >= w->pp - 1))
+                continue;
+            if (end <= prev)
+                continue;
+            mp_workload_stage(w, m, prev, &s);
+            add_stage(w, prev, end - prev, &s, &nruns, &overflow, &max_total);
+            prev = end;
+        }
+    } else {
+        for (int i = 0; i < w->pp; i++) {
+            mp_workload_stage(w, m, i, &s);
+            add_stage(w, i, 1, &s, &nruns, &overflow, &max_total);
         }
     }
+    w->nruns = overflow ? 0 : nruns;
+}
+
+int mp_workload_runs(const mp_workload *w)
+{
+    return w->nruns > 0 ? w->nruns : w->pp;
+}
+
+void mp_workload_run(const mp_workload *w, const mp_model *m, int r, mp_wl_stage *s, int *first,
+                     int *count)
+{
+    if (w->nruns > 0 && r >= 0 && r < w->nruns) {
+        *s = w->run[r].s;
+        *first = w->run[r].first;
+        *count = w->run[r].count;
+        return;
+    }
+    mp_workload_stage(w, m, r, s);
+    *first = r;
+    *count = r >= 0 && r < w->pp ? 1 : 0;
 }
 
 void mp_workload_stage_time(const mp_workload *w, const mp_wl_stage *s, int last,

@@ -8,6 +8,7 @@
  * ranks of a stage are re-partitioned as expert-TP (stride 1) x EP (stride etp) x expert-DP
  * (stride etp*ep). */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -90,7 +91,7 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
         mp_workload_opts_init(&defaults);
         opts = &defaults;
     }
-    memset(w, 0, sizeof *w);
+    memset(w, 0, offsetof(mp_workload, run));
     const int moe = mp_model_is_moe(m);
     const int64_t etp = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
     if ((unsigned)phase >= MP_WL_PHASE_COUNT) {
@@ -150,14 +151,14 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
 }
 
 void mp_workload_price(const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                       const mp_workload_opts *opts, mp_workload *w)
+                       const mp_workload_opts *opts, mp_wl_cache *cache, mp_workload *w)
 {
     mp_workload_opts defaults;
     if (!opts) {
         mp_workload_opts_init(&defaults);
         opts = &defaults;
     }
-    mp_wl_price_colls(w, m, c, p);
+    mp_wl_price_colls(w, m, c, p, cache);
     mp_wl_price_layers(w, m, p, opts);
 }
 
@@ -167,6 +168,6 @@ mp_status mp_workload_build(const mp_model *m, const mp_cluster *c, const mp_pla
 {
     mp_status st = mp_workload_shape(m, c, p, phase, opts, w, diag);
     if (st == MP_OK)
-        mp_workload_price(m, c, p, opts, w);
+        mp_workload_price(m, c, p, opts, NULL, w);
     return st;
 }

@@ -9,7 +9,8 @@ void mp_wl_stage_maxima(mp_workload *w, const mp_model *m);
 /* layers.c: parameters per GPU of each layer kind, from w's shape. */
 void mp_wl_kind_params(mp_workload *w, const mp_model *m);
 /* comm.c: the collectives of the step, described and priced (needs the stage maxima). */
-void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p);
+void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                       mp_wl_cache *cache);
 /* layers.c: compute of every layer kind and its per-pass communication (needs the
  * collectives priced). */
 void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
