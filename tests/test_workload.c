@@ -50,7 +50,7 @@ static void test_runs_match_stages(void **state)
                 if (mp_cluster_from_catalog(g_cat, "h100-sxm5-80gb", pp, 0, NULL, &c, NULL) != MP_OK ||
                     !plan_for(m, pp, text, &p))
                     continue;
-                if (mp_workload_shape(m, &c, &p, MP_WL_TRAIN_STEP, NULL, &g_w, NULL) != MP_OK)
+                if (mp_workload_shape(m, &c, &p, MP_WL_TRAIN_STEP, NULL, NULL, &g_w, NULL) != MP_OK)
                     fail_msg("%s %s: not shaped", m->key, text);
                 int next = 0;
                 double max_total = -1.0, max_p = 0.0, max_x = 0.0;

@@ -189,6 +189,8 @@ typedef struct {
     mp_kernel_rates rates;
     mp_attn_dims attn;
     mp_param_count params;   /* the model's counts for this tp */
+    mp_flops flops;          /* the model's FLOPs per token at this seq (mp_model_flops) */
+    mp_layer_act act, act_moe; /* activation bytes of one dense / MoE layer, one micro-batch */
     double moe_nonexpert_per_layer; /* non-expert parameters of one MoE layer (before TP) */
     double fsdp_copy_s_per_param;   /* FSDP2 copy-out per parameter and gather, s (0 off) */
     /* per stage, maxima over stages */
@@ -209,23 +211,34 @@ typedef struct {
 
 void mp_workload_opts_init(mp_workload_opts *o);
 
-/** A cache of priced collectives for evaluating many plans on one cluster (the search): each
- *  distinct (op, bytes, group) is priced through coll once, then looked up. Direct-mapped,
- *  MP_WL_CACHE_SLOTS entries (a collision re-prices and replaces). The caller owns it (about
- *  50 KiB) and gives one to each thread; it is tied to one cluster (its address and a
- *  fingerprint of its tiers' domains, bandwidths, latencies, efficiencies and
- *  oversubscription: a change to those empties it); after changing anything else of that
- *  cluster in place, call mp_wl_cache_init. Results with and without a cache are identical. */
-#define MP_WL_CACHE_SLOTS 512
+/** A cache for evaluating many plans of one model on one cluster (the search): each distinct
+ *  collective (op, bytes, group) is priced through coll once, then looked up (direct-mapped,
+ *  MP_WL_CACHE_SLOTS entries; a collision re-prices and replaces), and the model's values that
+ *  depend only on a few plan keys (parameter counts per tp, attention geometry, FLOPs per seq,
+ *  activation bytes per layer shape) are kept for the next plan with the same keys. It holds a
+ *  copy of the model and the cluster it was filled for and empties itself when either differs
+ *  (the model's numbers and the cluster's GPU count and tiers, byte for byte), so a cluster
+ *  changed in place, or another one at the same address, is never priced from stale entries. Results with and without a cache are identical. The caller owns
+ *  it (about 60 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
+#define MP_WL_CACHE_SLOTS 512 /* a power of two (comm.c takes the hash's top 9 bits) */
 typedef struct {
     int used, op, two_d, tier, algo;
     double bytes, time_s;
     mp_group in, out;
 } mp_wl_cache_slot;
 typedef struct {
-    const mp_cluster *cluster;  /* priced on; NULL: empty */
-    uint64_t fingerprint;       /* of its tiers (comm.c): a change refills the cache */
-    int64_t hits, misses;
+    int have;                   /* model and cluster below are valid */
+    mp_model model;             /* what the entries were computed for */
+    mp_cluster cluster;
+    int64_t hits, misses;       /* collective look-ups since the cache was last emptied */
+    int params_tp;              /* params below are for this tp (0: none) */
+    mp_param_count params;
+    mp_attn_dims attn;
+    int64_t flops_seq;          /* flops below are for this seq (0: none) */
+    mp_flops flops;
+    int act_set;                /* act/act_moe below are for the key act_key */
+    double act_key[9];
+    mp_layer_act act, act_moe;
     mp_wl_cache_slot slot[MP_WL_CACHE_SLOTS];
 } mp_wl_cache;
 void mp_wl_cache_init(mp_wl_cache *cache);
@@ -241,11 +254,11 @@ mp_status mp_workload_build(const mp_model *m, const mp_cluster *c, const mp_pla
 /** The two halves of mp_workload_build, for callers that need the shape first: mp_workload_shape
  *  fills everything but the times (groups, parameters, per-stage maxima; enough for memory), so
  *  a plan over memory need not be priced; mp_workload_price then prices the kernels and the
- *  collectives. Same arguments and errors as mp_workload_build; price needs a shaped w; cache
- *  may be NULL (none; mp_wl_cache). */
+ *  collectives. Same arguments and errors as mp_workload_build; price needs a shaped w and the
+ *  cache given to mp_workload_shape for it (NULL: none; mp_wl_cache). */
 mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                            mp_wl_phase phase, const mp_workload_opts *opts, mp_workload *w,
-                            mp_diag *diag);
+                            mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
+                            mp_workload *w, mp_diag *diag);
 void mp_workload_price(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                        const mp_workload_opts *opts, mp_wl_cache *cache, mp_workload *w);
 

@@ -60,7 +60,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     e->tp_tier = e->cp_tier = e->pp_tier = e->dp_tier = -1;
     mp_workload w;
     workload_opts(opts, &e->workload_opts);
-    mp_status st = mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, &e->workload_opts, &w, diag);
+    mp_status st = mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, &e->workload_opts, opts->cache, &w, diag);
     if (st != MP_OK)
         return st;
     e->microbatches = (int)w.microbatches;

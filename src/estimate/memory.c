@@ -126,9 +126,8 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
     mem_ctx x;
     param_bytes(p->zero, w->shard, &x.bpp);
     param_bytes(p->zero, w->expert_shard, &x.bpx);
-    mp_layer_activation(m, p->seq, p->mb, w->tp, p->sp, w->cp, p->flash, p->recompute, &x.la);
-    mp_moe_layer_activation(m, p->seq, p->mb, w->tp, p->sp || w->tp > 1, w->cp, w->etp, p->flash,
-                            p->recompute, w->moe_load, &x.lam);
+    x.la = w->act;
+    x.lam = w->act_moe;
     double worst = -1.0;
     const int nrep = w->pp < MP_MAX_STAGES ? w->pp : MP_MAX_STAGES;
     const int nr = mp_workload_runs(w);

@@ -223,10 +223,9 @@ static void fill_parts(const mp_workload *w, const slowest *sl, double p2p_s, mp
  * precision (PaLM, Chowdhery et al. 2022 App. B; MosaicML and torchtitan report their fp8 runs
  * against the fp8 peak, as the fp8 rows of validation/runs.csv show: 460 TFLOP/s = 0.2328 of
  * 1979). */
-static void throughput(const mp_model *m, const mp_cluster *c, const mp_plan *p, mp_estimate *e)
+static void throughput(const mp_workload *w, const mp_cluster *c, const mp_plan *p, mp_estimate *e)
 {
-    mp_flops fl;
-    mp_model_flops(m, p->seq, &fl);
+    const mp_flops fl = w->flops;
     const double n = (double)c->num_gpus;
     e->tokens_per_step = (double)p->gb * (double)p->seq;
     e->tokens_per_s = e->tokens_per_step / e->step_s;
@@ -293,5 +292,5 @@ void mp_est_step(const mp_workload *w, const mp_model *m, const mp_cluster *c, c
     e->step_s = M * t_mb_all + bubble + dp_exposed + t_opt + cast_w + overlap_slow;
     t->compute += overlap_slow;
     e->attention_frac = sl.t.compute_s > 0 ? sl.t.attn_s / sl.t.compute_s : 0.0;
-    throughput(m, c, p, e);
+    throughput(w, c, p, e);
 }

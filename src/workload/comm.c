@@ -28,45 +28,11 @@
 
 #include "workload_internal.h"
 
+_Static_assert(MP_WL_CACHE_SLOTS == 512, "price() indexes the cache by the top 9 bits of a hash");
+
 static const mp_group one = {1, 1};
 
-void mp_wl_cache_init(mp_wl_cache *cache)
-{
-    cache->cluster = NULL;
-    cache->hits = cache->misses = 0;
-    for (int i = 0; i < MP_WL_CACHE_SLOTS; i++)
-        cache->slot[i].used = 0;
-}
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    /* splitmix64's finaliser over a running xor (Steele, Lea, Flood 2014) */
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    return h;
-}
-
 static void price_uncached(const mp_cluster *c, mp_wl_coll *x);
-
-/* What identifies the cluster the cache was filled on, besides its address: its size and each
- * tier's domain, bandwidth, latency, efficiency and oversubscription (what a caller scaling
- * one tier in place changes; anything else changed in place needs mp_wl_cache_init). */
-static uint64_t fingerprint(const mp_cluster *c)
-{
-    uint64_t h = mix((uint64_t)c->num_gpus, (uint64_t)c->ntiers);
-    for (int t = 0; t < c->ntiers && t < MP_MAX_TIERS; t++) {
-        const mp_tier *x = &c->tier[t];
-        uint64_t b[4];
-        memcpy(&b[0], &x->bw_Bps, 8);
-        memcpy(&b[1], &x->latency_s, 8);
-        memcpy(&b[2], &x->efficiency_frac, 8);
-        memcpy(&b[3], &x->oversubscription, 8);
-        h = mix(mix(mix(mix(mix(h, (uint64_t)x->domain_gpus), b[0]), b[1]), b[2]), b[3]);
-    }
-    return h;
-}
 
 /* Price x through the cache: the same op, bytes and groups on the same cluster cost the same. */
 static void price(const mp_cluster *c, mp_wl_cache *cache, mp_wl_coll *x)
@@ -77,9 +43,13 @@ static void price(const mp_cluster *c, mp_wl_cache *cache, mp_wl_coll *x)
     }
     uint64_t bits;
     memcpy(&bits, &x->bytes, sizeof bits);
-    uint64_t h = mix(mix(mix(mix((uint64_t)x->op * 2u + (uint64_t)x->two_d, bits), (uint64_t)x->in.size),
-                         (uint64_t)x->in.stride), (uint64_t)(x->out.size * 131 + x->out.stride));
-    int k = (int)(h % MP_WL_CACHE_SLOTS);
+    /* multiplicative hashing of each field (odd constants: splitmix64's), folded */
+    uint64_t h = ((uint64_t)x->op * 2u + (uint64_t)x->two_d) * 0x9e3779b97f4a7c15ULL ^
+                 bits * 0xbf58476d1ce4e5b9ULL ^ (uint64_t)x->in.size * 0x94d049bb133111ebULL ^
+                 (uint64_t)x->in.stride * 0xd6e8feb86659fd93ULL ^
+                 (uint64_t)(x->out.size * 131 + x->out.stride) * 0xa0761d6478bd642fULL;
+    h ^= h >> 31;
+    int k = (int)((h * 0x9e3779b97f4a7c15ULL) >> 55); /* the top 9 bits: 512 slots */
     mp_wl_cache_slot *e = &cache->slot[k];
     if (e->used && e->op == (int)x->op && e->two_d == x->two_d && e->bytes == x->bytes &&
         e->in.size == x->in.size && e->in.stride == x->in.stride && e->out.size == x->out.size &&
@@ -210,14 +180,6 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
 void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                        mp_wl_cache *cache)
 {
-    if (cache) {
-        uint64_t fp = fingerprint(c);
-        if (cache->cluster != c || cache->fingerprint != fp) {
-            mp_wl_cache_init(cache);
-            cache->cluster = c;
-            cache->fingerprint = fp;
-        }
-    }
     layer_colls(w, m, c, p, cache);
     data_colls(w, m, c, p, cache);
 }

@@ -83,8 +83,8 @@ static int resolved(const mp_model *m, const mp_cluster *c, const mp_plan *p, in
 }
 
 mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                            mp_wl_phase phase, const mp_workload_opts *opts, mp_workload *w,
-                            mp_diag *diag)
+                            mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
+                            mp_workload *w, mp_diag *diag)
 {
     mp_workload_opts defaults;
     if (!opts) {
@@ -122,8 +122,9 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
                            : (opts->moe_imbalance >= 1.0 ? opts->moe_imbalance : 1.0);
     const double load = p->moe_capacity_factor > 0 ? p->moe_capacity_factor : imbalance;
     w->moe_load = moe ? load : 1.0;
-    mp_model_attn_dims(m, &w->attn);
-    mp_model_params(m, w->tp, &w->params);
+    if (cache)
+        mp_wl_cache_validate(cache, m, c);
+    mp_wl_model_values(w, m, p, cache);
     /* DP/ZeRO groups. Non-expert parameters: split by TP (norms replicated but small),
      * replicated over the DP x CP group. Routed experts: E/ep experts per GPU, each split by etp,
      * replicated over the expert-DP group of tp*cp*dp/(etp*ep) ranks. */
@@ -166,7 +167,7 @@ mp_status mp_workload_build(const mp_model *m, const mp_cluster *c, const mp_pla
                             mp_wl_phase phase, const mp_workload_opts *opts, mp_workload *w,
                             mp_diag *diag)
 {
-    mp_status st = mp_workload_shape(m, c, p, phase, opts, w, diag);
+    mp_status st = mp_workload_shape(m, c, p, phase, opts, NULL, w, diag);
     if (st == MP_OK)
         mp_workload_price(m, c, p, opts, NULL, w);
     return st;

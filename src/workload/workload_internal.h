@@ -4,6 +4,11 @@
 
 #include "meshplan/workload.h"
 
+/* cache.c: empty the cache unless it was filled for this model and cluster. */
+void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluster *c);
+/* cache.c: w's parameter counts, attention geometry, FLOPs and layer activations (from the
+ * cache when it has them; cache may be NULL). Needs w's tp, cp, etp, moe_load. */
+void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache);
 /* stages.c: per-stage maxima of w (layers, parameters), from w's shape. */
 void mp_wl_stage_maxima(mp_workload *w, const mp_model *m);
 /* layers.c: parameters per GPU of each layer kind, from w's shape. */
