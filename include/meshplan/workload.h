@@ -220,6 +220,7 @@ void mp_workload_opts_init(mp_workload_opts *o);
  *  (the model's numbers and the cluster's GPU count and tiers, byte for byte), so a cluster
  *  changed in place, or another one at the same address, is never priced from stale entries. Results with and without a cache are identical. The caller owns
  *  it (about 60 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
+#define MP_WL_MEMO 32
 #define MP_WL_CACHE_SLOTS 512 /* a power of two (comm.c takes the hash's top 9 bits) */
 typedef struct {
     int used, op, two_d, tier, algo;
@@ -236,9 +237,21 @@ typedef struct {
     mp_attn_dims attn;
     int64_t flops_seq;          /* flops below are for this seq (0: none) */
     mp_flops flops;
-    int act_set;                /* act/act_moe below are for the key act_key */
-    double act_key[9];
-    mp_layer_act act, act_moe;
+    /* Small direct-mapped memos (MP_WL_MEMO entries, indexed by the micro-batch size and a few
+     * keys: the search's innermost loop runs over micro-batch sizes): activation bytes per
+     * layer, and the layer kinds' kernel times (layers.c), each valid for its key. */
+    struct {
+        int set;
+        double key[9];
+        mp_layer_act act, act_moe;
+    } act[MP_WL_MEMO];
+    struct {
+        int set;
+        double key[20], val[16];
+    } kern[MP_WL_MEMO];
+    int groups_set;             /* the groups below are for the plan keys groups_key */
+    int64_t groups_key[12];
+    mp_group groups[9];
     mp_wl_cache_slot slot[MP_WL_CACHE_SLOTS];
 } mp_wl_cache;
 void mp_wl_cache_init(mp_wl_cache *cache);

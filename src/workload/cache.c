@@ -12,7 +12,9 @@ void mp_wl_cache_init(mp_wl_cache *cache)
     cache->hits = cache->misses = 0;
     cache->params_tp = 0;
     cache->flops_seq = 0;
-    cache->act_set = 0;
+    for (int i = 0; i < MP_WL_MEMO; i++)
+        cache->act[i].set = cache->kern[i].set = 0;
+    cache->groups_set = 0;
     for (int i = 0; i < MP_WL_CACHE_SLOTS; i++)
         cache->slot[i].used = 0;
 }
@@ -74,18 +76,19 @@ void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_
             cache->flops_seq = p->seq;
         }
     }
-    if (cache && cache->act_set && memcmp(cache->act_key, key, sizeof key) == 0) {
-        w->act = cache->act;
-        w->act_moe = cache->act_moe;
+    const int slot = (int)((p->mb + 8 * (p->recompute + 3 * p->sp) + w->cp) & (MP_WL_MEMO - 1));
+    if (cache && cache->act[slot].set && memcmp(cache->act[slot].key, key, sizeof key) == 0) {
+        w->act = cache->act[slot].act;
+        w->act_moe = cache->act[slot].act_moe;
         return;
     }
     mp_layer_activation(m, p->seq, p->mb, w->tp, p->sp, w->cp, p->flash, p->recompute, &w->act);
     mp_moe_layer_activation(m, p->seq, p->mb, w->tp, sp_moe, w->cp, w->etp, p->flash, p->recompute,
                             w->moe_load, &w->act_moe);
     if (cache) {
-        memcpy(cache->act_key, key, sizeof key);
-        cache->act = w->act;
-        cache->act_moe = w->act_moe;
-        cache->act_set = 1;
+        memcpy(cache->act[slot].key, key, sizeof key);
+        cache->act[slot].act = w->act;
+        cache->act[slot].act_moe = w->act_moe;
+        cache->act[slot].set = 1;
     }
 }

@@ -11,6 +11,7 @@
  * Megatron-Core's output layer and router are not TE fp8 modules; DeepSeek-AI 2024 Sec. 3.3 keeps
  * embedding, output head, gating and attention in bf16 too). */
 #include <math.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "workload_internal.h"
@@ -223,13 +224,9 @@ static void layer_comm(mp_workload *w, const mp_model *m, const mp_plan *p, cons
  * for the loss; backward read 4, write 4, convert 4 -> 2; case C4). An MTP module (DeepSeek-AI
  * 2024 Sec. 2.2): norms, the 2h -> h projection, one layer of the kind the stack ends with, the
  * head again. */
-static void head_and_mtp(mp_workload *w, const mp_model *m, const mp_plan *p)
+static void head_and_mtp(mp_workload *w, const mp_model *m, double head_f, double ce_s, double proj)
 {
-    const mp_kernel_rates *r = &w->rates;
-    const double T = w->tokens_mb, h = (double)m->hidden, V = w->vocab_padded, tp = (double)w->tp;
     mp_wl_layer *hd = &w->layer[MP_LK_HEAD], *mt = &w->layer[MP_LK_MTP];
-    const double head_f = mp_kernel_gemm_s(r, r->bf16_matmul_flops_per_s, T, V / tp, h, 2.0);
-    const double ce_s = 24.0 * T * V / tp / r->elem_Bps;
     hd->gemm_s = head_f;
     hd->elem_s = ce_s;
     hd->fwd_s = head_f;
@@ -238,7 +235,6 @@ static void head_and_mtp(mp_workload *w, const mp_model *m, const mp_plan *p)
     if (m->mtp_layers <= 0)
         return;
     const mp_wl_layer *x = &w->layer[w->mtp_moe ? MP_LK_MOE : MP_LK_DENSE];
-    const double proj = mp_kernel_gemm_s(r, r->matmul_flops_per_s, T, h, 2.0 * h, mp_dtype_bytes(p->precision));
     mt->gemm_s = proj + x->gemm_s + head_f;
     mt->attn_s = x->attn_s;
     mt->fwd_s = proj + x->fwd_s + head_f;
@@ -298,18 +294,69 @@ static void copy_out(mp_workload *w, const mp_model *m, const mp_plan *p)
         L[MP_LK_MTP].copy_out_s = cpp * (dsh * L[MP_LK_MTP].params + esh * L[MP_LK_MTP].expert_params);
 }
 
-void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
-                        const mp_workload_opts *opts)
+/* The kernels of every layer kind: what depends on the shape alone (not on communication or
+ * recompute), so the cache keeps it for the next plan of the same shape. */
+typedef struct {
+    attn_part a;
+    double d[4], mo[4];        /* gemm_s, attn_s, elem_s, bwd_extra_s of a dense / MoE layer */
+    double head_f, ce_s, proj; /* LM head GEMM, cross-entropy, MTP projection */
+} kernels;
+_Static_assert(sizeof(kernels) <= sizeof(((mp_wl_cache *)0)->kern[0].val), "kernels fit the cache");
+
+static void price_kernels(mp_workload *w, const mp_model *m, const mp_plan *p,
+                          const mp_workload_opts *opts, kernels *k)
 {
-    attn_part a = {0};
-    attention(w, m, p, &a);
-    layer_comm(w, m, p, &a);
-    dense_layer(w, m, p, &a, &w->layer[MP_LK_DENSE]);
-    passes(&w->layer[MP_LK_DENSE], p->recompute);
-    if (w->moe) {
-        moe_layer(w, m, p, opts, &a, &w->layer[MP_LK_MOE]);
-        passes(&w->layer[MP_LK_MOE], p->recompute);
+    const mp_kernel_rates *r = &w->rates;
+    const double T = w->tokens_mb, h = (double)m->hidden, V = w->vocab_padded, tp = (double)w->tp;
+    mp_wl_layer l = {0};
+    attention(w, m, p, &k->a);
+    dense_layer(w, m, p, &k->a, &l);
+    k->d[0] = l.gemm_s, k->d[1] = l.attn_s, k->d[2] = l.elem_s, k->d[3] = l.bwd_extra_s;
+    l = (mp_wl_layer){0};
+    if (w->moe)
+        moe_layer(w, m, p, opts, &k->a, &l);
+    k->mo[0] = l.gemm_s, k->mo[1] = l.attn_s, k->mo[2] = l.elem_s, k->mo[3] = l.bwd_extra_s;
+    k->head_f = mp_kernel_gemm_s(r, r->bf16_matmul_flops_per_s, T, V / tp, h, 2.0);
+    k->ce_s = 24.0 * T * V / tp / r->elem_Bps;
+    k->proj = m->mtp_layers > 0 ? mp_kernel_gemm_s(r, r->matmul_flops_per_s, T, h, 2.0 * h,
+                                                   mp_dtype_bytes(p->precision)) : 0.0;
+}
+
+/* The kernels, from the cache when a plan of the same shape was priced on the same GPU. */
+static void kernels_of(mp_workload *w, const mp_model *m, const mp_plan *p,
+                       const mp_workload_opts *opts, mp_wl_cache *cache, kernels *k)
+{
+    const mp_kernel_rates *r = &w->rates;
+    const double key[20] = {r->matmul_flops_per_s, r->bf16_matmul_flops_per_s, r->attn_flops_per_s,
+                            r->mem_Bps, r->elem_Bps, r->sms, w->tokens_mb, w->tp, w->cp, p->sp,
+                            (double)p->seq, (double)p->mb, p->precision, p->flash, (double)p->doc_len,
+                            w->etp, w->ep, w->moe_load, opts->moe_copy_overhead_s, w->vocab_padded};
+    const int slot = (int)((p->mb + 8 * p->sp + 16 * (w->tp + w->cp)) & (MP_WL_MEMO - 1));
+    if (cache && cache->kern[slot].set && memcmp(cache->kern[slot].key, key, sizeof key) == 0) {
+        memcpy(k, cache->kern[slot].val, sizeof *k);
+        return;
     }
-    head_and_mtp(w, m, p);
+    price_kernels(w, m, p, opts, k);
+    if (cache) {
+        memcpy(cache->kern[slot].key, key, sizeof key);
+        memcpy(cache->kern[slot].val, k, sizeof *k);
+        cache->kern[slot].set = 1;
+    }
+}
+
+void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
+                        const mp_workload_opts *opts, mp_wl_cache *cache)
+{
+    kernels k;
+    kernels_of(w, m, p, opts, cache, &k);
+    layer_comm(w, m, p, &k.a);
+    mp_wl_layer *d = &w->layer[MP_LK_DENSE], *mo = &w->layer[MP_LK_MOE];
+    d->gemm_s = k.d[0], d->attn_s = k.d[1], d->elem_s = k.d[2], d->bwd_extra_s = k.d[3];
+    passes(d, p->recompute);
+    if (w->moe) {
+        mo->gemm_s = k.mo[0], mo->attn_s = k.mo[1], mo->elem_s = k.mo[2], mo->bwd_extra_s = k.mo[3];
+        passes(mo, p->recompute);
+    }
+    head_and_mtp(w, m, k.head_f, k.ce_s, k.proj);
     copy_out(w, m, p);
 }

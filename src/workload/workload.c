@@ -75,6 +75,32 @@ static void data_groups(const mp_plan *p, int64_t shard, mp_group *sh_in, mp_gro
     }
 }
 
+/* The groups the plan's rank order places: TP, CP, PP strides and the shard and replica groups
+ * (from the cache when the degrees, the order and the shard group are the same). */
+static void plan_groups(mp_workload *w, const mp_plan *p, int64_t shard, mp_wl_cache *cache)
+{
+    int64_t key[12] = {p->tp, p->cp, p->ep, p->dp, p->pp, shard, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < MP_DIM_COUNT && i < 6; i++)
+        key[6 + i] = (int64_t)p->order[i];
+    mp_group *g[9] = {&w->g_tp, &w->g_cp, &w->g_pp, &w->g_shard_in, &w->g_shard_out, &w->g_rep_in,
+                      &w->g_rep_out};
+    if (cache && cache->groups_set && memcmp(cache->groups_key, key, sizeof key) == 0) {
+        for (int i = 0; i < 7; i++)
+            *g[i] = cache->groups[i];
+        return;
+    }
+    w->g_tp = (mp_group){w->tp, mp_plan_stride(p, MP_DIM_TP)};
+    w->g_cp = (mp_group){w->cp, mp_plan_stride(p, MP_DIM_CP)};
+    w->g_pp = (mp_group){2, mp_plan_stride(p, MP_DIM_PP)};
+    data_groups(p, shard, &w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out);
+    if (cache) {
+        memcpy(cache->groups_key, key, sizeof key);
+        for (int i = 0; i < 7; i++)
+            cache->groups[i] = *g[i];
+        cache->groups_set = 1;
+    }
+}
+
 static int resolved(const mp_model *m, const mp_cluster *c, const mp_plan *p, int moe, int64_t etp)
 {
     return !(p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->vpp < 1 || p->mb < 1 ||
@@ -139,12 +165,9 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
     w->mtp_modules = (double)m->mtp_layers;
     w->mtp_moe = m->mtp_layers > 0 && mp_model_moe_layers_in(m, m->layers - 1, 1) > 0;
     /* Groups placed by the plan's rank order (TP stride 1, CP stride tp with the default). */
-    w->g_tp = (mp_group){w->tp, mp_plan_stride(p, MP_DIM_TP)};
-    w->g_cp = (mp_group){w->cp, mp_plan_stride(p, MP_DIM_CP)};
     w->g_ep = (mp_group){w->ep, etp};
     w->g_edp = (mp_group){(int64_t)(w->expert_shard > 0 ? w->expert_shard : 1), etp * w->ep};
-    w->g_pp = (mp_group){2, mp_plan_stride(p, MP_DIM_PP)};
-    data_groups(p, shard, &w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out);
+    plan_groups(w, p, shard, cache);
     mp_kernel_rates_of(g, p->precision, p->attn_kernel, opts, &w->rates);
     mp_wl_kind_params(w, m);
     mp_wl_stage_maxima(w, m);
@@ -160,7 +183,7 @@ void mp_workload_price(const mp_model *m, const mp_cluster *c, const mp_plan *p,
         opts = &defaults;
     }
     mp_wl_price_colls(w, m, c, p, cache);
-    mp_wl_price_layers(w, m, p, opts);
+    mp_wl_price_layers(w, m, p, opts, cache);
 }
 
 mp_status mp_workload_build(const mp_model *m, const mp_cluster *c, const mp_plan *p,

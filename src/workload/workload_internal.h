@@ -19,6 +19,6 @@ void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
 /* layers.c: compute of every layer kind and its per-pass communication (needs the
  * collectives priced). */
 void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
-                        const mp_workload_opts *opts);
+                        const mp_workload_opts *opts, mp_wl_cache *cache);
 
 #endif
