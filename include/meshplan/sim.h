@@ -129,7 +129,7 @@ mp_status mp_sim_run_workload(const mp_model *m, const mp_cluster *c, const mp_p
 
 /** Write the timeline as Chrome trace JSON (the Trace Event Format's "X" complete events, times
  *  in microseconds): one process per pipeline stage, one thread per stream (compute, TP, CP,
- *  PP send, DP/ZeRO, optimizer), every micro-batch's forward, backward, recompute and weight
+ *  EP, PP send, DP/ZeRO, optimizer), every micro-batch's forward, backward, recompute and weight
  *  gradient of every layer as slices with args micro_batch, chunk and layer, collectives as
  *  slices with args bytes, algorithm and group size. Slices of one thread never overlap.
  *  title names the job in the metadata (may be NULL). Returns MP_OK or MP_ERR_IO. */

@@ -32,23 +32,6 @@ void mp_sim_opts_init(mp_sim_opts *o)
     o->max_events = MP_SIM_DEFAULT_MAX_EVENTS;
 }
 
-const char *sim_kind_name(sim_kind k)
-{
-    static const char *const names[SK_COUNT] = {
-        "forward", "backward", "backward (input grad)", "weight grad", "recompute", "optimizer",
-        "TP", "TP (recompute)", "CP exchange", "send activations", "send gradients",
-        "DP grad reduce", "DP param gather", "ZeRO-3 gather", "ZeRO-3 reduce-scatter",
-        "HSDP all-reduce", "EP all-to-all"};
-    return (unsigned)k < SK_COUNT ? names[k] : "?";
-}
-
-const char *sim_stream_name(int s)
-{
-    static const char *const names[SS_COUNT] = {"compute", "TP", "CP", "EP", "PP send", "DP/ZeRO",
-                                                "optimizer"};
-    return s >= 0 && s < SS_COUNT ? names[s] : "?";
-}
-
 /* ---- units ------------------------------------------------------------------------------ */
 
 typedef struct {
