@@ -23,7 +23,8 @@
  *      issue 15 defect 1: ZeRO-3 with pp > 1 exposed more than its total), checked on every plan
  *      and on its ZeRO-3 variant;
  *  12. asking only for feasibility (mp_estimate_opts.feasibility_only) gives the same memory and
- *      verdict, and for a plan that fits the same step.
+ *      verdict, and for a plan that fits the same step; leaving per_stage unwritten
+ *      (skip_per_stage) gives the same most loaded GPU and step.
  * Floating-point comparisons allow a relative 1e-9 for rounding of the same sums taken in a
  * different order; nothing else is tolerated.
  */
@@ -171,6 +172,13 @@ static void check_feasibility_only(const mp_model *m, const mp_cluster *c, const
     if (!g_e0.feasible && g_e2.step_s != 0.0)
         fail_at("feasibility-only timed a plan over memory", g_e2.step_s, 0.0);
     g_feasibility_skipped += !g_e0.feasible;
+    o.feasibility_only = 0;
+    o.skip_per_stage = 1;
+    if (mp_estimate_plan(m, c, p, &o, &g_e2, &d) != MP_OK)
+        fail_msg("skip_per_stage estimate failed: %s at %s", d.text, g_where);
+    if (memcmp(&g_e2.memory, &g_e0.memory, sizeof g_e0.memory) != 0 || g_e2.step_s != g_e0.step_s)
+        fail_at("skip_per_stage changes the most loaded GPU or the step", g_e2.memory.total,
+                g_e0.memory.total);
 }
 
 static mp_status estimate(const mp_model *m, const mp_cluster *c, const mp_plan *p, mp_estimate *e)

@@ -78,6 +78,10 @@ typedef struct {
      * many plans on one cluster, one per thread; NULL (default): none. The estimate is the
      * same with and without it. */
     mp_wl_cache *cache;
+    /* 1: leave per_stage unwritten (memory is still the most loaded stage's, found from one
+     * stage per run of like stages: within a run the first holds the most micro-batches in
+     * flight). For callers that never read per_stage (the search's hot loop). Default 0. */
+    int skip_per_stage;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);

@@ -37,6 +37,7 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
     o->skip_text = 0;
     o->feasibility_only = 0;
     o->cache = NULL;
+    o->skip_per_stage = 0;
 }
 
 static void workload_opts(const mp_estimate_opts *o, mp_workload_opts *wo)

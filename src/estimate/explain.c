@@ -14,7 +14,9 @@ static void add_reason(mp_estimate *e, const char *fmt, double a, double b)
 void mp_est_explain(const mp_workload *w, const mp_cluster *c, const mp_plan *p,
                     const mp_estimate_opts *opts, mp_estimate *e)
 {
-    if (!e->feasible && !opts->skip_text) {
+    if (opts->skip_text)
+        return; /* texts left empty on request (mp_estimate_opts.skip_text) */
+    if (!e->feasible) {
         add_reason(e, "memory: %.1f GiB needed on the most loaded GPU, capacity %.1f GiB",
                    e->memory.total / 1073741824.0, e->memory.capacity / 1073741824.0);
     }
@@ -37,9 +39,7 @@ void mp_est_explain(const mp_workload *w, const mp_cluster *c, const mp_plan *p,
     for (size_t i = 1; i < B_N; i++)
         if (parts[i].t > parts[bi].t)
             bi = i;
-    if (opts->skip_text) {
-        /* texts left empty on request (mp_estimate_opts.skip_text) */
-    } else if (!e->feasible) {
+    if (!e->feasible) {
         snprintf(e->bottleneck, sizeof e->bottleneck, "memory (%.1f of %.1f GiB)",
                  e->memory.total / 1073741824.0, e->memory.capacity / 1073741824.0);
     } else if (bi == B_COMPUTE && comm_sum < 0.25 * e->step_s) {

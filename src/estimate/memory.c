@@ -139,7 +139,10 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
         double per_mb, rc_extra;
         mp_workload_run(w, m, r, &st, &first, &count);
         stage_class(w, m, p, &x, &st, first + count == w->pp, &cls, &per_mb, &rc_extra);
-        for (int i = first; i < first + count; i++) {
+        /* in flight is non-increasing in the stage index (every schedule): a run's first stage
+         * holds the most, so without per_stage it alone can be the most loaded */
+        const int last_i = o->skip_per_stage ? first + 1 : first + count;
+        for (int i = first; i < last_i; i++) {
             mp_memory mm = cls;
             mm.activations = inflight(w, p, i) * per_mb;
             if (p->recompute == MP_RC_FULL)
@@ -147,7 +150,7 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
             mm.total = mm.weights + mm.gradients + mm.optimizer + mm.activations + mm.logits + mm.buffers;
             mm.capacity = c->gpu.memory_bytes;
             mm.allocator_margin = o->allocator_margin_frac * mm.total;
-            if (i < nrep)
+            if (i < nrep && !o->skip_per_stage)
                 e->per_stage[i] = mm;
             if (mm.total > worst) {
                 worst = mm.total;

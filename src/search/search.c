@@ -631,6 +631,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
     else
         mp_estimate_opts_init(&hot);
     hot.skip_text = 1;
+    hot.skip_per_stage = 1; /* the hot loop reads the most loaded stage only */
     search_ctx sc = {m, clusters, o, &hot, o->top_n, NULL};
     if (o->rank_plan) {
         mp_diag rd = {0};
