@@ -18,7 +18,13 @@
  *     (src/coll) when the workload is built.
  * Overlap rules (what of a collective its window hides, the pipeline bubble, the DP exposure)
  * belong to the consumers: src/estimate/step.c for the analytical step, src/sim/ for the
- * timeline. docs/workload.md says where a new phase goes.
+ * timeline.
+ *
+ * Where a new phase goes (docs/workload.md): a value of mp_wl_phase; its shape in
+ * mp_workload_shape (tokens per step; for decode one token per sequence and the KV cache as the
+ * attention context); which passes its layer kinds run (forward only) in src/workload/layers.c;
+ * its collectives in the same table (src/workload/comm.c); and its own rules (time to first
+ * token, tokens/s per request) in a consumer such as src/infer/ — not a second estimator.
  *
  * Building one is allocation-free: the search builds one per evaluated plan.
  */
@@ -169,7 +175,7 @@ typedef struct {
     double nonlinear_params; /* of params: embedding and LM head (no fp8 copies) */
 } mp_wl_stage;
 
-/** The description. Plain data; the caller owns it (about 3 KiB, no pointers). */
+/** The description. Plain data; the caller owns it (about 6 KiB, no pointers). */
 typedef struct {
     mp_wl_phase phase;
     /* shape */
@@ -219,7 +225,7 @@ void mp_workload_opts_init(mp_workload_opts *o);
  *  copy of the model and the cluster it was filled for and empties itself when either differs
  *  (the model's numbers and the cluster's GPU count and tiers, byte for byte), so a cluster
  *  changed in place, or another one at the same address, is never priced from stale entries. Results with and without a cache are identical. The caller owns
- *  it (about 60 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
+ *  it (about 55 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
 #define MP_WL_MEMO 32
 #define MP_WL_CACHE_SLOTS 512 /* a power of two (comm.c takes the hash's top 9 bits) */
 typedef struct {
