@@ -81,6 +81,26 @@ static void test_runs_match_stages(void **state)
     }
     print_message("runs: %ld model x pp x vpp shapes checked against every stage\n", checked);
     assert_true(checked > 100);
+    /* More runs than the workload keeps (MP_WL_MAX_RUNS): every other layer MoE over 64 stages
+     * of one layer each. mp_workload_run then gives one stage per run. */
+    mp_model alt = *mp_catalog_model(g_cat, "mixtral-8x7b");
+    alt.layers = 64;
+    alt.moe_layer_freq = 2;
+    mp_cluster c;
+    mp_plan p;
+    assert_int_equal(mp_cluster_from_catalog(g_cat, "h100-sxm5-80gb", 64, 0, NULL, &c, NULL), MP_OK);
+    assert_true(plan_for(&alt, 64, "tp=1,pp=64,ep=1,mb=1,gb=64,seq=1024", &p));
+    assert_int_equal(mp_workload_shape(&alt, &c, &p, MP_WL_TRAIN_STEP, NULL, NULL, &g_w, NULL), MP_OK);
+    assert_int_equal(g_w.nruns, 0);
+    assert_int_equal(mp_workload_runs(&g_w), 64);
+    for (int r = 0; r < 64; r++) {
+        mp_wl_stage s, ref;
+        int first, count;
+        mp_workload_run(&g_w, &alt, r, &s, &first, &count);
+        mp_workload_stage(&g_w, &alt, r, &ref);
+        assert_true(first == r && count == 1 && memcmp(&s, &ref, sizeof s) == 0);
+        assert_true(s.n[MP_LK_MOE] == (double)(r % 2)); /* layer i is MoE iff (i + 1) % 2 == 0 */
+    }
 }
 
 static void test_collectives_priced_through_coll(void **state)

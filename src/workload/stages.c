@@ -115,17 +115,19 @@ void mp_wl_stage_maxima(mp_workload *w, const mp_model *m)
     int nruns = 0, overflow = 0;
     mp_wl_stage s;
     if (!w->moe) {
-        int cut[5] = {0, 1, (int)lextra, w->pp - 1, w->pp}, prev = 0;
-        for (int k = 1; k < 5; k++) {
-            int end = cut[k] < prev ? prev : (cut[k] > w->pp ? w->pp : cut[k]);
-            /* cut[] is sorted but for lextra, which may lie anywhere in [0, pp) */
-            if (k == 2 && (cut[2] <= 1 || cut[2] >= w->pp - 1))
-                continue;
-            if (end <= prev)
+        /* segment ends, ascending; one that does not pass the previous (pp 1 or 2) is skipped */
+        int cut[4], nc = 0, prev = 0;
+        cut[nc++] = 1;
+        if (lextra > 1 && lextra < w->pp - 1)
+            cut[nc++] = (int)lextra;
+        cut[nc++] = w->pp - 1;
+        cut[nc++] = w->pp;
+        for (int k = 0; k < nc; k++) {
+            if (cut[k] <= prev)
                 continue;
             mp_workload_stage(w, m, prev, &s);
-            add_stage(w, prev, end - prev, &s, &nruns, &overflow, &max_total);
-            prev = end;
+            add_stage(w, prev, cut[k] - prev, &s, &nruns, &overflow, &max_total);
+            prev = cut[k];
         }
     } else {
         for (int i = 0; i < w->pp; i++) {
