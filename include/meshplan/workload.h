@@ -175,6 +175,12 @@ typedef struct {
     double nonlinear_params; /* of params: embedding and LM head (no fp8 copies) */
 } mp_wl_stage;
 
+/** A run of like stages: stages first .. first + count - 1, each holding s. */
+typedef struct {
+    int first, count;
+    mp_wl_stage s;
+} mp_wl_run;
+
 /** The description. Plain data; the caller owns it (about 6 KiB, no pointers). */
 typedef struct {
     mp_wl_phase phase;
@@ -212,7 +218,7 @@ typedef struct {
      * once; 0 when there are more than MP_WL_MAX_RUNS (mp_workload_run then gives one stage per
      * run). Kept last: only the count is cleared. Use mp_workload_runs / mp_workload_run. */
     int nruns;
-    struct { int first, count; mp_wl_stage s; } run[MP_WL_MAX_RUNS];
+    mp_wl_run run[MP_WL_MAX_RUNS];
 } mp_workload;
 
 void mp_workload_opts_init(mp_workload_opts *o);
@@ -233,6 +239,12 @@ typedef struct {
     double bytes, time_s;
     mp_group in, out;
 } mp_wl_cache_slot;
+typedef struct {
+    int set, nruns, lmin, lmax;
+    int64_t key[5];
+    double params_max, expert_max, linear_max, expert_per_gpu;
+    mp_wl_run run[MP_WL_MAX_RUNS];
+} mp_wl_stage_memo;
 typedef struct {
     int have;                   /* model and cluster below are valid */
     mp_model model;             /* what the entries were computed for */
@@ -255,6 +267,9 @@ typedef struct {
         int set;
         double key[20], val[16];
     } kern[MP_WL_MEMO];
+    /* The stages' runs and maxima per (pp, vpp, tp, ep, etp): an MoE model's stages are
+     * walked one by one otherwise. */
+    mp_wl_stage_memo stages[4];
     int groups_set;             /* the groups below are for the plan keys groups_key */
     int64_t groups_key[12];
     mp_group groups[9];

@@ -15,6 +15,8 @@ void mp_wl_cache_init(mp_wl_cache *cache)
     for (int i = 0; i < MP_WL_MEMO; i++)
         cache->act[i].set = cache->kern[i].set = 0;
     cache->groups_set = 0;
+    for (int i = 0; i < 4; i++)
+        cache->stages[i].set = 0;
     for (int i = 0; i < MP_WL_CACHE_SLOTS; i++)
         cache->slot[i].used = 0;
 }

@@ -138,6 +138,30 @@ void mp_wl_stage_maxima(mp_workload *w, const mp_model *m)
     w->nruns = overflow ? 0 : nruns;
 }
 
+void mp_wl_stages(mp_workload *w, const mp_model *m, mp_wl_cache *cache)
+{
+    const int64_t key[5] = {w->pp, w->vpp, w->tp, w->ep, w->etp};
+    mp_wl_stage_memo *x = cache ? &cache->stages[(w->pp + 7 * w->vpp + 3 * w->tp) & 3] : NULL;
+    if (x && x->set && memcmp(x->key, key, sizeof key) == 0) {
+        w->nruns = x->nruns;
+        memcpy(w->run, x->run, (size_t)x->nruns * sizeof w->run[0]);
+        w->layers_per_stage_min = x->lmin, w->layers_per_stage_max = x->lmax;
+        w->stage_params_max = x->params_max, w->stage_expert_params_max = x->expert_max;
+        w->stage_linear_params_max = x->linear_max, w->expert_params_per_gpu = x->expert_per_gpu;
+        return;
+    }
+    mp_wl_stage_maxima(w, m);
+    if (!x)
+        return;
+    memcpy(x->key, key, sizeof key);
+    x->nruns = w->nruns;
+    memcpy(x->run, w->run, (size_t)w->nruns * sizeof w->run[0]);
+    x->lmin = w->layers_per_stage_min, x->lmax = w->layers_per_stage_max;
+    x->params_max = w->stage_params_max, x->expert_max = w->stage_expert_params_max;
+    x->linear_max = w->stage_linear_params_max, x->expert_per_gpu = w->expert_params_per_gpu;
+    x->set = 1;
+}
+
 int mp_workload_runs(const mp_workload *w)
 {
     return w->nruns > 0 ? w->nruns : w->pp;

@@ -170,7 +170,7 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
     plan_groups(w, p, shard, cache);
     mp_kernel_rates_of(g, p->precision, p->attn_kernel, opts, &w->rates);
     mp_wl_kind_params(w, m);
-    mp_wl_stage_maxima(w, m);
+    mp_wl_stages(w, m, cache);
     return MP_OK;
 }
 

@@ -13,6 +13,8 @@ void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_
 void mp_wl_stage_maxima(mp_workload *w, const mp_model *m);
 /* layers.c: parameters per GPU of each layer kind, from w's shape. */
 void mp_wl_kind_params(mp_workload *w, const mp_model *m);
+/* stages.c: the runs and maxima, from the cache when it has them for w's pp, vpp, tp, ep, etp. */
+void mp_wl_stages(mp_workload *w, const mp_model *m, mp_wl_cache *cache);
 /* comm.c: the collectives of the step, described and priced (needs the stage maxima). */
 void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                        mp_wl_cache *cache);
