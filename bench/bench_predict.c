@@ -6,7 +6,8 @@
  * the search's (mp_estimate_opts.skip_text = 1). Times are the thread's CPU time, so a machine
  * shared with other work inflates them less than wall time would. `bench_predict N` runs exactly
  * N evaluations per case (for instruction counts under valgrind --tool=callgrind), and
- * `bench_predict N K` case K alone, `bench_predict N K search` only with the search's options; without them each case runs for about a second. */
+ * `bench_predict N K` case K alone, `bench_predict N K search` (or `predict`) only with the
+ * search's (or the default) options; without them each case runs for about a second. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
     long fixed = argc > 1 ? atol(argv[1]) : 0;
     long only = argc > 2 ? atol(argv[2]) : -1;
     int search_only = argc > 3 && strcmp(argv[3], "search") == 0;
+    int predict_only = argc > 3 && strcmp(argv[3], "predict") == 0;
     mp_catalog *cat;
     mp_diag d = {0};
     if (mp_catalog_create(&cat, &d) != MP_OK) {
@@ -81,7 +83,7 @@ int main(int argc, char **argv)
         }
         double sink = 0;
         double ns = search_only ? 0.0 : ns_per_eval(m, &c, p, NULL, fixed, &sink);
-        double ns_q = ns_per_eval(m, &c, p, &quiet, fixed, &sink);
+        double ns_q = predict_only ? 0.0 : ns_per_eval(m, &c, p, &quiet, fixed, &sink);
         printf("%-16s %-16s %7lld %14.0f %12.1f %16.1f   (checksum %.3g)\n", cases[k].model,
                cases[k].gpu, cases[k].gpus, 1e9 / ns, ns, ns_q, sink);
     }
