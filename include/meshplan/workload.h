@@ -270,6 +270,13 @@ typedef struct {
     /* The stages' runs and maxima per (pp, vpp, tp, ep, etp): an MoE model's stages are
      * walked one by one otherwise. */
     mp_wl_stage_memo stages[4];
+    /* The DP/ZeRO collectives (MP_WC_Z3_AG .. MP_WC_HSDP_AR) per their inputs (comm.c): the
+     * same for every micro-batch size of a plan. */
+    struct {
+        int set;
+        double key[24];
+        mp_wl_coll coll[MP_WC_HSDP_AR - MP_WC_Z3_AG + 1];
+    } dp[4];
     int groups_set;             /* the groups below are for the plan keys groups_key */
     int64_t groups_key[12];
     mp_group groups[9];

@@ -16,7 +16,7 @@ void mp_wl_cache_init(mp_wl_cache *cache)
         cache->act[i].set = cache->kern[i].set = 0;
     cache->groups_set = 0;
     for (int i = 0; i < 4; i++)
-        cache->stages[i].set = 0;
+        cache->stages[i].set = cache->dp[i].set = 0;
     for (int i = 0; i < MP_WL_CACHE_SLOTS; i++)
         cache->slot[i].used = 0;
 }

@@ -177,9 +177,38 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
         1, D, MP_WIN_NONE);
 }
 
+/* The DP/ZeRO collectives, from the cache when a plan with the same inputs (ZeRO stage, shard
+ * and replica groups, the most loaded stage's parameters, the gather precision) was priced: in
+ * the search only the micro-batch size changes between neighbours, and these do not depend on
+ * it. */
+static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluster *c,
+                              const mp_plan *p, mp_wl_cache *cache)
+{
+    const mp_group *g[5] = {&w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out, &w->g_edp};
+    double key[24] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
+                      w->gather_bytes_per_param, w->stage_params_max, w->stage_expert_params_max,
+                      w->layers_per_stage_max, w->tp, w->ep, w->etp, w->moe_nonexpert_per_layer, 0};
+    for (int i = 0; i < 5; i++) {
+        key[14 + 2 * i] = (double)g[i]->size;
+        key[15 + 2 * i] = (double)g[i]->stride;
+    }
+    const int first = MP_WC_Z3_AG, n = MP_WC_HSDP_AR - MP_WC_Z3_AG + 1;
+    const int slot = (int)((p->zero + 4 * w->pp) & 3);
+    if (cache && cache->dp[slot].set && memcmp(cache->dp[slot].key, key, sizeof key) == 0) {
+        memcpy(&w->coll[first], cache->dp[slot].coll, (size_t)n * sizeof w->coll[0]);
+        return;
+    }
+    data_colls(w, m, c, p, cache);
+    if (cache) {
+        memcpy(cache->dp[slot].key, key, sizeof key);
+        memcpy(cache->dp[slot].coll, &w->coll[first], (size_t)n * sizeof w->coll[0]);
+        cache->dp[slot].set = 1;
+    }
+}
+
 void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                        mp_wl_cache *cache)
 {
     layer_colls(w, m, c, p, cache);
-    data_colls(w, m, c, p, cache);
+    data_colls_cached(w, m, c, p, cache);
 }
