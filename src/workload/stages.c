@@ -106,7 +106,7 @@ static void add_stage(mp_workload *w, int i, int count, const mp_wl_stage *s, in
 /* The runs of like stages and the per-stage maxima. A dense model's stages change only at
  * stage 1 (after the embedding), at L mod p (where stages stop holding one more layer) and at
  * the last (the head): one stage of each segment is enough. An MoE model's are walked. */
-void mp_wl_stage_maxima(mp_workload *w, const mp_model *m)
+static void stage_maxima(mp_workload *w, const mp_model *m)
 {
     const int64_t L = m->layers, lmin = L / w->pp, lextra = L % w->pp;
     w->layers_per_stage_min = (int)lmin;
@@ -150,7 +150,7 @@ void mp_wl_stages(mp_workload *w, const mp_model *m, mp_wl_cache *cache)
         w->stage_linear_params_max = x->linear_max, w->expert_params_per_gpu = x->expert_per_gpu;
         return;
     }
-    mp_wl_stage_maxima(w, m);
+    stage_maxima(w, m);
     if (!x)
         return;
     memcpy(x->key, key, sizeof key);

@@ -9,11 +9,9 @@ void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluste
 /* cache.c: w's parameter counts, attention geometry, FLOPs and layer activations (from the
  * cache when it has them; cache may be NULL). Needs w's tp, cp, etp, moe_load. */
 void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache);
-/* stages.c: per-stage maxima of w (layers, parameters), from w's shape. */
-void mp_wl_stage_maxima(mp_workload *w, const mp_model *m);
 /* layers.c: parameters per GPU of each layer kind, from w's shape. */
 void mp_wl_kind_params(mp_workload *w, const mp_model *m);
-/* stages.c: the runs and maxima, from the cache when it has them for w's pp, vpp, tp, ep, etp. */
+/* stages.c: the runs of like stages and the per-stage maxima (layers, parameters), from the cache when it has them for w's pp, vpp, tp, ep, etp. */
 void mp_wl_stages(mp_workload *w, const mp_model *m, mp_wl_cache *cache);
 /* comm.c: the collectives of the step, described and priced (needs the stage maxima). */
 void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
