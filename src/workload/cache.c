@@ -2,6 +2,7 @@
  * model and cluster it was filled for, and the model's values that depend on a few plan keys.
  * The collectives' slots are looked up in comm.c. */
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "workload_internal.h"
@@ -35,6 +36,14 @@ static int same_cluster(const mp_cluster *a, const mp_cluster *b)
 {
     return a->num_gpus == b->num_gpus && a->ntiers == b->ntiers && a->ntiers >= 0 &&
            a->ntiers <= MP_MAX_TIERS && memcmp(a->tier, b->tier, (size_t)a->ntiers * sizeof a->tier[0]) == 0;
+}
+
+int mp_wl_memo_slot(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    /* multiplicative hashing (odd constants: splitmix64's), the top bits */
+    uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ULL ^ (uint64_t)b * 0xbf58476d1ce4e5b9ULL ^
+                 (uint64_t)c * 0x94d049bb133111ebULL ^ (uint64_t)d * 0xd6e8feb86659fd93ULL;
+    return (int)((h ^ (h >> 29)) * 0x9e3779b97f4a7c15ULL >> (64 - 5));
 }
 
 void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluster *c)
@@ -78,7 +87,7 @@ void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_
             cache->flops_seq = p->seq;
         }
     }
-    const int slot = (int)((p->mb + 8 * (p->recompute + 3 * p->sp) + w->cp) & (MP_WL_MEMO - 1));
+    const int slot = mp_wl_memo_slot(p->mb, p->recompute * 2 + p->sp, w->tp, w->cp);
     if (cache && cache->act[slot].set && memcmp(cache->act[slot].key, key, sizeof key) == 0) {
         w->act = cache->act[slot].act;
         w->act_moe = cache->act[slot].act_moe;

@@ -331,7 +331,7 @@ static void kernels_of(mp_workload *w, const mp_model *m, const mp_plan *p,
                             r->mem_Bps, r->elem_Bps, r->sms, w->tokens_mb, w->tp, w->cp, p->sp,
                             (double)p->seq, (double)p->mb, p->precision, p->flash, (double)p->doc_len,
                             w->etp, w->ep, w->moe_load, opts->moe_copy_overhead_s, w->vocab_padded};
-    const int slot = (int)((p->mb + 8 * p->sp + 16 * (w->tp + w->cp)) & (MP_WL_MEMO - 1));
+    const int slot = mp_wl_memo_slot(p->mb, p->sp * 8 + (int)p->precision, w->tp, w->cp);
     if (cache && cache->kern[slot].set && memcmp(cache->kern[slot].key, key, sizeof key) == 0) {
         memcpy(k, cache->kern[slot].val, sizeof *k);
         return;
