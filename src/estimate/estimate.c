@@ -58,6 +58,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         opts = &defaults;
     }
     memset(e, 0, offsetof(mp_estimate, per_stage));
+    if (mp_plan_check_init(p, diag) != MP_OK)
+        return MP_ERR_INPUT;
     e->tp_tier = e->cp_tier = e->pp_tier = e->dp_tier = -1;
     mp_workload w;
     workload_opts(opts, &e->workload_opts);

@@ -991,6 +991,8 @@ mp_status mp_sim_run_workload(const mp_model *m, const mp_cluster *c, const mp_p
         *out = NULL;
     memset(res, 0, sizeof *res);
     mp_status st = check_opts(opts, c, d);
+    if (st == MP_OK) /* refuse a step over the caps before anything is allocated (src/sim/size.c) */
+        st = sim_size_check(m, p, e, opts, d);
     if (st == MP_OK)
         st = check_plan(c, p, e, d);
     if (st != MP_OK)
