@@ -23,18 +23,9 @@ mp_status mp_api_predict_json(const char *request, size_t len, char **out, mp_di
         (st = mp_api_cluster(&q, &cl)) != MP_OK)
         goto done;
     mp_plan_init_default(&p);
-    if ((st = mp_plan_parse(plan, &p, diag)) != MP_OK)
+    /* One cluster: a key across islands is bad input, named (islands: `meshplan predict`). */
+    if ((st = mp_islands_plan_parse_single(plan, &p, diag)) != MP_OK)
         goto done;
-    if (p.xsync.sync != MP_SYNC_NONE) {
-        mp_diag_add(diag, "predict: request.plan.sync = %s: expected none: synchronization across "
-                    "islands is predicted by `meshplan predict` only", mp_sync_name(p.xsync.sync));
-        st = MP_ERR_INPUT;
-        goto done;
-    }
-    if (mp_xsync_check_single(&p.xsync, diag)) {
-        st = MP_ERR_INPUT;
-        goto done;
-    }
     if ((st = mp_plan_resolve(&p, &m, cl.num_gpus, diag)) != MP_OK)
         goto done;
     if (!(e = malloc(sizeof *e))) {
