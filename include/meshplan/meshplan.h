@@ -51,6 +51,7 @@
 #include "meshplan/plan.h"
 #include "meshplan/estimate.h"
 #include "meshplan/validate.h"
+#include "meshplan/parts.h"
 #include "meshplan/report.h"
 #include "meshplan/search.h"
 #include "meshplan/energy.h"

@@ -1,5 +1,6 @@
 /* src/api/api_predict.c — predict as a request -> JSON call: the job of `meshplan predict
- * --json` on one cluster (the islands of a WAN-joined cluster are the CLI's). */
+ * --json` on one cluster (islands joined by WAN links, and their plan keys, are the CLI's:
+ * mp_plan_parse refuses those keys here). */
 #include <stdlib.h>
 
 #include "api_internal.h"
@@ -25,16 +26,6 @@ mp_status mp_api_predict_json(const char *request, size_t len, char **out, mp_di
     mp_plan_init_default(&p);
     if ((st = mp_plan_parse(plan, &p, diag)) != MP_OK)
         goto done;
-    if (p.xsync.sync != MP_SYNC_NONE) {
-        mp_diag_add(diag, "predict: request.plan.sync = %s: expected none: synchronization across "
-                    "islands is predicted by `meshplan predict` only", mp_sync_name(p.xsync.sync));
-        st = MP_ERR_INPUT;
-        goto done;
-    }
-    if (mp_xsync_check_single(&p.xsync, diag)) {
-        st = MP_ERR_INPUT;
-        goto done;
-    }
     if ((st = mp_plan_resolve(&p, &m, cl.num_gpus, diag)) != MP_OK)
         goto done;
     if (!(e = malloc(sizeof *e))) {

@@ -111,13 +111,8 @@ mp_status mp_api_run_json(const char *request, size_t len, char **out, mp_diag *
         (st = mp_api_cluster(&q, &x->cl)) != MP_OK || (st = fault_model(&q, &x->fm)) != MP_OK)
         goto done;
     mp_plan_init_default(&x->p);
-    if ((st = mp_plan_parse(plan, &x->p, diag)) != MP_OK)
-        goto done;
-    if (mp_xsync_check_single(&x->p.xsync, diag)) { /* one cluster: no keys across islands */
-        st = MP_ERR_INPUT;
-        goto done;
-    }
-    if ((st = mp_plan_resolve(&x->p, &x->m, x->cl.num_gpus, diag)) != MP_OK ||
+    if ((st = mp_plan_parse(plan, &x->p, diag)) != MP_OK ||
+        (st = mp_plan_resolve(&x->p, &x->m, x->cl.num_gpus, diag)) != MP_OK ||
         (st = mp_estimate_plan(&x->m, &x->cl, &x->p, NULL, &x->e, diag)) != MP_OK)
         goto done;
     x->o.faults = &x->fm;
