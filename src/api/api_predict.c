@@ -24,7 +24,9 @@ mp_status mp_api_predict_json(const char *request, size_t len, char **out, mp_di
         (st = mp_api_cluster(&q, &cl)) != MP_OK)
         goto done;
     mp_plan_init_default(&p);
-    if ((st = mp_plan_parse(plan, &p, diag)) != MP_OK)
+    /* A key across islands is bad input here (mp_islands_plan_parse_single names it): the
+     * islands of a WAN-joined cluster are predicted by `meshplan predict` only. */
+    if ((st = mp_islands_plan_parse_single(plan, &p, diag)) != MP_OK)
         goto done;
     if ((st = mp_plan_resolve(&p, &m, cl.num_gpus, diag)) != MP_OK)
         goto done;

@@ -111,8 +111,10 @@ mp_status mp_api_run_json(const char *request, size_t len, char **out, mp_diag *
         (st = mp_api_cluster(&q, &x->cl)) != MP_OK || (st = fault_model(&q, &x->fm)) != MP_OK)
         goto done;
     mp_plan_init_default(&x->p);
-    if ((st = mp_plan_parse(plan, &x->p, diag)) != MP_OK ||
-        (st = mp_plan_resolve(&x->p, &x->m, x->cl.num_gpus, diag)) != MP_OK ||
+    /* one cluster: a key across islands is bad input (mp_islands_plan_parse_single names it) */
+    if ((st = mp_islands_plan_parse_single(plan, &x->p, diag)) != MP_OK)
+        goto done;
+    if ((st = mp_plan_resolve(&x->p, &x->m, x->cl.num_gpus, diag)) != MP_OK ||
         (st = mp_estimate_plan(&x->m, &x->cl, &x->p, NULL, &x->e, diag)) != MP_OK)
         goto done;
     x->o.faults = &x->fm;
