@@ -32,5 +32,6 @@
 #include "meshplan/xsync.h"
 #include "meshplan/islands.h"
 #include "meshplan/run.h"
+#include "meshplan/calibrate.h"
 
 #endif

@@ -194,6 +194,19 @@ struct json_t;
 struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan *p,
                                 const mp_islands_estimate *e);
 
+/* --calibration FILE (cmd_calibrate.c): cli_load_catalog loads it for the command; every cluster
+ * and every estimator option set a command builds passes through cli_cal_cluster / cli_cal_opts,
+ * which apply it and say on stderr when it holds nothing for this GPU or link. */
+int cli_cal_load(const cli_args *a);
+void cli_cal_cluster(mp_cluster *c);
+/** mp_estimate_opts_init(o), then the calibration's estimator constants for gpu_key; returns o. */
+const mp_estimate_opts *cli_cal_opts(const char *gpu_key, mp_estimate_opts *o);
+/** A training log's plan: --plan, then the keys its Megatron arguments block states that --plan
+ *  does not; "" when neither gives any. */
+void cli_cal_training_plan(const cli_args *a, const mp_log *l, char *out, size_t cap);
+#define CLI_OPT_CALIBRATION \
+    CLI_OPT("--calibration", "FILE", "constants fitted by meshplan calibrate (docs/calibrate.md)")
+
 /** The whole command: argv[0] is the program name, argv[1] the command. Returns the exit code.
  *  main() only calls this, so the fuzz harness can run the command in-process. */
 int cli_main(int argc, char **argv);
