@@ -39,8 +39,8 @@ static const char *tier_name(const mp_cluster *c, int t)
 static void add(mp_doctor_report *r, const char *part, double t, double plaus, const char *what,
                 const char *check)
 {
-    if (!(t > 0) || r->n >= MP_DOCTOR_MAX_ITEMS)
-        return;
+    if (!(t > 0) || r->n >= MP_DOCTOR_MAX_ITEMS || !(t + r->gap_s > 0))
+        return; /* a part shorter than a negative gap cannot explain it alone */
     mp_doctor_item *it = &r->item[r->n];
     memset(it, 0, sizeof *it);
     mp_strlcpy(it->part, part, sizeof it->part);
@@ -51,7 +51,12 @@ static void add(mp_doctor_report *r, const char *part, double t, double plaus, c
     snprintf(it->what, sizeof it->what, "%s %.2f x %s than predicted", what,
              it->factor_needed >= 1 ? it->factor_needed : 1.0 / fmax(it->factor_needed, 1e-9),
              it->factor_needed >= 1 ? "slower" : "faster");
-    mp_strlcpy(it->check, check, sizeof it->check);
+    if (it->factor_needed >= 1)
+        mp_strlcpy(it->check, check, sizeof it->check);
+    else
+        snprintf(it->check, sizeof it->check, "faster than predicted: the model overstates this "
+                 "part here; check that the plan given (mb, recompute, precision, kernels) is the "
+                 "one that ran");
     r->n++;
 }
 

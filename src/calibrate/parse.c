@@ -741,7 +741,13 @@ double mp_cal_steady(const mp_log *l, int which, int *first, int *last)
     double *v = malloc(l->nsteps * sizeof *v);
     if (!v)
         return 0;
-    size_t n = 0, skip = l->steps[0].step <= 1 && l->nsteps > 1 ? 1 : 0;
+    /* warm-up: every record of step 1 (one per rank when several ranks log) when later steps exist */
+    size_t n = 0, skip = 0;
+    if (l->steps[0].step <= 1)
+        while (skip < l->nsteps && l->steps[skip].step <= 1)
+            skip++;
+    if (skip == l->nsteps)
+        skip = 0;
     int f = 0, la = 0;
     for (size_t i = skip; i < l->nsteps; i++) {
         const mp_train_step *s = &l->steps[i];
