@@ -205,8 +205,9 @@ mp_status mp_cal_fit_gemm(const mp_model *m, const mp_cluster *c, const mp_plan 
 /** Add (or replace: same kind, gpu, key, tier, dtype) a constant. MP_ERR_RANGE when full. */
 mp_status mp_cal_add(mp_calibration *cal, const mp_cal_constant *k);
 
-/** Apply: every tier constant whose key equals the tier's link and tier index equals the tier's,
- *  and every GPU matmul constant whose gpu equals c->gpu.key, overrides c. Returns how many
+/** Apply: every tier constant whose key equals the tier's link, whose tier index equals the
+ *  tier's and whose gpu is c->gpu.key (or ""), and every GPU matmul constant whose gpu equals
+ *  c->gpu.key, overrides c. Returns how many
  *  applied. */
 int mp_cal_apply_cluster(const mp_calibration *cal, mp_cluster *c);
 /** Every estimator constant whose gpu is gpu_key (or "") sets its opts field; returns how many. */

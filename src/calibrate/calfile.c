@@ -49,8 +49,9 @@ int mp_cal_apply_cluster(const mp_calibration *cal, mp_cluster *c)
         }
         if (k->kind != MP_CAL_TIER_LATENCY && k->kind != MP_CAL_TIER_EFFICIENCY)
             continue;
-        if (k->tier < 0 || k->tier >= c->ntiers || strcmp(c->tier[k->tier].link, k->key))
-            continue;
+        if (k->tier < 0 || k->tier >= c->ntiers || strcmp(c->tier[k->tier].link, k->key) ||
+            (k->gpu[0] && strcmp(k->gpu, c->gpu.key)))
+            continue; /* a fabric fitted under one GPU type holds for that cluster, not every one */
         if (k->kind == MP_CAL_TIER_LATENCY)
             c->tier[k->tier].latency_s = k->value;
         else
