@@ -174,6 +174,29 @@ static void test_parse_megatron_args(void **s)
     mp_log_free(&l);
 }
 
+/* measure_gpu.py gemm.csv (its DictWriter columns m,n,k,op,dtype,seconds,tflops); a failed
+ * measurement ("oom" in seconds) is a row and is skipped. */
+static void test_parse_gemm_csv(void **s)
+{
+    (void)s;
+    const char *txt = "m,n,k,op,dtype,seconds,tflops\n"
+                      "8192,12288,4096,qkv,bf16,0.001,824.6\n"
+                      "8192,4096,4096,proj,bf16,0.0005,549.7\n"
+                      "8192,4096,4096,proj,fp8,oom,\n";
+    mp_log l;
+    mp_diag d = {0};
+    assert_int_equal(parse_text(txt, &l, &d), MP_OK);
+    assert_int_equal(l.kind, MP_LOG_GEMM_CSV);
+    assert_int_equal(l.ngemms, 2);
+    assert_int_equal(l.gemms[0].line, 2);
+    assert_true(fabs(l.gemms[0].flops_per_s - 2.0 * 8192 * 12288 * 4096 / 0.001) < 1);
+    mp_log_free(&l);
+    const char *trunc = "m,n,k,op,dtype,seconds,tflops\n8192,4096\n";
+    assert_int_equal(parse_text(trunc, &l, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "t.log:2: truncated row"));
+    mp_log_free(&l);
+}
+
 /* Each failure names the file, the line and what was expected. */
 static void expect_bad(const char *txt, const char *needle)
 {
@@ -366,6 +389,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_nccl_log),       cmocka_unit_test(test_parse_nccl_prefixed),
         cmocka_unit_test(test_parse_training_logs),  cmocka_unit_test(test_parse_megatron_args),
+        cmocka_unit_test(test_parse_gemm_csv),
         cmocka_unit_test(test_bad_inputs),           cmocka_unit_test(test_fit_recovers_known),
         cmocka_unit_test(test_half_half_published),  cmocka_unit_test(test_fit_gemm),
         cmocka_unit_test(test_calibration_file),     cmocka_unit_test(test_doctor_ranks),

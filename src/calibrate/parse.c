@@ -514,6 +514,11 @@ static mp_status gemm_row(mp_log *l, csv_state *cs, int ln, char **f, int n, mp_
     int im = col(cs->hdr, cs->nhdr, "m"), in = col(cs->hdr, cs->nhdr, "n"),
         ik = col(cs->hdr, cs->nhdr, "k"), idt = col(cs->hdr, cs->nhdr, "dtype"),
         is = col(cs->hdr, cs->nhdr, "seconds");
+    if (im < 0 || in < 0 || ik < 0 || idt < 0 || is < 0) {
+        mp_diag_add(d, "%s:1: expected the columns m, n, k, dtype and seconds (measure_gpu.py "
+                    "gemm.csv)", l->file);
+        return MP_ERR_INPUT;
+    }
     if (n < cs->nhdr) {
         mp_diag_add(d, "%s:%d: truncated row: expected %d columns as the header, got %d", l->file,
                     ln, cs->nhdr, n);
