@@ -83,6 +83,18 @@ for c in search run trace compare; do
     run "$c" --help
     expect 0 "$c takes --calibration" "--calibration"
 done
+JOB=(--model llama3-8b --gpu h100-sxm5-80gb --gpus 16)
+run search "${JOB[@]}" --gb 64 --seq 4096 --threads 1 --calibration "$TMP/a3.json"
+expect 0 "search --calibration runs"
+run run "${JOB[@]}" --plan "mb=1,gb=64,seq=4096,zero=1" --tokens 1e9 --calibration "$TMP/a3.json"
+expect 0 "run --calibration runs"
+run trace "${JOB[@]}" --plan "mb=1,gb=64,seq=4096,zero=1" --calibration "$TMP/a3.json" -o "$TMP/t.json"
+expect 0 "trace --calibration runs"
+run compare "${JOB[@]}" --plan "mb=1,gb=64,seq=4096,zero=1" --cluster dgx-h100 --calibration "$TMP/a3.json"
+expect 0 "compare --calibration runs"
+run predict "${JOB[@]}" --plan "mb=1,gb=64,seq=4096,zero=1" --calibration "$TMP/mx.json" --json
+cp "$OUT" "$TMP/p1.json"
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(0 if b['time_s']['compute']<a['time_s']['compute'] else 1)" "$TMP/p0.json" "$TMP/p1.json" && ok "a fitted GEMM fraction above the default shortens compute" || bad "a fitted GEMM fraction above the default shortens compute"
 run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 16 --plan "mb=1,gb=64" --calibration "$DATA/bad_mixed_units_titan.txt"
 expect 2 "--calibration on a file that is not one" "not a calibration file"
 

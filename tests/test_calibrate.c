@@ -135,7 +135,7 @@ static void test_parse_training_logs(void **s)
     assert_true(fabs(l.steps[4].mfu_frac - 0.3288) < 1e-9);
     int f0, f1;
     /* the four step-1 records (one per rank) are warm-up: the steady value is step 10's */
-    assert_true(mp_cal_steady(&l, 2, &f0, &f1) == 5615);
+    assert_true(mp_cal_steady(&l, MP_STEP_TOKENS_PER_S, &f0, &f1) == 5615);
     assert_int_equal(f0, 5);
     mp_log_free(&l);
 
@@ -147,7 +147,7 @@ static void test_parse_training_logs(void **s)
     assert_int_equal(l.steps[0].global_batch, 128);
     assert_int_equal(l.steps[0].step, 10);
     /* median of 9496.4, 10036.9, 10198.4 ms (the log starts at iteration 10: nothing skipped) */
-    assert_true(fabs(mp_cal_steady(&l, 0, NULL, NULL) - 10.0369) < 1e-9);
+    assert_true(fabs(mp_cal_steady(&l, MP_STEP_TIME_S, NULL, NULL) - 10.0369) < 1e-9);
     mp_log_free(&l);
 }
 

@@ -122,11 +122,15 @@ typedef struct {
 mp_status mp_cal_parse(const char *text, size_t len, const char *origin, mp_log *out, mp_diag *diag);
 void mp_log_free(mp_log *l);
 
-/** Median of the steady-state steps: every step but the first when the log starts at step 1
- *  (warm-up: compilation, allocator growth), field chosen by which (0 step_s, 1 tflops_per_gpu,
- *  2 tokens_per_s_per_gpu, 3 mem_gib, 4 mem_frac). 0 when no step prints it. *first, *last get
- *  the lines used (may be NULL). */
-double mp_cal_steady(const mp_log *l, int which, int *first, int *last);
+/** A field of mp_train_step, for mp_cal_steady. */
+typedef enum {
+    MP_STEP_TIME_S, MP_STEP_TFLOPS, MP_STEP_TOKENS_PER_S, MP_STEP_MEM_GIB, MP_STEP_MEM_FRAC
+} mp_step_field;
+
+/** Median of field `which` over the steady-state steps: every record of step 1 is left out when
+ *  later steps exist (warm-up: compilation, allocator growth; torchtitan logs one record per
+ *  rank). 0 when no step prints it. *first, *last get the lines used (may be NULL). */
+double mp_cal_steady(const mp_log *l, mp_step_field which, int *first, int *last);
 
 /** The Megatron arguments as plan keys ("tp=2,pp=4,ep=8,mb=1,gb=128,seq=4096,zero=1,...",
  *  only what the block states) into buf (cap bytes). Returns the number of keys written. */

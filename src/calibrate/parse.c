@@ -739,7 +739,7 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double mp_cal_steady(const mp_log *l, int which, int *first, int *last)
+double mp_cal_steady(const mp_log *l, mp_step_field which, int *first, int *last)
 {
     if (!l->nsteps)
         return 0;
@@ -756,8 +756,9 @@ double mp_cal_steady(const mp_log *l, int which, int *first, int *last)
     int f = 0, la = 0;
     for (size_t i = skip; i < l->nsteps; i++) {
         const mp_train_step *s = &l->steps[i];
-        double x = which == 0 ? s->step_s : which == 1 ? s->tflops_per_gpu
-                 : which == 2 ? s->tokens_per_s_per_gpu : which == 3 ? s->mem_gib : s->mem_frac;
+        double x = which == MP_STEP_TIME_S ? s->step_s : which == MP_STEP_TFLOPS ? s->tflops_per_gpu
+                 : which == MP_STEP_TOKENS_PER_S ? s->tokens_per_s_per_gpu
+                 : which == MP_STEP_MEM_GIB ? s->mem_gib : s->mem_frac;
         if (x > 0) {
             v[n++] = x;
             if (!f)

@@ -25,12 +25,12 @@ static void fmt(char *buf, size_t cap, const char *f, ...)
 
 static mp_calibration g_cal;
 static int g_cal_on;
-static int g_cal_used;
+static int g_cal_said_cluster, g_cal_said_opts; /* each "nothing applies" note once per command */
 
 int cli_cal_load(const cli_args *a)
 {
     g_cal_on = 0;
-    g_cal_used = 0;
+    g_cal_said_cluster = g_cal_said_opts = 0;
     const char *file = cli_opt(a, "--calibration");
     if (!file)
         return 0;
@@ -56,8 +56,7 @@ void cli_cal_cluster(mp_cluster *c)
     if (!g_cal_on)
         return;
     int n = mp_cal_apply_cluster(&g_cal, c);
-    g_cal_used += n;
-    if (!n)
+    if (!n && !g_cal_said_cluster++)
         fprintf(stderr, "meshplan: --calibration: no constant for GPU %s or the links of this "
                         "cluster (%s%s%s); its figures are unchanged\n", c->gpu.key,
                 c->tier[0].link, c->ntiers > 1 ? ", " : "", c->ntiers > 1 ? c->tier[1].link : "");
@@ -69,7 +68,7 @@ const mp_estimate_opts *cli_cal_opts(const char *gpu_key, mp_estimate_opts *o)
     if (!g_cal_on)
         return o;
     int n = mp_cal_apply_opts(&g_cal, gpu_key, o);
-    if (!n)
+    if (!n && !g_cal_said_opts++)
         fprintf(stderr, "meshplan: --calibration: no estimator constant for GPU %s; the estimator's "
                         "defaults stand\n", gpu_key);
     return o;
@@ -311,7 +310,7 @@ static int fit_memory(cal_job *j, const mp_log *l, const mp_model *m, const mp_c
                       const mp_plan *p)
 {
     int f0, f1;
-    double gib = mp_cal_steady(l, 3, &f0, &f1);
+    double gib = mp_cal_steady(l, MP_STEP_MEM_GIB, &f0, &f1);
     if (!(gib > 0)) {
         left_alone(j, "allocator_margin_frac", "no logged memory (torchtitan prints it; Megatron's "
                    "iteration lines do not)");
@@ -354,9 +353,9 @@ static int fit_training(cal_job *j, const mp_log *l)
     int f0, f1;
     double tps = 0;
     if (l->kind == MP_LOG_TORCHTITAN)
-        tps = mp_cal_steady(l, 2, &f0, &f1);
+        tps = mp_cal_steady(l, MP_STEP_TOKENS_PER_S, &f0, &f1);
     else {
-        double step = mp_cal_steady(l, 0, &f0, &f1);
+        double step = mp_cal_steady(l, MP_STEP_TIME_S, &f0, &f1);
         tps = step > 0 ? (double)p.gb * (double)p.seq / step / (double)c.num_gpus : 0;
     }
     double fitted = 0, before = 0, after = 0;

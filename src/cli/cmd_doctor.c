@@ -131,14 +131,14 @@ static int doctor_job(const cli_args *a, const mp_catalog *cat, const mp_log *l)
     int f0 = 0, f1 = 0;
     double step = 0;
     if (l->kind == MP_LOG_MEGATRON)
-        step = mp_cal_steady(l, 0, &f0, &f1);
+        step = mp_cal_steady(l, MP_STEP_TIME_S, &f0, &f1);
     else {
-        double tps = mp_cal_steady(l, 2, &f0, &f1); /* torchtitan tps is per GPU */
+        double tps = mp_cal_steady(l, MP_STEP_TOKENS_PER_S, &f0, &f1); /* torchtitan tps is per GPU */
         step = tps > 0 ? (double)p.gb * (double)p.seq / (double)n / tps : 0;
     }
     mp_doctor_report r;
     if (st == MP_OK)
-        st = mp_doctor(&c, &p, e, step, mp_cal_steady(l, 4, NULL, NULL), &r, &d);
+        st = mp_doctor(&c, &p, e, step, mp_cal_steady(l, MP_STEP_MEM_FRAC, NULL, NULL), &r, &d);
     if (st != MP_OK) {
         cli_print_diag(&d);
         free(e);
