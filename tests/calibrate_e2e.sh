@@ -122,5 +122,10 @@ expect 2 "mixed units" "bad_mixed_units_titan.txt:2: mixed units: memory in MiB,
 run doctor "$DATA/bad_mixed_units_titan.txt" "${TT[@]}"
 expect 2 "doctor refuses mixed units too" "mixed units"
 
+run calibrate "$TMP"
+expect 2 "a directory is not a log" "not a regular file"
+run doctor "$TMP/missing.log" "${TT[@]}"
+expect 2 "a missing log"
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -504,6 +504,7 @@ int cmd_calibrate(int argc, char **argv)
     cal_job j = {&args, cat, {0}, json_array(), json_array(), json_array()};
     for (int i = 0; i < args.npositional && !rc; i++) {
         mp_log l;
+        memset(&l, 0, sizeof l); /* freed below even when the file is not read */
         mp_diag d = {0};
         char *buf = NULL;
         size_t len = 0;

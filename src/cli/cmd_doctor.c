@@ -164,6 +164,7 @@ int cmd_doctor(int argc, char **argv)
     if ((rc = cli_load_catalog(&args, &cat)))
         return rc;
     mp_log l;
+    memset(&l, 0, sizeof l); /* freed below even when the file is not read */
     mp_diag d = {0};
     char *buf = NULL;
     size_t len = 0;
