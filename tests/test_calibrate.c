@@ -119,6 +119,32 @@ static void test_parse_nccl_prefixed(void **s)
     mp_log_free(&l);
 }
 
+/* An older table layout: redop but no root column, an "error" column printed as a real. */
+static void test_parse_nccl_old_layout(void **s)
+{
+    (void)s;
+    const char *txt =
+        "$ ./build/all_reduce_perf -b 8 -e 16\n"
+        "# nThread 1 nGpus 8 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+        "# Using devices\n"
+        "#   Rank  0 Pid  1 on host device  0 [0x07] Tesla V100-SXM2-32GB\n"
+        "#   Rank  1 Pid  1 on host device  1 [0x0a] Tesla V100-SXM2-32GB\n"
+        "#                                                     out-of-place                       in-place\n"
+        "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+        "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+        "           8             2   float     sum    11.50    0.00    0.00  0e+00    11.30    0.00    0.00  0e+00\n"
+        "          16             4   float     sum    11.60    0.00    0.00  0e+00    11.40    0.00    0.00  0e+00\n";
+    mp_log l;
+    mp_diag d = {0};
+    mp_status st = parse_text(txt, &l, &d);
+    if (st != MP_OK)
+        fail_msg("%s", d.text);
+    assert_int_equal(l.tables[0].nrows, 2);
+    assert_string_equal(l.tables[0].rows[1].redop, "sum");
+    assert_true(fabs(l.tables[0].rows[1].time_s[1] - 11.4e-6) < 1e-12);
+    mp_log_free(&l);
+}
+
 static void test_parse_training_logs(void **s)
 {
     (void)s;
@@ -388,6 +414,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_nccl_log),       cmocka_unit_test(test_parse_nccl_prefixed),
+        cmocka_unit_test(test_parse_nccl_old_layout),
         cmocka_unit_test(test_parse_training_logs),  cmocka_unit_test(test_parse_megatron_args),
         cmocka_unit_test(test_parse_gemm_csv),
         cmocka_unit_test(test_bad_inputs),           cmocka_unit_test(test_fit_recovers_known),

@@ -80,8 +80,14 @@ static mp_status check_sweep(const mp_cluster *c, const mp_nccl_table *t, int mo
                              int *outer, mp_diag *diag)
 {
     size_t used = 0;
-    for (size_t i = 0; i < t->nrows; i++)
+    for (size_t i = 0; i < t->nrows; i++) {
         used += (size_t)row_used(i, mod, rem);
+        if (!(t->rows[i].bytes > 0) || !(row_time(&t->rows[i]) > 0)) {
+            mp_diag_add(diag, "line %d: size %.0f B, time %g s: expected both > 0 to fit",
+                        t->rows[i].line, t->rows[i].bytes, row_time(&t->rows[i]));
+            return MP_ERR_INPUT;
+        }
+    }
     if (used < 2 || t->nranks < 2 || t->nranks > c->num_gpus) {
         mp_diag_add(diag, "sweep at lines %d-%d: %zu sizes on %lld ranks (cluster of %lld GPUs): "
                     "expected at least 2 sizes on 2 to %lld ranks", t->first_line, t->last_line,
@@ -139,7 +145,12 @@ mp_status mp_cal_fit_link(const mp_cluster *c, const mp_nccl_table *t, int step_
     for (size_t i = 0; i < t->nrows; i++)
         out->npoints += row_used(i, step_mod, step_rem);
     free(w);
-    return isfinite(best) ? MP_OK : MP_ERR_RANGE;
+    if (!isfinite(best)) {
+        mp_diag_add(diag, "sweep at lines %d-%d: the cost model gives no finite time for it on "
+                    "this cluster", t->first_line, t->last_line);
+        return MP_ERR_RANGE;
+    }
+    return MP_OK;
 }
 
 mp_status mp_cal_holdout(const mp_cluster *c, const mp_nccl_table *t, double *before_pct,

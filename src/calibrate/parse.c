@@ -102,7 +102,7 @@ typedef struct {
     mp_diag *diag;
     size_t tcap, rcap;
     mp_nccl_table *cur;   /* the table being read, NULL outside one */
-    int with_redop;       /* header has redop and root columns */
+    int has_redop, has_root; /* header has the redop / root columns (nccl-tests >= 2.x print both) */
     double time_scale;    /* header's time unit in seconds */
     int units_line;       /* line of the units row, 0 if none */
     mp_coll_op op;
@@ -164,7 +164,8 @@ static mp_status nccl_open_table(nccl_state *s, int line, const char *hdr)
     s->cur->nnodes = s->nhosts > 0 ? s->nhosts : 1;
     mp_strlcpy(s->cur->gpu_name, s->gpu_name, sizeof s->cur->gpu_name);
     s->cur->first_line = line;
-    s->with_redop = strstr(hdr, "redop") != NULL;
+    s->has_redop = strstr(hdr, "redop") != NULL;
+    s->has_root = strstr(hdr, " root") != NULL;
     s->time_scale = 1e-6;
     return MP_OK;
 }
@@ -184,12 +185,12 @@ static mp_status nccl_units(nccl_state *s, int line, const char *u)
 
 static mp_status nccl_row(nccl_state *s, int line, char **tok, int ntok, int at)
 {
-    const int fixed = s->with_redop ? 5 : 3, want = fixed + 8;
+    const int fixed = 3 + s->has_redop + s->has_root, want = fixed + 8;
     if (ntok - at < want) {
         char m[200];
-        snprintf(m, sizeof m, "truncated table: expected %d columns (size count type%s time algbw "
+        snprintf(m, sizeof m, "truncated table: expected %d columns (size count type%s%s time algbw "
                  "busbw #wrong, out-of-place then in-place), got %d", want,
-                 s->with_redop ? " redop root" : "", ntok - at);
+                 s->has_redop ? " redop" : "", s->has_root ? " root" : "", ntok - at);
         return nccl_fail(s, line, m);
     }
     mp_nccl_table *t = s->cur;
@@ -203,13 +204,14 @@ static mp_status nccl_row(nccl_state *s, int line, char **tok, int ntok, int at)
     r->bytes = strtod(tok[at], NULL);
     r->count = strtoll(tok[at + 1], NULL, 10);
     mp_strlcpy(r->type, tok[at + 2], sizeof r->type);
-    if (s->with_redop) {
+    if (s->has_redop)
         mp_strlcpy(r->redop, tok[at + 3], sizeof r->redop);
-        r->root = atoi(tok[at + 4]);
-    }
+    if (s->has_root)
+        r->root = atoi(tok[at + 3 + s->has_redop]);
     for (int i = 0; i < 8; i++) {
         const char *x = tok[at + fixed + i];
-        if ((i == 3 || i == 7) && (!strcmp(x, "N/A") || is_int_token(x))) { /* #wrong */
+        if ((i == 3 || i == 7) && (!strcmp(x, "N/A") || is_int_token(x) || plain_number(x, 0, &v[i]))) {
+            /* #wrong (a count; older nccl-tests print an "error" as 0e+00) */
             v[i] = 0;
             continue;
         }
@@ -621,23 +623,38 @@ static mp_status coll_row(mp_log *l, csv_state *cs, int ln, char **f, int n, mp_
 
 /* ---- the pass ---- */
 
+/* The first line only one kind prints decides (a sweep header's "step: 2(factor)" is not a
+ * torchtitan step: that needs "loss:" or "tps:" beside it). */
+static mp_log_kind detect_line(const char *line)
+{
+    if (strstr(line, "elapsed time per iteration"))
+        return MP_LOG_MEGATRON;
+    const char *st = strstr(line, "step:");
+    if (st && (strstr(st, "tps:") || strstr(st, "loss:")))
+        return MP_LOG_TORCHTITAN;
+    if (strstr(line, "_perf") || (strstr(line, "Rank ") && strstr(line, " device ")))
+        return MP_LOG_NCCL_TESTS;
+    return MP_LOG_KIND_COUNT;
+}
+
 static mp_log_kind detect(const char *text, size_t len)
 {
     if (len > 30 && !strncmp(text, "id,source_group,collective", 26))
         return MP_LOG_COLLECTIVES_CSV;
     if (len > 6 && !strncmp(text, "m,n,k,", 6))
         return MP_LOG_GEMM_CSV;
-    const char *end = text + len;
-    for (const char *p = text; p < end; p++) {
-        if (*p != 'e' && *p != 's' && *p != '_')
-            continue;
-        size_t left = (size_t)(end - p);
-        if (left > 26 && !strncmp(p, "elapsed time per iteration", 26))
-            return MP_LOG_MEGATRON;
-        if (left > 5 && !strncmp(p, "step:", 5))
-            return MP_LOG_TORCHTITAN;
-        if (left > 5 && !strncmp(p, "_perf", 5))
-            return MP_LOG_NCCL_TESTS;
+    char line[LINE_CAP];
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && text[j] != '\n')
+            j++;
+        size_t n = j - i < LINE_CAP - 1 ? j - i : LINE_CAP - 1;
+        memcpy(line, text + i, n);
+        line[n] = 0;
+        mp_log_kind k = detect_line(line);
+        if (k != MP_LOG_KIND_COUNT)
+            return k;
+        i = j + 1;
     }
     return MP_LOG_KIND_COUNT;
 }
