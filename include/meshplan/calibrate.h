@@ -8,8 +8,8 @@
  *     GEMM CSV of shared/device/measure_gpu.py. Timestamps and rank tags in front of a line
  *     ("[rank3]:[titan] 2025-10-15 ... - INFO - ", " [2024-03-30 20:02:40] ") are skipped; every
  *     record keeps its file line.
- *  2. fit only what the logs determine: a tier's latency_s and efficiency_frac (topo.h mp_tier)
- *     from a collective sweep, by least squares on log time through mp_coll_time itself, so the
+ *  2. fit only what the logs determine: a tier's latency_s and efficiency_frac (topo.h mp_tier),
+ *     and tier 0's NVLS in_network_algbw_frac when NVLS carries the large sizes, from a sweep, by least squares on log time through mp_coll_time itself, so the
  *     fitted number is the one coll uses; the estimator's gemm_sustained_frac and
  *     allocator_margin_frac (estimate.h) from a training log of a known configuration; the GPU's
  *     best measured GEMM rate from a GEMM CSV. What the data cannot pin down is reported, not
@@ -145,11 +145,12 @@ typedef enum {
     MP_CAL_GEMM_SUSTAINED,   /* mp_estimate_opts.gemm_sustained_frac for GPU `gpu` (fraction) */
     MP_CAL_ALLOCATOR_MARGIN, /* mp_estimate_opts.allocator_margin_frac for GPU `gpu` (fraction) */
     MP_CAL_GPU_MATMUL,       /* mp_gpu.measured_matmul_flops_per_s[dtype] of `gpu` (FLOP/s) */
+    MP_CAL_TIER_NVLS,        /* mp_tier.in_network_algbw_frac of tier 0 with link `key` (fraction) */
     MP_CAL_KIND_COUNT
 } mp_cal_kind;
 
 /** "tier_latency_s", "tier_efficiency_frac", "gemm_sustained_frac", "allocator_margin_frac",
- *  "measured_matmul_flops_per_s". */
+ *  "measured_matmul_flops_per_s", "tier_in_network_algbw_frac". */
 const char *mp_cal_kind_name(mp_cal_kind k);
 
 typedef struct {
@@ -177,6 +178,9 @@ typedef struct {
     double before_latency_s, before_efficiency_frac; /* the cluster's */
     double before_err_pct, after_err_pct;   /* median |time error| over the points used */
     int npoints;
+    /* NVLS: fitted too when coll serves the largest size with in-network reduction. */
+    int nvls_fitted;
+    double in_network_algbw_frac, before_in_network_algbw_frac; /* tier 0's */
 } mp_cal_link_fit;
 
 /** Fit the latency_s and efficiency_frac of the outermost tier a sweep of t->nranks ranks
@@ -184,7 +188,9 @@ typedef struct {
  *  over the rows r with (r % step_mod == step_rem) (all rows: 1, 0), predicted by mp_coll_time
  *  with the NCCL algorithm set. The out-of-place time is used (in-place when only that is
  *  printed). latency over [1e-8, 1e-2] s and efficiency over (0, 1] are searched on a log grid,
- *  refined twice. Tiers inside stay as c has them. Errors: MP_ERR_INPUT (fewer than 2 rows, a
+ *  refined twice; when coll serves the largest size with NVLS (in-network reduction), tier 0's
+ *  in_network_algbw_frac over [0.2, 1] is fitted with them by coordinate descent. Other tiers stay
+ *  as c has them. Errors: MP_ERR_INPUT (fewer than 2 rows, a
  *  sweep of one rank, more ranks than c has GPUs). */
 mp_status mp_cal_fit_link(const mp_cluster *c, const mp_nccl_table *t, int step_mod, int step_rem,
                           mp_cal_link_fit *out, mp_diag *diag);

@@ -9,7 +9,7 @@
 
 static const char *const KIND_NAME[MP_CAL_KIND_COUNT] = {
     "tier_latency_s", "tier_efficiency_frac", "gemm_sustained_frac", "allocator_margin_frac",
-    "measured_matmul_flops_per_s"};
+    "measured_matmul_flops_per_s", "tier_in_network_algbw_frac"};
 
 const char *mp_cal_kind_name(mp_cal_kind k)
 {
@@ -47,15 +47,18 @@ int mp_cal_apply_cluster(const mp_calibration *cal, mp_cluster *c)
             }
             continue;
         }
-        if (k->kind != MP_CAL_TIER_LATENCY && k->kind != MP_CAL_TIER_EFFICIENCY)
+        if (k->kind != MP_CAL_TIER_LATENCY && k->kind != MP_CAL_TIER_EFFICIENCY &&
+            k->kind != MP_CAL_TIER_NVLS)
             continue;
         if (k->tier < 0 || k->tier >= c->ntiers || strcmp(c->tier[k->tier].link, k->key) ||
             (k->gpu[0] && strcmp(k->gpu, c->gpu.key)))
             continue; /* a fabric fitted under one GPU type holds for that cluster, not every one */
         if (k->kind == MP_CAL_TIER_LATENCY)
             c->tier[k->tier].latency_s = k->value;
-        else
+        else if (k->kind == MP_CAL_TIER_EFFICIENCY)
             c->tier[k->tier].efficiency_frac = k->value;
+        else
+            c->tier[k->tier].in_network_algbw_frac = k->value;
         n++;
     }
     return n;
@@ -82,6 +85,7 @@ static int in_range(mp_cal_kind k, double v)
     switch (k) {
     case MP_CAL_TIER_LATENCY: return v > 0 && v <= 1.0;
     case MP_CAL_TIER_EFFICIENCY: return v > 0 && v <= 1.0;
+    case MP_CAL_TIER_NVLS: return v > 0 && v <= 1.0;
     case MP_CAL_GEMM_SUSTAINED: return v > 0 && v <= 1.5;
     case MP_CAL_ALLOCATOR_MARGIN: return v >= 0 && v <= 1.0;
     case MP_CAL_GPU_MATMUL: return v > 0 && v < 1e18;
@@ -98,7 +102,8 @@ static void read_one(mp_jreader *r, const json_t *o, mp_calibration *out)
     if (!mp_jr_str(r, o, "name", name, sizeof name)) {
         if (!json_object_get(o, "name"))
             mp_jr_bad(r, "name", NULL, "one of tier_latency_s, tier_efficiency_frac, "
-                      "gemm_sustained_frac, allocator_margin_frac, measured_matmul_flops_per_s");
+                      "gemm_sustained_frac, allocator_margin_frac, measured_matmul_flops_per_s, "
+                      "tier_in_network_algbw_frac");
         return;
     }
     k.kind = MP_CAL_KIND_COUNT;
@@ -108,7 +113,7 @@ static void read_one(mp_jreader *r, const json_t *o, mp_calibration *out)
     if (k.kind == MP_CAL_KIND_COUNT) {
         mp_jr_bad(r, "name", json_object_get(o, "name"), "one of tier_latency_s, "
                   "tier_efficiency_frac, gemm_sustained_frac, allocator_margin_frac, "
-                  "measured_matmul_flops_per_s");
+                  "measured_matmul_flops_per_s, tier_in_network_algbw_frac");
         return;
     }
     mp_jr_str(r, o, "gpu", k.gpu, sizeof k.gpu);
@@ -130,7 +135,8 @@ static void read_one(mp_jreader *r, const json_t *o, mp_calibration *out)
                   : k.kind == MP_CAL_GPU_MATMUL ? "a rate > 0 FLOP/s" : "a fraction in (0, 1.5]");
         return;
     }
-    if ((k.kind == MP_CAL_TIER_LATENCY || k.kind == MP_CAL_TIER_EFFICIENCY) && (!k.key[0] || k.tier < 0)) {
+    if ((k.kind == MP_CAL_TIER_LATENCY || k.kind == MP_CAL_TIER_EFFICIENCY ||
+         k.kind == MP_CAL_TIER_NVLS) && (!k.key[0] || k.tier < 0)) {
         mp_jr_bad(r, k.key[0] ? "tier" : "link", NULL, "the tier index and its link key");
         return;
     }

@@ -100,6 +100,63 @@ static mp_status check_sweep(const mp_cluster *c, const mp_nccl_table *t, int mo
     return MP_OK;
 }
 
+/* The (latency, efficiency) of tier `tier` of w minimising the objective: a 41 x 41 log grid over
+ * latency 1e-8..1e-2 s and efficiency 0.01..1, refined twice to two grid steps either side of the
+ * best point. Leaves w at the best point; returns the objective there. */
+static double grid_fit(mp_cluster *w, int tier, const mp_nccl_table *t, int mod, int rem)
+{
+    double llo = log(1e-8), lhi = log(1e-2), elo = log(0.01), ehi = 0.0;
+    double best = INFINITY, bl = w->tier[tier].latency_s, be = w->tier[tier].efficiency_frac;
+    enum { NL = 41, NE = 41 };
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i < NL; i++)
+            for (int j = 0; j < NE; j++) {
+                w->tier[tier].latency_s = exp(llo + (lhi - llo) * i / (NL - 1));
+                w->tier[tier].efficiency_frac = fmin(1.0, exp(elo + (ehi - elo) * j / (NE - 1)));
+                double f = objective(w, t, mod, rem, NULL);
+                if (f < best) {
+                    best = f;
+                    bl = w->tier[tier].latency_s;
+                    be = w->tier[tier].efficiency_frac;
+                }
+            }
+        double dl = 2 * (lhi - llo) / (NL - 1), de = 2 * (ehi - elo) / (NE - 1);
+        llo = log(bl) - dl, lhi = log(bl) + dl;
+        elo = log(be) - de, ehi = fmin(0.0, log(be) + de);
+    }
+    w->tier[tier].latency_s = bl;
+    w->tier[tier].efficiency_frac = be;
+    return best;
+}
+
+/* 1 when coll serves the sweep's largest size with in-network reduction (NVLS), whose bandwidth
+ * is tier 0's in_network_algbw_frac of line rate rather than efficiency_frac (coll.h). */
+static int nvls_serves_largest(const mp_cluster *w, const mp_nccl_table *t)
+{
+    mp_coll_cost k;
+    return t->nrows && mp_coll_time_among(w, t->op, t->rows[t->nrows - 1].bytes,
+                                          (mp_group){t->nranks, 1}, MP_ALGO_MASK_NCCL, &k) == MP_OK &&
+           k.algo == MP_ALGO_IN_NETWORK;
+}
+
+/* The NVLS fraction in [0.2, 1] minimising the objective, by a 81-point grid refined twice. */
+static double nvls_fit(mp_cluster *w, const mp_nccl_table *t, int mod, int rem)
+{
+    double lo = 0.2, hi = 1.0, best = INFINITY, bf = w->tier[0].in_network_algbw_frac;
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i <= 80; i++) {
+            w->tier[0].in_network_algbw_frac = lo + (hi - lo) * i / 80.0;
+            double f = objective(w, t, mod, rem, NULL);
+            if (f < best)
+                best = f, bf = w->tier[0].in_network_algbw_frac;
+        }
+        double d = 2 * (hi - lo) / 80.0;
+        lo = fmax(0.2, bf - d), hi = fmin(1.0, bf + d);
+    }
+    w->tier[0].in_network_algbw_frac = bf;
+    return best;
+}
+
 mp_status mp_cal_fit_link(const mp_cluster *c, const mp_nccl_table *t, int step_mod, int step_rem,
                           mp_cal_link_fit *out, mp_diag *diag)
 {
@@ -115,32 +172,24 @@ mp_status mp_cal_fit_link(const mp_cluster *c, const mp_nccl_table *t, int step_
     out->tier = tier;
     out->before_latency_s = c->tier[tier].latency_s;
     out->before_efficiency_frac = c->tier[tier].efficiency_frac;
+    out->before_in_network_algbw_frac = c->tier[0].in_network_algbw_frac > 0
+                                            ? c->tier[0].in_network_algbw_frac
+                                            : MP_COLL_NVLS_DEFAULT_FRAC;
     out->before_err_pct = mp_cal_link_error_pct(c, t, step_mod, step_rem);
-    /* log grid: latency 1e-8..1e-2 s, efficiency 0.01..1; each refinement narrows both ranges to
-     * two grid steps either side of the best point. */
-    double llo = log(1e-8), lhi = log(1e-2), elo = log(0.01), ehi = 0.0;
-    double best = INFINITY, bl = out->before_latency_s, be = out->before_efficiency_frac;
-    enum { NL = 41, NE = 41 };
-    for (int pass = 0; pass < 3; pass++) {
-        for (int i = 0; i < NL; i++)
-            for (int j = 0; j < NE; j++) {
-                w->tier[tier].latency_s = exp(llo + (lhi - llo) * i / (NL - 1));
-                w->tier[tier].efficiency_frac = fmin(1.0, exp(elo + (ehi - elo) * j / (NE - 1)));
-                double f = objective(w, t, step_mod, step_rem, NULL);
-                if (f < best) {
-                    best = f;
-                    bl = w->tier[tier].latency_s;
-                    be = w->tier[tier].efficiency_frac;
-                }
-            }
-        double dl = 2 * (lhi - llo) / (NL - 1), de = 2 * (ehi - elo) / (NE - 1);
-        llo = log(bl) - dl, lhi = log(bl) + dl;
-        elo = log(be) - de, ehi = fmin(0.0, log(be) + de);
+    double best = grid_fit(w, tier, t, step_mod, step_rem);
+    /* Coordinate descent (twice) when NVLS carries the large sizes: efficiency_frac then bounds
+     * only the sizes below the switch, and the NVLS fraction the ones above. */
+    if (c->tier[0].in_network_reduction && nvls_serves_largest(w, t)) {
+        w->tier[0].in_network_algbw_frac = out->before_in_network_algbw_frac;
+        for (int k = 0; k < 2; k++) {
+            nvls_fit(w, t, step_mod, step_rem);
+            best = grid_fit(w, tier, t, step_mod, step_rem);
+        }
+        out->nvls_fitted = 1;
+        out->in_network_algbw_frac = w->tier[0].in_network_algbw_frac;
     }
-    w->tier[tier].latency_s = bl;
-    w->tier[tier].efficiency_frac = be;
-    out->latency_s = bl;
-    out->efficiency_frac = be;
+    out->latency_s = w->tier[tier].latency_s;
+    out->efficiency_frac = w->tier[tier].efficiency_frac;
     out->after_err_pct = mp_cal_link_error_pct(w, t, step_mod, step_rem);
     for (size_t i = 0; i < t->nrows; i++)
         out->npoints += row_used(i, step_mod, step_rem);
@@ -151,6 +200,15 @@ mp_status mp_cal_fit_link(const mp_cluster *c, const mp_nccl_table *t, int step_
         return MP_ERR_RANGE;
     }
     return MP_OK;
+}
+
+/* Set a fit's constants on w. */
+static void apply_fit(mp_cluster *w, const mp_cal_link_fit *f)
+{
+    w->tier[f->tier].latency_s = f->latency_s;
+    w->tier[f->tier].efficiency_frac = f->efficiency_frac;
+    if (f->nvls_fitted)
+        w->tier[0].in_network_algbw_frac = f->in_network_algbw_frac;
 }
 
 mp_status mp_cal_holdout(const mp_cluster *c, const mp_nccl_table *t, double *before_pct,
@@ -164,8 +222,7 @@ mp_status mp_cal_holdout(const mp_cluster *c, const mp_nccl_table *t, double *be
     if (!w)
         return MP_ERR_NOMEM;
     *w = *c;
-    w->tier[f.tier].latency_s = f.latency_s;
-    w->tier[f.tier].efficiency_frac = f.efficiency_frac;
+    apply_fit(w, &f);
     *before_pct = mp_cal_link_error_pct(c, t, 2, 1);
     *held_out_pct = mp_cal_link_error_pct(w, t, 2, 1);
     free(w);

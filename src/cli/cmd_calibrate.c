@@ -217,6 +217,14 @@ static int fit_sweep(cal_job *j, const mp_log *l, const mp_nccl_table *t)
     k.value = f.efficiency_frac;
     fmt(k.unit, sizeof k.unit, "%s", "fraction");
     mp_cal_add(&j->cal, &k);
+    if (f.nvls_fitted) {
+        mp_cal_constant kn = k;
+        kn.kind = MP_CAL_TIER_NVLS;
+        kn.tier = 0;
+        fmt(kn.key, sizeof kn.key, "%s", c.tier[0].link);
+        kn.value = f.in_network_algbw_frac;
+        mp_cal_add(&j->cal, &kn);
+    }
     json_array_append_new(j->fits, json_pack(
         "{s:s,s:s,s:s,s:I,s:I,s:s,s:i,s:s,s:i,s:{s:f,s:f},s:{s:f,s:f},s:f,s:f,s:{s:f,s:f}}",
         "sources", k.sources, "collective", mp_coll_op_name(t->op), "gpu", c.gpu.key,
@@ -227,6 +235,13 @@ static int fit_sweep(cal_job *j, const mp_log *l, const mp_nccl_table *t)
         "median_abs_time_error_pct_before", f.before_err_pct,
         "median_abs_time_error_pct_after", f.after_err_pct,
         "half_half", "fit_even_predict_odd_before_pct", hb, "fit_even_predict_odd_after_pct", ho));
+    if (f.nvls_fitted) {
+        json_t *last = json_array_get(j->fits, json_array_size(j->fits) - 1);
+        json_object_set_new(json_object_get(last, "before"), "in_network_algbw_frac",
+                            json_real(f.before_in_network_algbw_frac));
+        json_object_set_new(json_object_get(last, "after"), "in_network_algbw_frac",
+                            json_real(f.in_network_algbw_frac));
+    }
     printf("%s lines %d-%d%s%s: %s on %lld ranks / %lld nodes, tier %d (%s): latency %.3g s -> "
            "%.3g s, efficiency %.3f -> %.3f; median |time error| %.1f%% -> %.1f%%; half/half "
            "(fit even sizes, predict odd) %.1f%% -> %.1f%%\n", l->file, t->first_line,
@@ -234,6 +249,9 @@ static int fit_sweep(cal_job *j, const mp_log *l, const mp_nccl_table *t)
            (long long)t->nranks, (long long)t->nnodes, f.tier, k.key, f.before_latency_s,
            f.latency_s, f.before_efficiency_frac, f.efficiency_frac, f.before_err_pct,
            f.after_err_pct, hb, ho);
+    if (f.nvls_fitted)
+        printf("  NVLS carries the large sizes: tier 0 (%s) in_network_algbw_frac %.3f -> %.3f\n",
+               c.tier[0].link, f.before_in_network_algbw_frac, f.in_network_algbw_frac);
     if (f.tier > 0) {
         char why[200];
         fmt(why, sizeof why, "%s: tiers inside tier %d are crossed but do not bound this "
