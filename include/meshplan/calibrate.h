@@ -188,7 +188,7 @@ typedef struct {
  *  over the rows r with (r % step_mod == step_rem) (all rows: 1, 0), predicted by mp_coll_time
  *  with the NCCL algorithm set. The out-of-place time is used (in-place when only that is
  *  printed). latency over [1e-8, 1e-2] s and efficiency over (0, 1] are searched on a log grid,
- *  refined twice; when coll serves the largest size with NVLS (in-network reduction), tier 0's
+ *  refined twice; when a sweep inside one node has its largest size served by NVLS, tier 0's
  *  in_network_algbw_frac over [0.2, 1] is fitted with them by coordinate descent. Other tiers stay
  *  as c has them. Errors: MP_ERR_INPUT (fewer than 2 rows, a
  *  sweep of one rank, more ranks than c has GPUs). */

@@ -177,9 +177,11 @@ mp_status mp_cal_fit_link(const mp_cluster *c, const mp_nccl_table *t, int step_
                                             : MP_COLL_NVLS_DEFAULT_FRAC;
     out->before_err_pct = mp_cal_link_error_pct(c, t, step_mod, step_rem);
     double best = grid_fit(w, tier, t, step_mod, step_rem);
-    /* Coordinate descent (twice) when NVLS carries the large sizes: efficiency_frac then bounds
-     * only the sizes below the switch, and the NVLS fraction the ones above. */
-    if (c->tier[0].in_network_reduction && nvls_serves_largest(w, t)) {
+    /* Coordinate descent (twice) when NVLS carries the large sizes of a sweep inside one node:
+     * efficiency_frac then bounds only the sizes below the switch, and the NVLS fraction the ones
+     * above. A multi-node sweep leaves tier 0 alone (its NVLS phase and the network's are not
+     * separable from one curve). */
+    if (tier == 0 && c->tier[0].in_network_reduction && nvls_serves_largest(w, t)) {
         w->tier[0].in_network_algbw_frac = out->before_in_network_algbw_frac;
         for (int k = 0; k < 2; k++) {
             nvls_fit(w, t, step_mod, step_rem);
