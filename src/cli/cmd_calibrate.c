@@ -256,7 +256,7 @@ static int fit_sweep(cal_job *j, const mp_log *l, const mp_nccl_table *t)
         char why[200];
         fmt(why, sizeof why, "%s: tiers inside tier %d are crossed but do not bound this "
                  "sweep; fit them from a sweep inside one node", l->file, f.tier);
-        left_alone(j, "tier_latency_s/tier_efficiency_frac (inner tiers)", why);
+        left_alone(j, "tier_latency_s, tier_efficiency_frac, tier_in_network_algbw_frac (inner tiers)", why);
     }
     return 0;
 }
