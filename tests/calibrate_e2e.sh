@@ -105,6 +105,12 @@ run doctor "$LOGS/megatron_issue756_mixtral8x7b_16xH100_iterations_turn1.txt" "$
 expect 0 "doctor --json"
 json_check "doctor JSON: measured, predicted, the split and ranked explanations" \
     "d['measured_step_s']>0 and d['predicted_step_s']>0 and 'dp_comm_total' in d['time_s'] and d['explanations'][0]['part']==d['dominant']" "$OUT"
+run doctor "$LOGS/megatron_issue756_mixtral8x7b_16xH100_iterations_turn0.txt" --config "$LOGS/megatron_issue756_mixtral8x7b_16xH100_args_excerpt.txt" --model mixtral-8x7b --gpu h100-sxm5-80gb --gpus 16 --plan "tp=1,pp=2,mb=1,seq=4096,zero=1" --json
+expect 0 "doctor --config: the printed Megatron arguments add their plan keys"
+json_check "... ep 8, global batch 128 and no recompute from the published arguments" \
+    "d['plan']=='tp=1,pp=2,mb=1,seq=4096,zero=1,ep=8,gb=128,recompute=none'" "$OUT"
+run doctor "$LOGS/megatron_issue756_mixtral8x7b_16xH100_iterations_turn0.txt" --config "$DATA/bad_mixed_units_titan.txt" "${MX[@]}"
+expect 2 "--config that holds no arguments block" "expected a printed Megatron-LM arguments block"
 run doctor "$LOGS/torchtitan_pr1884_llama3_8b_flex_4gpu_cp2_fullac.txt" "${TT[@]}"
 expect 0 "doctor torchtitan: as predicted" "verdict: as predicted"
 run doctor "$LOGS/torchtitan_pr1884_llama3_8b_flex_4gpu_cp2_fullac.txt"

@@ -200,6 +200,27 @@ static void test_parse_megatron_args(void **s)
     mp_log_free(&l);
 }
 
+/* The published Mixtral arguments excerpt read on its own (doctor/calibrate --config). */
+static void test_parse_megatron_args_file(void **s)
+{
+    (void)s;
+    size_t len;
+    char *b = slurp(LOGS "megatron_issue756_mixtral8x7b_16xH100_args_excerpt.txt", &len);
+    mp_megatron_args a;
+    mp_diag d = {0};
+    assert_int_equal(mp_cal_parse_megatron_args(b, len, "args", &a, &d), MP_OK);
+    free(b);
+    assert_int_equal(a.ep, 8);
+    assert_int_equal(a.gb, 128);
+    assert_int_equal(a.hidden, 4096);
+    assert_int_equal(a.ffn_hidden, 14336);
+    assert_int_equal(a.fp16, 0);
+    assert_int_equal(a.fp8, 0);
+    assert_string_equal(a.recompute, "none");
+    assert_int_equal(mp_cal_parse_megatron_args("no args here\n", 13, "x", &a, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "x:1: expected a printed Megatron-LM arguments block"));
+}
+
 /* measure_gpu.py gemm.csv (its DictWriter columns m,n,k,op,dtype,seconds,tflops); a failed
  * measurement ("oom" in seconds) is a row and is skipped. */
 static void test_parse_gemm_csv(void **s)
@@ -454,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_parse_nccl_old_layout),
         cmocka_unit_test(test_parse_training_logs),  cmocka_unit_test(test_parse_megatron_args),
         cmocka_unit_test(test_parse_gemm_csv),
+        cmocka_unit_test(test_parse_megatron_args_file),
         cmocka_unit_test(test_bad_inputs),           cmocka_unit_test(test_fit_recovers_known),
         cmocka_unit_test(test_fit_recovers_nvls),
         cmocka_unit_test(test_half_half_published),  cmocka_unit_test(test_fit_gemm),

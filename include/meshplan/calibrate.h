@@ -132,6 +132,12 @@ typedef enum {
  *  rank). 0 when no step prints it. *first, *last get the lines used (may be NULL). */
 double mp_cal_steady(const mp_log *l, mp_step_field which, int *first, int *last);
 
+/** Read a printed Megatron-LM arguments block on its own (a file holding the "  name .... value"
+ *  lines, as megatron/training/arguments.py prints them). MP_ERR_INPUT ("origin:1: expected a
+ *  printed Megatron-LM arguments block") when it has none. */
+mp_status mp_cal_parse_megatron_args(const char *text, size_t len, const char *origin,
+                                     mp_megatron_args *out, mp_diag *diag);
+
 /** The Megatron arguments as plan keys ("tp=2,pp=4,ep=8,mb=1,gb=128,seq=4096,zero=1,...",
  *  only what the block states) into buf (cap bytes). Returns the number of keys written. */
 int mp_megatron_args_plan(const mp_megatron_args *a, char *buf, size_t cap);

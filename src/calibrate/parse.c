@@ -794,6 +794,31 @@ double mp_cal_steady(const mp_log *l, mp_step_field which, int *first, int *last
     return med;
 }
 
+mp_status mp_cal_parse_megatron_args(const char *text, size_t len, const char *origin,
+                                     mp_megatron_args *out, mp_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    char line[LINE_CAP];
+    int ln = 0;
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && text[j] != '\n')
+            j++;
+        size_t n = j - i < LINE_CAP - 1 ? j - i : LINE_CAP - 1;
+        memcpy(line, text + i, n);
+        line[n] = 0;
+        ln++;
+        i = j + 1;
+        megatron_args_line(out, ln, line);
+    }
+    if (!out->found) {
+        mp_diag_add(diag, "%s:1: expected a printed Megatron-LM arguments block (lines \"  name "
+                    "........ value\"); found none", origin ? origin : "(config)");
+        return MP_ERR_INPUT;
+    }
+    return MP_OK;
+}
+
 static void key_add(char *buf, size_t cap, int *n, const char *key, long long v, const char *sv)
 {
     size_t used = strlen(buf);

@@ -201,9 +201,10 @@ int cli_cal_load(const cli_args *a);
 void cli_cal_cluster(mp_cluster *c);
 /** mp_estimate_opts_init(o), then the calibration's estimator constants for gpu_key; returns o. */
 const mp_estimate_opts *cli_cal_opts(const char *gpu_key, mp_estimate_opts *o);
-/** A training log's plan: --plan, then the keys its Megatron arguments block states that --plan
- *  does not; "" when neither gives any. */
-void cli_cal_training_plan(const cli_args *a, const mp_log *l, char *out, size_t cap);
+/** A training log's plan: --plan, then the keys its Megatron arguments block and the --config
+ *  file (a printed arguments block) state that --plan does not; "" when none gives any. Returns 0
+ *  or an exit code after printing why --config cannot be read. */
+int cli_cal_training_plan(const cli_args *a, const mp_log *l, char *out, size_t cap);
 #define CLI_OPT_CALIBRATION \
     CLI_OPT("--calibration", "FILE", "constants fitted by meshplan calibrate (docs/calibrate.md)")
 

@@ -84,6 +84,7 @@ static const cli_option calibrate_opts[] = {
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
     CLI_OPT("--plan", "PLAN", "the training logs' plan (keys the Megatron arguments block prints are added)"),
+    CLI_OPT("--config", "FILE", "a printed Megatron-LM arguments block: its plan keys are added to --plan's"),
     CLI_OPT("--validate", "CSV", "runs in the schema of runs.csv: their error before and after, by source group"),
     CLI_OPT_CATALOG,
     CLI_END,
@@ -263,14 +264,11 @@ static int fit_sweep(cal_job *j, const mp_log *l, const mp_nccl_table *t)
 
 /* The training log's plan: --plan, then the keys the Megatron arguments block states that --plan
  * does not (a key given twice is refused by the plan parser). */
-void cli_cal_training_plan(const cli_args *a, const mp_log *l, char *out, size_t cap)
+/* Append to out the keys of a's plan text that out does not give yet. */
+static void merge_keys(const mp_megatron_args *ma, char *out, size_t cap)
 {
-    const char *user = cli_opt(a, "--plan");
-    fmt(out, cap, "%s", user ? user : "");
-    if (l->kind != MP_LOG_MEGATRON || !l->args.found)
-        return;
     char args[512];
-    mp_megatron_args_plan(&l->args, args, sizeof args);
+    mp_megatron_args_plan(ma, args, sizeof args);
     for (char *k = strtok(args, ","); k; k = strtok(NULL, ",")) {
         char key[32];
         fmt(key, sizeof key, "%.*s=", (int)strcspn(k, "="), k);
@@ -285,6 +283,31 @@ void cli_cal_training_plan(const cli_args *a, const mp_log *l, char *out, size_t
     }
 }
 
+int cli_cal_training_plan(const cli_args *a, const mp_log *l, char *out, size_t cap)
+{
+    const char *user = cli_opt(a, "--plan");
+    fmt(out, cap, "%s", user ? user : "");
+    if (l->kind == MP_LOG_MEGATRON && l->args.found)
+        merge_keys(&l->args, out, cap);
+    const char *cfg = cli_opt(a, "--config");
+    if (!cfg)
+        return 0;
+    mp_diag d = {0};
+    char *buf = NULL;
+    size_t len = 0;
+    mp_megatron_args ma;
+    mp_status st = cli_read_file(cfg, &buf, &len, &d);
+    if (st == MP_OK)
+        st = mp_cal_parse_megatron_args(buf, len, cfg, &ma, &d);
+    free(buf);
+    if (st != MP_OK) {
+        cli_print_diag(&d);
+        return cli_exit_for(st);
+    }
+    merge_keys(&ma, out, cap);
+    return 0;
+}
+
 /* Estimate the training log's job into *e (malloc'd); 0, 1 (configuration not known: reported in
  * left_alone) or an exit code. */
 static int training_job(cal_job *j, const mp_log *l, mp_model *m, mp_cluster *c, mp_plan *p)
@@ -292,7 +315,9 @@ static int training_job(cal_job *j, const mp_log *l, mp_model *m, mp_cluster *c,
     const char *model = cli_opt(j->a, "--model"), *gpu = cli_opt(j->a, "--gpu"),
                *gpus = cli_opt(j->a, "--gpus");
     char plan[1024];
-    cli_cal_training_plan(j->a, l, plan, sizeof plan);
+    int rc = cli_cal_training_plan(j->a, l, plan, sizeof plan);
+    if (rc)
+        return rc;
     if (!model || !gpu || !gpus || !plan[0]) {
         char why[300];
         fmt(why, sizeof why, "%s: the configuration is not known: give --model, --gpu, --gpus "
@@ -301,7 +326,7 @@ static int training_job(cal_job *j, const mp_log *l, mp_model *m, mp_cluster *c,
         return 1;
     }
     long long n = 0, gpn = 0;
-    int rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &n);
+    rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &n);
     const char *g = cli_opt(j->a, "--gpus-per-node");
     if (!rc && g)
         rc = cli_parse_count("gpus-per-node", g, 1, 1 << 20, &gpn);

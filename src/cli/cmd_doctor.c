@@ -26,6 +26,7 @@ static const cli_option doctor_opts[] = {
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
     CLI_OPT("--plan", "PLAN", "the job's plan (keys a Megatron arguments block prints are added)"),
+    CLI_OPT("--config", "FILE", "a printed Megatron-LM arguments block: its plan keys are added to --plan's"),
     CLI_OPT_CALIBRATION,
     CLI_OPT_CATALOG,
     CLI_OPT_JSON,
@@ -88,7 +89,9 @@ static json_t *report_json(const mp_doctor_report *r, const mp_estimate *e, cons
 static int doctor_job(const cli_args *a, const mp_catalog *cat, const mp_log *l)
 {
     char plan[1024];
-    cli_cal_training_plan(a, l, plan, sizeof plan);
+    int rc = cli_cal_training_plan(a, l, plan, sizeof plan);
+    if (rc)
+        return rc;
     const char *model = cli_opt(a, "--model"), *gpu = cli_opt(a, "--gpu"), *gpus = cli_opt(a, "--gpus");
     if (!model || !gpu || !gpus || !plan[0]) {
         fprintf(stderr, "meshplan: doctor: %s: the job is not known: expected --model, --gpu, --gpus "
@@ -96,7 +99,7 @@ static int doctor_job(const cli_args *a, const mp_catalog *cat, const mp_log *l)
         return EXIT_INPUT;
     }
     long long n = 0, gpn = 0;
-    int rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &n);
+    rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &n);
     const char *g = cli_opt(a, "--gpus-per-node");
     if (!rc && g)
         rc = cli_parse_count("gpus-per-node", g, 1, 1 << 20, &gpn);
