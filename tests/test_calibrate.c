@@ -408,6 +408,33 @@ static void test_fit_gemm(void **s)
     assert_true(fitted > 0.5 && fitted < 1.2);
     assert_true(fabs(after) < 0.01);
     assert_int_equal(mp_cal_fit_gemm(m, &c, &p, NULL, 1e7, &fitted, &before, &after, &d), MP_ERR_INPUT);
+
+    /* joint fit: one point gives the same value; a second job measured at what fraction 0.6
+     * predicts, with the first at what 0.6 predicts too, gives 0.6 */
+    mp_cal_train_point pt[2] = {{m, &c, &p, 5615}};
+    double joint, med;
+    assert_int_equal(mp_cal_fit_gemm_joint(pt, 1, NULL, &joint, &med, &d), MP_OK);
+    assert_true(fabs(joint - fitted) < 1e-4);
+    assert_true(med < 0.01);
+    mp_cluster c8;
+    assert_int_equal(mp_cluster_from_catalog(cat, "h100-sxm-96gb-500w", 8, 0, NULL, &c8, &d), MP_OK);
+    mp_plan p8;
+    mp_plan_init_default(&p8);
+    assert_int_equal(mp_plan_parse("zero=3,mb=2,gb=16,seq=8192,recompute=selective", &p8, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p8, m, 8, &d), MP_OK);
+    mp_estimate_opts o;
+    mp_estimate_opts_init(&o);
+    o.gemm_sustained_frac = 0.6;
+    mp_estimate *e = malloc(sizeof *e);
+    assert_int_equal(mp_estimate_plan(m, &c, &p, &o, e, &d), MP_OK);
+    pt[0].measured_tps_per_gpu = e->tokens_per_s_per_gpu;
+    assert_int_equal(mp_estimate_plan(m, &c8, &p8, &o, e, &d), MP_OK);
+    pt[1] = (mp_cal_train_point){m, &c8, &p8, e->tokens_per_s_per_gpu};
+    free(e);
+    assert_int_equal(mp_cal_fit_gemm_joint(pt, 2, NULL, &joint, &med, &d), MP_OK);
+    assert_true(fabs(joint - 0.6) < 1e-3);
+    assert_true(med < 0.1);
+    assert_int_equal(mp_cal_fit_gemm_joint(pt, 0, NULL, &joint, &med, &d), MP_ERR_INPUT);
 }
 
 static void test_calibration_file(void **s)

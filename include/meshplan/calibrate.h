@@ -218,6 +218,24 @@ mp_status mp_cal_fit_gemm(const mp_model *m, const mp_cluster *c, const mp_plan 
                           const mp_estimate_opts *base, double measured_tps_per_gpu, double *fitted,
                           double *before_err_pct, double *after_err_pct, mp_diag *diag);
 
+/** One training log of a known configuration, for the joint GEMM fit. */
+typedef struct {
+    const mp_model *m;
+    const mp_cluster *c;
+    const mp_plan *p;            /* resolved for m on c */
+    double measured_tps_per_gpu; /* steady tokens/s per GPU, > 0 */
+} mp_cal_train_point;
+
+#define MP_CAL_MAX_TRAIN 16      /* training logs in one joint fit */
+
+/** The gemm_sustained_frac that minimises the sum over the n points (1..MP_CAL_MAX_TRAIN) of
+ *  log(predicted / measured tokens/s per GPU)^2, by golden-section search over [0.05, 1.5]; with
+ *  one point, the value that reproduces it (as mp_cal_fit_gemm). *after_med_pct: the median
+ *  |throughput error| of the points at the fitted value. MP_ERR_INPUT for n out of range or a
+ *  measurement not > 0; the estimator's errors otherwise. */
+mp_status mp_cal_fit_gemm_joint(const mp_cal_train_point *pts, int n, const mp_estimate_opts *base,
+                                double *fitted, double *after_med_pct, mp_diag *diag);
+
 /** Add (or replace: same kind, gpu, key, tier, dtype) a constant. MP_ERR_RANGE when full. */
 mp_status mp_cal_add(mp_calibration *cal, const mp_cal_constant *k);
 

@@ -286,3 +286,69 @@ mp_status mp_cal_fit_gemm(const mp_model *m, const mp_cluster *c, const mp_plan 
     free(e);
     return st;
 }
+
+/* Sum over the points of log(predicted / measured tokens/s)^2 at gemm_sustained_frac x. */
+static double gemm_objective(const mp_cal_train_point *pts, int n, mp_estimate_opts *o,
+                             mp_estimate *e, double x, mp_diag *diag, mp_status *st)
+{
+    double sse = 0;
+    o->gemm_sustained_frac = x;
+    for (int i = 0; i < n && *st == MP_OK; i++) {
+        double t = predict_tps(pts[i].m, pts[i].c, pts[i].p, o, e, diag, st);
+        double r = *st == MP_OK && t > 0 ? log(t / pts[i].measured_tps_per_gpu) : 0;
+        sse += r * r;
+    }
+    return sse;
+}
+
+mp_status mp_cal_fit_gemm_joint(const mp_cal_train_point *pts, int n, const mp_estimate_opts *base,
+                                double *fitted, double *after_med_pct, mp_diag *diag)
+{
+    if (n < 1 || n > MP_CAL_MAX_TRAIN) {
+        mp_diag_add(diag, "training logs = %d: expected 1 to %d", n, MP_CAL_MAX_TRAIN);
+        return MP_ERR_INPUT;
+    }
+    for (int i = 0; i < n; i++)
+        if (!(pts[i].measured_tps_per_gpu > 0)) {
+            mp_diag_add(diag, "point %d: measured tokens/s per GPU = %g: expected > 0", i,
+                        pts[i].measured_tps_per_gpu);
+            return MP_ERR_INPUT;
+        }
+    mp_estimate *e = malloc(sizeof *e);
+    if (!e)
+        return MP_ERR_NOMEM;
+    mp_estimate_opts o;
+    if (base)
+        o = *base;
+    else
+        mp_estimate_opts_init(&o);
+    o.skip_text = 1;
+    mp_status st = MP_OK;
+    /* Golden-section search (Kiefer 1953) on [0.05, 1.5]: each term falls then rises in x (the
+     * prediction rises monotonically with it), so the sum has one minimum in practice. */
+    const double g = 0.5 * (sqrt(5.0) - 1.0);
+    double a = 0.05, b = 1.5, x1 = b - g * (b - a), x2 = a + g * (b - a);
+    double f1 = gemm_objective(pts, n, &o, e, x1, diag, &st);
+    double f2 = gemm_objective(pts, n, &o, e, x2, diag, &st);
+    for (int it = 0; it < 60 && st == MP_OK && b - a > 1e-6; it++) {
+        if (f1 <= f2) {
+            b = x2, x2 = x1, f2 = f1, x1 = b - g * (b - a);
+            f1 = gemm_objective(pts, n, &o, e, x1, diag, &st);
+        } else {
+            a = x1, x1 = x2, f1 = f2, x2 = a + g * (b - a);
+            f2 = gemm_objective(pts, n, &o, e, x2, diag, &st);
+        }
+    }
+    double errs[MP_CAL_MAX_TRAIN];
+    if (st == MP_OK) {
+        *fitted = 0.5 * (a + b);
+        o.gemm_sustained_frac = *fitted;
+        for (int i = 0; i < n && st == MP_OK; i++)
+            errs[i] = fabs(predict_tps(pts[i].m, pts[i].c, pts[i].p, &o, e, diag, &st) /
+                           pts[i].measured_tps_per_gpu - 1.0) * 100.0;
+        sort_d(errs, (size_t)n);
+        *after_med_pct = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+    }
+    free(e);
+    return st;
+}

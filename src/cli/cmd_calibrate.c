@@ -118,11 +118,22 @@ static const char *gpu_key_for(const mp_catalog *cat, const char *name)
     return NULL;
 }
 
+/* A training log whose GEMM fraction could be fitted, kept for the joint fit per GPU. */
+typedef struct {
+    mp_model m;
+    mp_cluster c;
+    mp_plan p;
+    double tps;
+    char src[MP_CAL_PATH_CAP + 32];
+} train_rec;
+
 typedef struct {
     const cli_args *a;
     const mp_catalog *cat;
     mp_calibration cal;
     json_t *fits, *training, *left;
+    train_rec *train; /* MP_CAL_MAX_TRAIN of them */
+    int ntrain;
 } cal_job;
 
 static void left_alone(cal_job *j, const char *name, const char *why)
@@ -410,24 +421,62 @@ static int fit_training(cal_job *j, const mp_log *l)
         char why[600];
         fmt(why, sizeof why, "%s: %s", src, d.text);
         left_alone(j, "gemm_sustained_frac", why);
+    } else if (j->ntrain >= MP_CAL_MAX_TRAIN) {
+        left_alone(j, "gemm_sustained_frac", "more training logs than one fit takes (16); this one "
+                   "is not used");
     } else {
-        mp_cal_constant k = {.kind = MP_CAL_GEMM_SUSTAINED, .tier = -1, .value = fitted, .npoints = 1};
-        fmt(k.gpu, sizeof k.gpu, "%s", c.gpu.key);
-        fmt(k.unit, sizeof k.unit, "%s", "fraction");
-        fmt(k.sources, sizeof k.sources, "%s", src);
-        k.fit_error_pct = fabs(after);
-        mp_cal_add(&j->cal, &k);
+        train_rec *r = &j->train[j->ntrain++];
+        r->m = m;
+        r->c = c;
+        r->p = p;
+        r->tps = tps;
+        fmt(r->src, sizeof r->src, "%s", src);
         json_array_append_new(j->training, json_pack(
             "{s:s,s:s,s:f,s:f,s:f,s:f}", "sources", src, "gpu", c.gpu.key, "measured_tokens_per_s_per_gpu",
-            tps, "gemm_sustained_frac", fitted, "throughput_error_pct_before", before,
-            "throughput_error_pct_after", after));
-        printf("%s: %.0f tokens/s per GPU measured; gemm_sustained_frac 0.85 -> %.3f; throughput "
-               "error %+.1f%% -> %+.1f%%\n", src, tps, fitted, before, after);
+            tps, "gemm_sustained_frac_this_log", fitted, "throughput_error_pct_before", before,
+            "throughput_error_pct_after_this_log", after));
+        printf("%s: %.0f tokens/s per GPU measured; gemm_sustained_frac 0.85 -> %.3f on this log "
+               "alone; throughput error %+.1f%% -> %+.1f%%\n", src, tps, fitted, before, after);
     }
     left_alone(j, "attention_sustained_frac, memory_bound_sustained_frac", "one step time per "
                "configuration cannot separate GEMM, attention and element-wise time; these need "
                "logs of configurations whose attention and element-wise shares differ");
     return fit_memory(j, l, &m, &c, &p);
+}
+
+/* One gemm_sustained_frac per GPU from every training log of that GPU (mp_cal_fit_gemm_joint). */
+static int fit_gemm_joint(cal_job *j)
+{
+    for (int i = 0; i < j->ntrain; i++) {
+        const char *gpu = j->train[i].c.gpu.key;
+        int seen = 0;
+        for (int k = 0; k < i; k++)
+            seen |= !strcmp(j->train[k].c.gpu.key, gpu);
+        if (seen)
+            continue;
+        mp_cal_train_point pts[MP_CAL_MAX_TRAIN];
+        mp_cal_constant k = {.kind = MP_CAL_GEMM_SUSTAINED, .tier = -1};
+        for (int q = i; q < j->ntrain; q++) {
+            train_rec *r = &j->train[q];
+            if (strcmp(r->c.gpu.key, gpu))
+                continue;
+            pts[k.npoints++] = (mp_cal_train_point){&r->m, &r->c, &r->p, r->tps};
+            size_t u = strlen(k.sources);
+            fmt(k.sources + u, sizeof k.sources - u, "%s%s", u ? "; " : "", r->src);
+        }
+        mp_diag d = {0};
+        mp_status st = mp_cal_fit_gemm_joint(pts, k.npoints, NULL, &k.value, &k.fit_error_pct, &d);
+        if (st != MP_OK) {
+            cli_print_diag(&d);
+            return cli_exit_for(st);
+        }
+        fmt(k.gpu, sizeof k.gpu, "%s", gpu);
+        fmt(k.unit, sizeof k.unit, "%s", "fraction");
+        mp_cal_add(&j->cal, &k);
+        printf("%s: gemm_sustained_frac %.3f from %d training log%s (median |throughput error| "
+               "%.1f%%)\n", gpu, k.value, k.npoints, k.npoints > 1 ? "s" : "", k.fit_error_pct);
+    }
+    return 0;
 }
 
 /* gemm.csv: the best measured rate per dtype, the catalog's measured_matmul_flops_per_s. */
@@ -544,7 +593,10 @@ int cmd_calibrate(int argc, char **argv)
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))
         return rc;
-    cal_job j = {&args, cat, {0}, json_array(), json_array(), json_array()};
+    cal_job j = {&args, cat, {0}, json_array(), json_array(), json_array(),
+                 calloc(MP_CAL_MAX_TRAIN, sizeof(train_rec)), 0};
+    if (!j.train)
+        rc = EXIT_INTERNAL;
     for (int i = 0; i < args.npositional && !rc; i++) {
         mp_log l;
         memset(&l, 0, sizeof l); /* freed below even when the file is not read */
@@ -568,7 +620,10 @@ int cmd_calibrate(int argc, char **argv)
         mp_log_free(&l);
     }
     if (!rc)
+        rc = fit_gemm_joint(&j);
+    if (!rc)
         rc = write_calibration(&j);
+    free(j.train);
     json_decref(j.fits);
     json_decref(j.training);
     json_decref(j.left);
