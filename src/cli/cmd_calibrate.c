@@ -392,6 +392,16 @@ static int fit_memory(cal_job *j, const mp_log *l, const mp_model *m, const mp_c
     fmt(k.gpu, sizeof k.gpu, "%s", c->gpu.key);
     fmt(k.unit, sizeof k.unit, "%s", "fraction");
     fmt(k.sources, sizeof k.sources, "%s:%d-%d", l->file, f0, f1);
+    for (int i = 0; i < j->cal.n; i++) { /* another log of this GPU: the mean of the logs */
+        mp_cal_constant *prev = &j->cal.c[i];
+        if (prev->kind == MP_CAL_ALLOCATOR_MARGIN && !strcmp(prev->gpu, k.gpu)) {
+            k.value = (prev->value * prev->npoints + margin) / (prev->npoints + 1);
+            k.npoints = prev->npoints + 1;
+            char src[sizeof k.sources];
+            fmt(src, sizeof src, "%s; %s", prev->sources, k.sources);
+            fmt(k.sources, sizeof k.sources, "%s", src);
+        }
+    }
     mp_cal_add(&j->cal, &k);
     return 0;
 }
