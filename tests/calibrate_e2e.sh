@@ -58,6 +58,9 @@ json_check "before/after error on the same data, after better" \
     "d['collective_fits'][0]['median_abs_time_error_pct_after'] < d['collective_fits'][0]['median_abs_time_error_pct_before']" "$TMP/a3.json"
 json_check "what the sweep cannot pin (inner tiers) is reported" "len(d['left_alone'])>=1" "$TMP/a3.json"
 
+run calibrate "$LOGS/nccl_all_reduce_perf_2x8_H100-80GB_gcp-a3mega.txt"
+expect 0 "calibrate without -o"
+json_check "... prints only the JSON on stdout" "len(d['constants'])==2" "$OUT"
 run calibrate "$LOGS/megatron_issue756_mixtral8x7b_16xH100_iterations_turn1.txt" "${MX[@]}" -o "$TMP/mx.json"
 expect 0 "calibrate a Megatron log with its configuration" "gemm_sustained_frac"
 json_check "GEMM fraction fitted with its lines" \

@@ -77,7 +77,7 @@ const mp_estimate_opts *cli_cal_opts(const char *gpu_key, mp_estimate_opts *o)
 /* ---- calibrate ---- */
 
 static const cli_option calibrate_opts[] = {
-    CLI_OPT("-o", "FILE", "write the calibration JSON here (default: print it)"),
+    CLI_OPT("-o", "FILE", "write the calibration JSON here (default: print it on stdout, the summary on stderr)"),
     CLI_OPT("--model", "M", "the training logs' model: " CLI_MODEL_HELP),
     CLI_OPT("--gpu", "G", "the GPU, a catalog key (default: from the nccl-tests device names)"),
     CLI_OPT("--gpus", "N", "GPUs of the training logs' job"),
@@ -134,6 +134,7 @@ typedef struct {
     json_t *fits, *training, *left;
     train_rec *train; /* MP_CAL_MAX_TRAIN of them */
     int ntrain;
+    FILE *msg;        /* the text summary: stdout with -o, else stderr (stdout is the JSON) */
 } cal_job;
 
 static void left_alone(cal_job *j, const char *name, const char *why)
@@ -254,7 +255,7 @@ static int fit_sweep(cal_job *j, const mp_log *l, const mp_nccl_table *t)
         json_object_set_new(json_object_get(last, "after"), "in_network_algbw_frac",
                             json_real(f.in_network_algbw_frac));
     }
-    printf("%s lines %d-%d%s%s: %s on %lld ranks / %lld nodes, tier %d (%s): latency %.3g s -> "
+    fprintf(j->msg, "%s lines %d-%d%s%s: %s on %lld ranks / %lld nodes, tier %d (%s): latency %.3g s -> "
            "%.3g s, efficiency %.3f -> %.3f; median |time error| %.1f%% -> %.1f%%; half/half "
            "(fit even sizes, predict odd) %.1f%% -> %.1f%%\n", l->file, t->first_line,
            t->last_line, t->label[0] ? " " : "", t->label, mp_coll_op_name(t->op),
@@ -262,7 +263,7 @@ static int fit_sweep(cal_job *j, const mp_log *l, const mp_nccl_table *t)
            f.latency_s, f.before_efficiency_frac, f.efficiency_frac, f.before_err_pct,
            f.after_err_pct, hb, ho);
     if (f.nvls_fitted)
-        printf("  NVLS carries the large sizes: tier 0 (%s) in_network_algbw_frac %.3f -> %.3f\n",
+        fprintf(j->msg, "  NVLS carries the large sizes: tier 0 (%s) in_network_algbw_frac %.3f -> %.3f\n",
                c.tier[0].link, f.before_in_network_algbw_frac, f.in_network_algbw_frac);
     if (f.tier > 0) {
         char why[200];
@@ -445,7 +446,7 @@ static int fit_training(cal_job *j, const mp_log *l)
             "{s:s,s:s,s:f,s:f,s:f,s:f}", "sources", src, "gpu", c.gpu.key, "measured_tokens_per_s_per_gpu",
             tps, "gemm_sustained_frac_this_log", fitted, "throughput_error_pct_before", before,
             "throughput_error_pct_after_this_log", after));
-        printf("%s: %.0f tokens/s per GPU measured; gemm_sustained_frac 0.85 -> %.3f on this log "
+        fprintf(j->msg, "%s: %.0f tokens/s per GPU measured; gemm_sustained_frac 0.85 -> %.3f on this log "
                "alone; throughput error %+.1f%% -> %+.1f%%\n", src, tps, fitted, before, after);
     }
     left_alone(j, "attention_sustained_frac, memory_bound_sustained_frac", "one step time per "
@@ -483,7 +484,7 @@ static int fit_gemm_joint(cal_job *j)
         fmt(k.gpu, sizeof k.gpu, "%s", gpu);
         fmt(k.unit, sizeof k.unit, "%s", "fraction");
         mp_cal_add(&j->cal, &k);
-        printf("%s: gemm_sustained_frac %.3f from %d training log%s (median |throughput error| "
+        fprintf(j->msg, "%s: gemm_sustained_frac %.3f from %d training log%s (median |throughput error| "
                "%.1f%%)\n", gpu, k.value, k.npoints, k.npoints > 1 ? "s" : "", k.fit_error_pct);
     }
     return 0;
@@ -577,7 +578,7 @@ static int write_calibration(cal_job *j)
     }
     for (size_t i = 0; i < json_array_size(j->left); i++) {
         json_t *o = json_array_get(j->left, i);
-        printf("left alone: %s: %s\n", json_string_value(json_object_get(o, "name")),
+        fprintf(j->msg, "left alone: %s: %s\n", json_string_value(json_object_get(o, "name")),
                json_string_value(json_object_get(o, "reason")));
     }
     const char *out = cli_opt(j->a, "-o");
@@ -588,7 +589,7 @@ static int write_calibration(cal_job *j)
     if (rc)
         fprintf(stderr, "meshplan: calibrate: -o \"%s\": could not be written\n", out);
     else
-        printf("wrote %d constants to %s\n", j->cal.n, out);
+        fprintf(j->msg, "wrote %d constants to %s\n", j->cal.n, out);
     return rc;
 }
 
@@ -604,7 +605,8 @@ int cmd_calibrate(int argc, char **argv)
     if ((rc = cli_load_catalog(&args, &cat)))
         return rc;
     cal_job j = {&args, cat, {0}, json_array(), json_array(), json_array(),
-                 calloc(MP_CAL_MAX_TRAIN, sizeof(train_rec)), 0};
+                 calloc(MP_CAL_MAX_TRAIN, sizeof(train_rec)), 0,
+                 cli_opt(&args, "-o") ? stdout : stderr};
     if (!j.train)
         rc = EXIT_INTERNAL;
     for (int i = 0; i < args.npositional && !rc; i++) {
