@@ -85,7 +85,7 @@ static const cli_option calibrate_opts[] = {
     CLI_OPT_SCALE_OUT,
     CLI_OPT("--plan", "PLAN", "the training logs' plan (keys the Megatron arguments block prints are added)"),
     CLI_OPT("--config", "FILE", "a printed Megatron-LM arguments block: its plan keys are added to --plan's"),
-    CLI_OPT("--validate", "CSV", "runs in the schema of runs.csv: their error before and after, by source group"),
+    CLI_OPT("--validate", "CSV", "runs in the schema of runs.csv: their error before and after, by source group and all"),
     CLI_OPT_CATALOG,
     CLI_END,
 };
@@ -554,6 +554,14 @@ static json_t *validate_before_after(cal_job *j, const char *file)
             json_object_set_new(g, pass ? "after_median_abs_error_pct" : "before_median_abs_error_pct",
                                 json_real(s.median_abs_error_pct));
         }
+        mp_val_stats all;
+        mp_validation_stats(&v, MP_VAL_THROUGHPUT, NULL, &all);
+        json_t *g = json_object_get(out, "all");
+        if (!g)
+            json_object_set_new(out, "all", g = json_object());
+        json_object_set_new(g, "n", json_integer((json_int_t)all.n));
+        json_object_set_new(g, pass ? "after_median_abs_error_pct" : "before_median_abs_error_pct",
+                            json_real(all.median_abs_error_pct));
         mp_validation_free(&v);
     }
     free(buf);
