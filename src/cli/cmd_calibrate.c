@@ -56,7 +56,10 @@ void cli_cal_cluster(mp_cluster *c)
     if (!g_cal_on)
         return;
     int n = mp_cal_apply_cluster(&g_cal, c);
-    if (!n && !g_cal_said_cluster++)
+    if (n && !g_cal_said_cluster++)
+        fprintf(stderr, "meshplan: --calibration: %d constant%s applied to this %s cluster\n",
+                n, n > 1 ? "s" : "", c->gpu.key);
+    else if (!n && !g_cal_said_cluster++)
         fprintf(stderr, "meshplan: --calibration: no constant for GPU %s or the links of this "
                         "cluster (%s%s%s); its figures are unchanged\n", c->gpu.key,
                 c->tier[0].link, c->ntiers > 1 ? ", " : "", c->ntiers > 1 ? c->tier[1].link : "");
