@@ -194,7 +194,7 @@ struct json_t;
 struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan *p,
                                 const mp_islands_estimate *e);
 
-/* --calibration FILE (cmd_calibrate.c): cli_load_catalog loads it for the command; every cluster
+/* --calibration FILE (cli_calibration.c): cli_load_catalog loads it for the command; every cluster
  * and every estimator option set a command builds passes through cli_cal_cluster / cli_cal_opts,
  * which apply it and say on stderr when it holds nothing for this GPU or link. */
 int cli_cal_load(const cli_args *a);
