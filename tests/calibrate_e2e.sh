@@ -46,7 +46,7 @@ json_check() { # json_check DESCRIPTION PYTHON-EXPRESSION-ON-d
     fi
 }
 
-TT=(--model llama3-8b --gpu h100-sxm-96gb-500w --gpus 4 --plan "cp=2,zero=3,fsdp=2,mb=1,gb=2,seq=8192,recompute=full")
+TT=(--model llama3-8b --gpu h100-sxm-96gb-500w --gpus 4 --plan "cp=2,zero=3,fsdp=2,mb=1,gb=2,seq=8192,recompute=full,attn_kernel=flex")
 MX=(--model mixtral-8x7b --gpu h100-sxm5-80gb --gpus 16 --plan "tp=1,pp=2,ep=8,mb=1,gb=128,seq=4096,zero=1")
 
 # calibrate: a collective sweep and a training log into one file
