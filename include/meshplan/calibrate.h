@@ -144,19 +144,29 @@ int mp_megatron_args_plan(const mp_megatron_args *a, char *buf, size_t cap);
 
 /* ---- the calibration ----------------------------------------------------------------------- */
 
-/** What a fitted constant overrides. */
+/** What a fitted constant overrides, and its name in the calibration file (append only):
+ *  tier_latency_s        mp_tier.latency_s of tier `tier` whose link is `key` (s)
+ *  tier_efficiency_frac  mp_tier.efficiency_frac of that tier (fraction)
+ *  gemm_sustained_frac   mp_estimate_opts.gemm_sustained_frac for GPU `gpu` (fraction)
+ *  allocator_margin_frac mp_estimate_opts.allocator_margin_frac for GPU `gpu` (fraction)
+ *  measured_matmul_flops_per_s  mp_gpu.measured_matmul_flops_per_s[dtype] of `gpu` (FLOP/s)
+ *  tier_in_network_algbw_frac   mp_tier.in_network_algbw_frac of tier 0 with link `key` (fraction) */
+#define MP_CAL_KIND_LIST(X)                                      \
+    X(MP_CAL_TIER_LATENCY, "tier_latency_s")                     \
+    X(MP_CAL_TIER_EFFICIENCY, "tier_efficiency_frac")            \
+    X(MP_CAL_GEMM_SUSTAINED, "gemm_sustained_frac")              \
+    X(MP_CAL_ALLOCATOR_MARGIN, "allocator_margin_frac")          \
+    X(MP_CAL_GPU_MATMUL, "measured_matmul_flops_per_s")          \
+    X(MP_CAL_TIER_NVLS, "tier_in_network_algbw_frac")
+
 typedef enum {
-    MP_CAL_TIER_LATENCY,     /* mp_tier.latency_s of tier `tier` whose link is `key` (s) */
-    MP_CAL_TIER_EFFICIENCY,  /* mp_tier.efficiency_frac of that tier (fraction) */
-    MP_CAL_GEMM_SUSTAINED,   /* mp_estimate_opts.gemm_sustained_frac for GPU `gpu` (fraction) */
-    MP_CAL_ALLOCATOR_MARGIN, /* mp_estimate_opts.allocator_margin_frac for GPU `gpu` (fraction) */
-    MP_CAL_GPU_MATMUL,       /* mp_gpu.measured_matmul_flops_per_s[dtype] of `gpu` (FLOP/s) */
-    MP_CAL_TIER_NVLS,        /* mp_tier.in_network_algbw_frac of tier 0 with link `key` (fraction) */
+#define MP_X(n, s) n,
+    MP_CAL_KIND_LIST(MP_X)
+#undef MP_X
     MP_CAL_KIND_COUNT
 } mp_cal_kind;
 
-/** "tier_latency_s", "tier_efficiency_frac", "gemm_sustained_frac", "allocator_margin_frac",
- *  "measured_matmul_flops_per_s", "tier_in_network_algbw_frac". */
+/** The kind's name in the calibration file (list above); "?" for an invalid value. */
 const char *mp_cal_kind_name(mp_cal_kind k);
 
 typedef struct {

@@ -7,9 +7,12 @@
 #include "../internal.h"
 #include "../json_reader.h"
 
-static const char *const KIND_NAME[MP_CAL_KIND_COUNT] = {
-    "tier_latency_s", "tier_efficiency_frac", "gemm_sustained_frac", "allocator_margin_frac",
-    "measured_matmul_flops_per_s", "tier_in_network_algbw_frac"};
+static const char *const KIND_NAME[] = {
+#define MP_X(n, s) s,
+    MP_CAL_KIND_LIST(MP_X)
+#undef MP_X
+};
+_Static_assert(sizeof KIND_NAME / sizeof KIND_NAME[0] == MP_CAL_KIND_COUNT, "one name per kind");
 
 const char *mp_cal_kind_name(mp_cal_kind k)
 {
