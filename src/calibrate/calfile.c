@@ -1,6 +1,7 @@
 /* src/calibrate/calfile.c — a calibration: its constants, reading its JSON file, and applying it
  * to a cluster and to the estimator's options. One loader and one applier for every command. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "meshplan/calibrate.h"
@@ -13,6 +14,15 @@ static const char *const KIND_NAME[] = {
 #undef MP_X
 };
 _Static_assert(sizeof KIND_NAME / sizeof KIND_NAME[0] == MP_CAL_KIND_COUNT, "one name per kind");
+/* "one of a|b|c" for messages, from the same list. */
+#define MP_X(n, s) "|" s
+static const char KIND_BAR_LIST[] = MP_CAL_KIND_LIST(MP_X);
+#undef MP_X
+
+static void kind_expected(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "one of %s", KIND_BAR_LIST + 1);
+}
 
 const char *mp_cal_kind_name(mp_cal_kind k)
 {
@@ -101,12 +111,11 @@ static void read_one(mp_jreader *r, const json_t *o, mp_calibration *out)
     mp_cal_constant k;
     memset(&k, 0, sizeof k);
     k.tier = -1;
-    char name[64] = {0};
+    char name[64] = {0}, want[256];
+    kind_expected(want, sizeof want);
     if (!mp_jr_str(r, o, "name", name, sizeof name)) {
         if (!json_object_get(o, "name"))
-            mp_jr_bad(r, "name", NULL, "one of tier_latency_s, tier_efficiency_frac, "
-                      "gemm_sustained_frac, allocator_margin_frac, measured_matmul_flops_per_s, "
-                      "tier_in_network_algbw_frac");
+            mp_jr_bad(r, "name", NULL, want);
         return;
     }
     k.kind = MP_CAL_KIND_COUNT;
@@ -114,9 +123,7 @@ static void read_one(mp_jreader *r, const json_t *o, mp_calibration *out)
         if (!strcmp(name, KIND_NAME[i]))
             k.kind = (mp_cal_kind)i;
     if (k.kind == MP_CAL_KIND_COUNT) {
-        mp_jr_bad(r, "name", json_object_get(o, "name"), "one of tier_latency_s, "
-                  "tier_efficiency_frac, gemm_sustained_frac, allocator_margin_frac, "
-                  "measured_matmul_flops_per_s, tier_in_network_algbw_frac");
+        mp_jr_bad(r, "name", json_object_get(o, "name"), want);
         return;
     }
     mp_jr_str(r, o, "gpu", k.gpu, sizeof k.gpu);
