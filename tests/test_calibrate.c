@@ -559,6 +559,11 @@ static void test_doctor_ranks(void **s)
     assert_int_equal(mp_doctor(&c, &p, e, 1.5, 0, &r, &d), MP_OK);
     assert_string_equal(r.item[0].part, "dp_comm");
     assert_non_null(strstr(r.item[0].check, "NCCL_IB_HCA"));
+    /* logged memory at 97% of capacity: 3% headroom scores 0.6, below DP's 3.2 */
+    assert_int_equal(mp_doctor(&c, &p, e, 1.5, 0.97, &r, &d), MP_OK);
+    assert_string_equal(r.item[0].part, "memory");
+    assert_true(fabs(r.item[0].score - 0.6) < 1e-9);
+    assert_string_equal(r.item[1].part, "dp_comm");
     assert_int_equal(mp_doctor(&c, &p, e, 1.05, 0, &r, &d), MP_OK);
     assert_non_null(strstr(r.verdict, "as predicted"));
     assert_int_equal(mp_doctor(&c, &p, e, 0, 0, &r, &d), MP_ERR_INPUT);

@@ -56,10 +56,15 @@ static void print_text(const mp_doctor_report *r, const mp_estimate *e, const ch
         printf("logged memory: %.0f%% of capacity\n", 100 * r->measured_mem_frac);
     printf("verdict: %s\n", r->verdict);
     printf("%-4s %-10s %-10s %-8s %-7s %s\n", "rank", "part", "predicted", "needed", "score", "what");
-    for (int i = 0; i < r->n; i++)
-        printf("%-4d %-10s %8.3f s %7.2fx %7.2f  %s\n       check: %s\n", i + 1, r->item[i].part,
-               r->item[i].predicted_s, r->item[i].factor_needed, r->item[i].score, r->item[i].what,
-               r->item[i].check);
+    for (int i = 0; i < r->n; i++) {
+        const mp_doctor_item *it = &r->item[i];
+        if (it->predicted_s > 0) /* a part of the step */
+            printf("%-4d %-10s %8.3f s %7.2fx %7.2f  %s\n", i + 1, it->part, it->predicted_s,
+                   it->factor_needed, it->score, it->what);
+        else /* memory pressure: no time of its own */
+            printf("%-4d %-10s %10s %8s %7.2f  %s\n", i + 1, it->part, "-", "-", it->score, it->what);
+        printf("       check: %s\n", it->check);
+    }
 }
 
 static json_t *report_json(const mp_doctor_report *r, const mp_estimate *e, const char *file, int f0,
@@ -68,10 +73,13 @@ static json_t *report_json(const mp_doctor_report *r, const mp_estimate *e, cons
     json_t *items = json_array();
     for (int i = 0; i < r->n; i++) {
         const mp_doctor_item *it = &r->item[i];
-        json_array_append_new(items, json_pack("{s:s,s:s,s:f,s:f,s:f,s:f,s:s}", "part", it->part,
-            "what", it->what, "predicted_s", it->predicted_s, "factor_needed",
-            isfinite(it->factor_needed) ? it->factor_needed : -1, "plausible_factor",
-            it->plausible_factor, "score", isfinite(it->score) ? it->score : -1, "check", it->check));
+        json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:s}", "part", it->part, "what", it->what,
+                              "predicted_s", it->predicted_s, "score",
+                              isfinite(it->score) ? it->score : -1, "check", it->check);
+        /* memory pressure has no time of its own: factor_needed and plausible_factor are null */
+        json_object_set_new(o, "factor_needed", it->predicted_s > 0 ? json_real(it->factor_needed) : json_null());
+        json_object_set_new(o, "plausible_factor", it->predicted_s > 0 ? json_real(it->plausible_factor) : json_null());
+        json_array_append_new(items, o);
     }
     const mp_time *t = &e->time;
     char src[MP_CAL_PATH_CAP + 32];
