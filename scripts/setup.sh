@@ -7,6 +7,9 @@
 set -euo pipefail
 
 PKGS=(cmake gcc libc6-dev make pkg-config libjansson-dev libcmocka-dev python3)
+# The library's install test (groff renders the man page) and the Python package's tests
+# (python/: ctypes, pytest, an offline venv install with setuptools and pip).
+PKGS+=(groff-base python3-pytest python3-venv python3-setuptools python3-pip python3-wheel python3-cffi)
 for opt in "$@"; do
     case "$opt" in
         --fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
