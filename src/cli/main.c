@@ -25,6 +25,8 @@
     X(run)                  \
     X(trace)                \
     X(islands_scale)        \
+    X(plot)                 \
+    X(web)                  \
     X(calibrate)            \
     X(doctor)
 
