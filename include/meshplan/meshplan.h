@@ -64,5 +64,6 @@
 #include "meshplan/web.h"
 #include "meshplan/run.h"
 #include "meshplan/api.h"
+#include "meshplan/calibrate.h"
 
 #endif

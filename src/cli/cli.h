@@ -204,6 +204,20 @@ struct json_t;
 struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
                                 const mp_islands_estimate *e);
 
+/* --calibration FILE (cli_calibration.c): cli_load_catalog loads it for the command; every cluster
+ * and every estimator option set a command builds passes through cli_cal_cluster / cli_cal_opts,
+ * which apply it and say on stderr when it holds nothing for this GPU or link. */
+int cli_cal_load(const cli_args *a);
+void cli_cal_cluster(mp_cluster *c);
+/** mp_estimate_opts_init(o), then the calibration's estimator constants for gpu_key; returns o. */
+const mp_estimate_opts *cli_cal_opts(const char *gpu_key, mp_estimate_opts *o);
+/** A training log's plan: --plan, then the keys its Megatron arguments block and the --config
+ *  file (a printed arguments block) state that --plan does not; "" when none gives any. Returns 0
+ *  or an exit code after printing why --config cannot be read. */
+int cli_cal_training_plan(const cli_args *a, const mp_log *l, char *out, size_t cap);
+#define CLI_OPT_CALIBRATION \
+    CLI_OPT("--calibration", "FILE", "constants fitted by meshplan calibrate (docs/calibrate.md)")
+
 /** trace's simulator options (cmd_trace.c), shared with plot timeline; 0 or EXIT_INPUT. */
 int cli_trace_sim_opts(const cli_args *args, long long ngpus, mp_sim_opts *so);
 

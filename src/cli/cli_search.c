@@ -63,6 +63,7 @@ int cli_search_clusters(const cli_args *a, const mp_catalog *cat, const long lon
             cli_print_diag(&d);
             return cli_exit_for(st);
         }
+        cli_cal_cluster(&clusters[i]);
     }
     return 0;
 }
@@ -85,6 +86,9 @@ int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
 {
     int rc;
     mp_search_opts_init(o);
+    static mp_estimate_opts cal_opts; /* outlives o: the search reads it while it runs */
+    const char *gpu = cli_opt(a, "--gpu");
+    o->estimate = cli_cal_opts(gpu ? gpu : "", &cal_opts);
     const char *fix = cli_opt(a, "--fix");
     if (fix) {
         mp_diag d = {0};

@@ -281,6 +281,7 @@ static const cli_option run_opts[] = {
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
     CLI_OPT_CATALOG,
+    CLI_OPT_CALIBRATION,
     CLI_OPT("--price-gpu-hour", "USD", "rental price per GPU-hour (default 2.5)"),
     CLI_OPT("--capex-per-gpu", "USD", "capital per GPU instead of rental: capital + energy"),
     CLI_OPT("--amortization-years", "Y", "with --capex-per-gpu: years the capital is spread over "

@@ -46,6 +46,7 @@ static const cli_option search_opts[] = {
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
     CLI_OPT_CATALOG,
+    CLI_OPT_CALIBRATION,
     CLI_OPTS_SEARCH_JOB,
     CLI_OPT("--top", "K", "plans listed, best first"),
     CLI_OPT("--rank", "PLAN", "also say where this plan ranks among all, and why"),

@@ -187,6 +187,7 @@ static const cli_option trace_opts[] = {
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
     CLI_OPT_CATALOG,
+    CLI_OPT_CALIBRATION,
     CLI_OPT("-o", "FILE", "write the step's Chrome trace (Perfetto, chrome://tracing) to FILE"),
     CLI_OPT("--output", "FILE", "the same as -o"),
     CLI_OPT("--contention", "F", "compute slowdown while communicating, [0, 10] (default 0.189)"),
