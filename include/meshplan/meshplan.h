@@ -31,5 +31,6 @@
 #include "meshplan/sim.h"
 #include "meshplan/xsync.h"
 #include "meshplan/islands.h"
+#include "meshplan/import.h"
 
 #endif

@@ -119,6 +119,30 @@ struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const 
  *  main() only calls this, so the fuzz harness can run the command in-process. */
 int cli_main(int argc, char **argv);
 
+/* Launch configs (cli_config.c): what `import` and --config share. */
+typedef struct {
+    mp_import *imp;       /* malloc'd; cli_config_free releases it */
+    mp_model model;
+    int have_model;
+    char model_where[1024]; /* where the model came from, or why there is none */
+    char gpu[MP_KEY_CAP];
+    int gpu_assumed;      /* no GPU type in the file or on the command line */
+    int64_t gpus, gpus_per_node;
+    mp_plan plan;         /* resolved */
+    char plan_string[1024];
+} cli_config;
+/** Read a launch config, resolve its model, GPU and plan. 0 or an exit code after printing. */
+int cli_config_load(const mp_catalog *cat, const char *path, const mp_import_opts *opts,
+                    cli_config *cfg);
+void cli_config_free(cli_config *cfg);
+/** --config FILE of predict (and the others): fills *model, *gpu, *gpus and *plan that the
+ *  command line left NULL from the file. 0 (also without --config) or an exit code. */
+int cli_config_apply(const cli_args *a, const char **model, const char **gpu, const char **gpus,
+                     const char **plan);
+/** The model read from a config file named spec by the last cli_config_load, or NULL. */
+const mp_model *cli_config_model(const char *spec);
+
+int cmd_import(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_islands_scale(int argc, char **argv);
 int cmd_collective(int argc, char **argv);

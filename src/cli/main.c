@@ -59,6 +59,10 @@ static const char *usage_text =
     "            [--island NAME] [--weak] [--quality-factor F] [--json]   grow the islands (doubling)\n"
     "            and show where bigger islands stop paying (docs/islands.md); also reached as\n"
     "            `scale ... --island-gpus A:B`\n"
+    "  import    FILE [--model M] [--gpu G] [--gpus N] [--format F] [--json] [--no-predict]\n"
+    "            [--section.key value ...]   read a Megatron-LM script, DeepSpeed JSON, torchtitan\n"
+    "            TOML, NeMo or axolotl/LLaMA-Factory YAML, config.json: model, cluster, plan (each\n"
+    "            field's source or the default assumed), then the prediction (docs/import.md)\n"
     "  help      this text\n"
     "\n"
     "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
@@ -87,6 +91,7 @@ int cli_main(int argc, char **argv)
     /* One line per command; each lives in its own cmd_*.c. */
     static const struct { const char *name; int (*run)(int, char **); } commands[] = {
         {"predict", cmd_predict},
+        {"import", cmd_import},
         {"validate", cmd_validate},
         {"catalog", cmd_catalog},
         {"search", cmd_search},
