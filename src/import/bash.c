@@ -390,9 +390,22 @@ static void expand_param(bstate *b, const char *s, size_t n, int line, int quote
             return;
         }
         if (ilen == 1 && (rest[1] == '@' || rest[1] == '*')) {
+            /* each element a word ("${A[@]}"); unquoted, each is split on blanks as well */
             for (int i = 0; v && i < v->val.n; i++) {
                 cur_emit(b, c, out, line);
-                cur_put(c, v->val.w[i].s, strlen(v->val.w[i].s));
+                const char *p = v->val.w[i].s;
+                if (quoted) {
+                    cur_put(c, p, strlen(p));
+                    c->have = 1;
+                } else {
+                    for (; *p; p++) {
+                        if (isspace((unsigned char)*p)) {
+                            cur_emit(b, c, out, v->val.w[i].line);
+                            continue;
+                        }
+                        cur_put(c, p, 1);
+                    }
+                }
                 cur_emit(b, c, out, v->val.w[i].line);
             }
             return;
@@ -598,9 +611,30 @@ static int eval_test(bstate *b, btok *t, int n)
         r = !strcmp(op, "eq") ? x == y : !strcmp(op, "ne") ? x != y : !strcmp(op, "lt") ? x < y
           : !strcmp(op, "le") ? x <= y : !strcmp(op, "gt") ? x > y : !strcmp(op, "ge") ? x >= y : 0;
     } else
-        r = 0; /* -f FILE and the like cannot be decided without running: false */
+        r = -1; /* -f FILE and the like cannot be decided without running */
     words_free(&w);
-    return neg ? !r : r;
+    return r < 0 ? -1 : neg ? !r : r;
+}
+
+/* A list of tests joined by && and || (equal precedence, left to right, as bash has them):
+ * 1 true, 0 false; anything undecidable (or a command) makes it false. */
+static int eval_cond(bstate *b, btok *t, int n)
+{
+    int s = 0, acc = 1, op = T_AND;
+    for (int i = 0; i <= n; i++) {
+        if (i < n && t[i].kind != T_AND && t[i].kind != T_OR)
+            continue;
+        int r = i > s && t[s].kind == T_WORD && (!strcmp(t[s].s, "[[") || !strcmp(t[s].s, "[") ||
+                                                 !strcmp(t[s].s, "test"))
+                    ? eval_test(b, t + s, i - s) : -1;
+        if (r < 0)
+            return 0;
+        acc = op == T_AND ? (acc && r) : (acc || r);
+        if (i < n)
+            op = t[i].kind;
+        s = i + 1;
+    }
+    return acc;
 }
 
 static int is_test(const btok *t)
@@ -726,9 +760,7 @@ static void run_statement(bstate *b, bctl *k, btok *t, int n)
         return;
     if (t[0].kind == T_WORD && (!strcmp(t[0].s, "if") || !strcmp(t[0].s, "elif"))) {
         int elif = t[0].s[0] == 'e';
-        int cond = ctl_active(k) || elif ? eval_test(b, t + 1, n - 1) : 0;
-        if (!is_test(&t[1 < n ? 1 : 0]))
-            cond = 0; /* `if command`: cannot be decided without running it */
+        int cond = ctl_active(k) || elif ? eval_cond(b, t + 1, n - 1) : 0;
         if (elif) {
             if (k->depth > 0) {
                 int d = k->depth - 1;
@@ -752,7 +784,7 @@ static void run_statement(bstate *b, bctl *k, btok *t, int n)
         int ok = 1;
         if (run && i > s) {
             if (is_test(&t[s]))
-                ok = eval_test(b, t + s, i - s);
+                ok = eval_test(b, t + s, i - s) == 1;
             else
                 run_simple(b, t + s, i - s);
         }

@@ -84,10 +84,10 @@ static void method(imp_ctx *c)
     if (imp_int(c, "quantization_bit", 1, 64, &qbit, &qe) == 1 && qbit > 0) q4 = qbit <= 4, q8 = qbit == 8;
     const char *why = "meshplan has no fine-tuning key yet: predicted as full training";
     if (m) {
-        const char *v = !strcmp(m, "lora") && (q4 || q8) ? "qlora" : m;
+        const char *v = !strcmp(m, "lora") && q4 ? "qlora" : m; /* QLoRA: a 4-bit base */
         imp_set(c, MP_FIELD_UNSUPPORTED, "finetune", v, e, MP_FROM_FILE, why);
     } else if (imp_find(c, "model_name_or_path")) {
-        imp_set(c, MP_FIELD_UNSUPPORTED, "finetune", q4 || q8 ? "qlora" : "lora", NULL, MP_FROM_DEFAULT,
+        imp_set(c, MP_FIELD_UNSUPPORTED, "finetune", q4 ? "qlora" : "lora", NULL, MP_FROM_DEFAULT,
                 "LLaMA-Factory v0.9.3 default finetuning_type lora; meshplan has no fine-tuning "
                 "key yet: predicted as full training");
     } else {
@@ -108,7 +108,9 @@ static void method(imp_ctx *c)
     static const char *const tk[] = {"lora_target", "lora_target_modules", "lora_target_linear", NULL};
     const char *t = first_str(c, tk, &e);
     if (t && lora)
-        imp_set(c, MP_FIELD_UNSUPPORTED, "lora_target", t, e, MP_FROM_FILE, why);
+        imp_set(c, MP_FIELD_UNSUPPORTED, "lora_target",
+                !strcmp(e->key, "lora_target_linear") && !strcmp(t, "true") ? "all-linear" : t, e,
+                MP_FROM_FILE, why);
 }
 
 static void batch_and_precision(imp_ctx *c)
@@ -140,11 +142,12 @@ static void batch_and_precision(imp_ctx *c)
     int on = 0;
     if (!mp_import_get(c->out, "precision") ||
         mp_import_get(c->out, "precision")->origin == MP_FROM_DEFAULT) {
-        if (imp_bool(c, "bf16", &on, &e) == 1 && on)
-            imp_set(c, MP_FIELD_PLAN, "precision", "bf16", e, MP_FROM_FILE, NULL);
-        else if (imp_find(c, "bf16") && !strcmp(imp_find(c, "bf16")->val, "auto"))
-            imp_set(c, MP_FIELD_PLAN, "precision", "bf16", imp_find(c, "bf16"), MP_FROM_FILE,
+        imp_kv *bf = imp_find(c, "bf16");
+        if (bf && !strcmp(bf->val, "auto"))
+            imp_set(c, MP_FIELD_PLAN, "precision", "bf16", bf, MP_FROM_FILE,
                     "axolotl bf16: auto, bf16 on GPUs that have it");
+        else if (imp_bool(c, "bf16", &on, &e) == 1 && on)
+            imp_set(c, MP_FIELD_PLAN, "precision", "bf16", e, MP_FROM_FILE, NULL);
         else if (imp_bool(c, "fp16", &on, &e) == 1 && on)
             imp_set(c, MP_FIELD_PLAN, "precision", "fp16", e, MP_FROM_FILE, NULL);
         else
@@ -181,7 +184,8 @@ static const char *const understood[] = {
     "load_in_", "adapter", "lora_model_dir", "lora_fan_in_fan_out", "hub_model_id",
     "eval_sample_packing", "max_grad_norm", "fsdp", "debug", "base_model_config",
     "per_device_eval_batch_size", "val_size", "eval_strategy", "image_max_pixels",
-    "video_max_pixels", "flash_attn", "enable_liger_kernel", "use_unsloth", NULL};
+    "video_max_pixels", "flash_attn", "enable_liger_kernel", "use_unsloth", "lora_", "fp16",
+    "overwrite_cache", "eval_table_size", NULL};
 
 mp_status imp_finetune(imp_ctx *c, const char *dir)
 {
@@ -215,6 +219,11 @@ mp_status imp_finetune(imp_ctx *c, const char *dir)
         fsdp = strstr(fe->val, "full_shard") != NULL;
         if (fsdp)
             imp_set(c, MP_FIELD_PLAN, "zero", "3", fe, MP_FROM_FILE, "FSDP full_shard");
+        int off = 0;
+        imp_kv *oe = NULL;
+        if (imp_bool(c, "fsdp_config.fsdp_offload_params", &off, &oe) == 1 && off)
+            imp_set(c, MP_FIELD_UNSUPPORTED, "offload_param", "cpu", oe, MP_FROM_FILE,
+                    "meshplan has no offload key: predicted as if on the GPU");
     }
     for (int i = 0; i < c->kv->n; i++)
         for (const char *const *p = understood; *p; p++)

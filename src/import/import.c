@@ -300,6 +300,32 @@ mp_status mp_import_find_model(const mp_catalog *cat, const char *id, const char
         imp_fmt(where, cap, "catalog model %s", cm->key);
         return MP_OK;
     }
+    /* A Hugging Face id of a catalog model ("meta-llama/Meta-Llama-3-8B-Instruct",
+     * "casperhansen/llama-3-70b-fp16"): the same architecture under the catalog's key. */
+    const char *base = strrchr(id, '/');
+    if (cat && base && !strstr(id, "..")) {
+        char k[MP_NAME_CAP];
+        normalize(base + 1, k, sizeof k);
+        static const char *const drop[] = {"-instruct", "-chat", "-hf", "-base", "-fp16", "-bf16"};
+        for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) {
+            char *p = strstr(k, drop[i]);
+            if (p && (p[strlen(drop[i])] == '\0' || p[strlen(drop[i])] == '-'))
+                memmove(p, p + strlen(drop[i]), strlen(p + strlen(drop[i])) + 1);
+        }
+        char *s = k;
+        if (!strncmp(s, "meta-", 5))
+            s += 5;
+        char *dash = strstr(s, "llama-");
+        if (dash && dash[6] >= '1' && dash[6] <= '9') /* llama-3-8b -> llama3-8b */
+            memmove(dash + 5, dash + 6, strlen(dash + 6) + 1);
+        cm = mp_catalog_model(cat, s);
+        if (cm) {
+            *out = *cm;
+            snprintf(where, cap, "catalog model %s (the Hugging Face id %.200s read as the "
+                     "catalog entry of its architecture; no network)", cm->key, id);
+            return MP_OK;
+        }
+    }
     struct stat sb;
     char path[4096];
     if (stat(id, &sb) == 0) {

@@ -141,10 +141,12 @@ static int read_model(imp_ctx *c, mp_model *m)
     m->seq_len = mint(c, "model.max_position_embeddings", "model.max_positions", 2048, NULL);
     int64_t vocab = 50257;
     const char *why = NEMO ": tokenizer GPT2BPETokenizer, 50257 (GPT-2 BPE)";
-    const char *tok = sval(c, "model.tokenizer.type", "GPT2BPETokenizer");
-    if (strcmp(tok, "GPT2BPETokenizer") != 0) {
+    const char *tok = sval(c, "model.tokenizer.type", NULL);
+    const char *lib = sval(c, "model.tokenizer.library", "megatron");
+    if (tok ? strcmp(tok, "GPT2BPETokenizer") != 0 : strcmp(lib, "megatron") != 0) {
         vocab = 32000;
-        why = "tokenizer vocabulary not in the file: 32000 (Llama 2 SentencePiece) assumed";
+        why = "the tokenizer's vocabulary is not in the file (a SentencePiece model): 32000 "
+              "(Llama 2's) assumed";
     }
     m->vocab = mint(c, "model.vocab_size", "model.vocab", vocab, why);
     int64_t pad = 128;
@@ -182,6 +184,12 @@ static void read_plan(imp_ctx *c, const mp_model *m, int have_model)
         {"model.context_parallel_size", "cp"}, {"model.expert_model_parallel_size", "ep"},
         {"model.micro_batch_size", "mb"}, {"model.global_batch_size", "gb"},
         {"train.micro_batch_size", "mb"}, {"train.global_batch_size", "gb"},
+        {"model_config.tensor_model_parallel_size", "tp"},
+        {"model_config.pipeline_model_parallel_size", "pp"},
+        {"model_config.virtual_pipeline_model_parallel_size", "vpp"},
+        {"model_config.context_parallel_size", "cp"}, {"model_config.expert_model_parallel_size", "ep"},
+        {"train_config.micro_batch_size", "mb"}, {"train_config.global_batch_size", "gb"},
+        {"model_config.seq_length", "seq"}, {"dataset_config.seq_length", "seq"},
         {"model.encoder_seq_length", "seq"}, {"model.seq_length", "seq"},
         {"model.data.seq_length", "seq"},
     };
@@ -255,7 +263,10 @@ static void read_cluster(imp_ctx *c)
 static const char *const understood_prefix[] = {
     "defaults", "hydra.", "run.", "exp_manager.", "s3_checkpointing.", "name", "trainer.",
     "model.optim.", "model.data.", "model.nsys_profile.", "model.tokenizer.",
-    "checkpoint.", "logger.", "dataset.", "optimizer.", "scheduler.", "rng.", "ddp.", NULL};
+    "checkpoint.", "logger.", "dataset.", "optimizer.", "scheduler.", "rng.", "ddp.",
+    "optimizer_config.", "scheduler_config.", "checkpoint_config.", "logger_config.",
+    "dataset_config.", "rng_config.", "ddp_config.", "profiling_config.", "train_config.train_iters",
+    "train_config.eval_", "train.train_iters", "train.eval_", NULL};
 
 mp_status imp_nemo(imp_ctx *c)
 {
@@ -265,6 +276,8 @@ mp_status imp_nemo(imp_ctx *c)
     if (c->errors)
         return MP_ERR_INPUT;
     int any = imp_find(c, "model.tensor_model_parallel_size") || imp_find(c, "trainer.devices") ||
+              imp_find(c, "model_config.tensor_model_parallel_size") ||
+              imp_find(c, "train_config.micro_batch_size") ||
               imp_find(c, "model.micro_batch_size") || imp_find(c, "train.micro_batch_size");
     if (!o->have_model && !any) {
         mp_diag_add(c->diag, "%s:1: neither model.num_layers nor trainer/parallelism keys: "
