@@ -254,7 +254,8 @@ static void var_set_scalar(bstate *b, const char *name, size_t len, const char *
 typedef struct {
     char buf[B_WORD_CAP];
     size_t len;
-    int have; /* a word exists even if empty ("") */
+    int have;        /* a word exists even if empty ("") */
+    int after_array; /* "${A[@]}" just ended: its closing quote makes no empty word */
 } bcur;
 
 static void cur_put(bcur *c, const char *s, size_t n)
@@ -265,6 +266,7 @@ static void cur_put(bcur *c, const char *s, size_t n)
     c->len += n;
     c->buf[c->len] = '\0';
     c->have = 1;
+    c->after_array = 0;
 }
 
 static void cur_emit(bstate *b, bcur *c, bwords *out, int line)
@@ -408,6 +410,7 @@ static void expand_param(bstate *b, const char *s, size_t n, int line, int quote
                 }
                 cur_emit(b, c, out, v->val.w[i].line);
             }
+            c->after_array = 1;
             return;
         }
         int idx = atoi(rest + 1);
@@ -478,7 +481,13 @@ static void expand(bstate *b, const char *s, size_t n, int line, bwords *out, bc
             i += len + 1;
             continue;
         }
-        if (ch == '"') { dq = !dq; c->have = 1; continue; }
+        if (ch == '"') {
+            dq = !dq;
+            if (!c->after_array)
+                c->have = 1;
+            c->after_array = 0;
+            continue;
+        }
         if (ch == '\\' && i + 1 < n) {
             char nx = s[i + 1];
             if (!dq || strchr("\"\\$`", nx)) { cur_put(c, s + i + 1, 1); i++; continue; }
@@ -544,7 +553,7 @@ static void expand(bstate *b, const char *s, size_t n, int line, bwords *out, bc
 static void expand_string(bstate *b, const char *s, size_t n, int line, char *out, size_t cap)
 {
     bwords w = {0};
-    bcur c = {{0}, 0, 0};
+    bcur c = {{0}, 0, 0, 0};
     /* quote it so nothing splits */
     char q[B_WORD_CAP];
     size_t k = 0;
@@ -681,7 +690,7 @@ static void run_simple(bstate *b, btok *t, int n)
             int j = i + 2;
             for (; j < n && t[j].kind != T_RPAREN; j++) {
                 if (t[j].kind != T_WORD || !v) continue;
-                bcur c = {{0}, 0, 0};
+                bcur c = {{0}, 0, 0, 0};
                 bwords tmp = {0};
                 expand(b, t[j].s, strlen(t[j].s), t[j].line, &tmp, &c);
                 cur_emit(b, &c, &tmp, t[j].line);
@@ -706,7 +715,7 @@ static void run_simple(bstate *b, btok *t, int n)
     for (; i < n; i++) {
         if (t[i].kind == T_REDIR) { i++; continue; } /* and its target */
         if (t[i].kind != T_WORD) continue;
-        bcur c = {{0}, 0, 0};
+        bcur c = {{0}, 0, 0, 0};
         expand(b, t[i].s, strlen(t[i].s), t[i].line, &w, &c);
         cur_emit(b, &c, &w, t[i].line);
     }
@@ -816,6 +825,8 @@ static mp_status emit_entries(imp_ctx *c, bstate *b)
             mp_strlcpy(val, eq + 1, sizeof val);
         else
             for (int j = i + 1; j < w->n && w->w[j].s[0] != '-' && (at < 0 || j != at); j++) {
+                if (!w->w[j].s[0])
+                    continue; /* an empty word ("") is no value */
                 size_t len = strlen(val);
                 imp_fmt(val + len, sizeof val - len, "%s%s", len ? " " : "", w->w[j].s);
                 if (i < at) break; /* launcher options take one value */
@@ -868,7 +879,7 @@ mp_status imp_bash_args(imp_ctx *c, const char *text, size_t len)
         bwords all = {0};
         for (int i = 0; i < b->n; i++)
             if (b->t[i].kind == T_WORD) {
-                bcur cc = {{0}, 0, 0};
+                bcur cc = {{0}, 0, 0, 0};
                 expand(b, b->t[i].s, strlen(b->t[i].s), b->t[i].line, &all, &cc);
                 cur_emit(b, &cc, &all, b->t[i].line);
             }

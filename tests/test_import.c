@@ -1,0 +1,462 @@
+/* tests/test_import.c — meshplan/import.h on the published launch configs of tests/data/import/
+ * (sources in its SOURCES.md): each file imported to the plan a human reads from it, every
+ * expected key named with its value and where it must come from (F: the file, O: the command
+ * line, D: a default, V: derived); the bash-subset reader on constructs written here; bad input
+ * that must be refused with the file, line and what was expected. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "meshplan/catalog.h"
+#include "meshplan/import.h"
+
+#define DATA MESHPLAN_SOURCE_DIR "/tests/data/import/"
+
+static mp_catalog *cat;
+
+static int setup(void **state)
+{
+    (void)state;
+    mp_diag d = {0};
+    return mp_catalog_create(&cat, &d) == MP_OK ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    mp_catalog_destroy(cat);
+    return 0;
+}
+
+static char origin_letter(mp_import_origin o)
+{
+    return o == MP_FROM_FILE ? 'F' : o == MP_FROM_OPTION ? 'O' : o == MP_FROM_DEFAULT ? 'D' : 'V';
+}
+
+/* Import DATA/name with the options, resolve the plan with the file's (or the catalog's)
+ * model on the file's GPU count, and check every "key=value@X" of expect. */
+static mp_import *import_check(const char *name, const char *model, int64_t gpus,
+                               const char *expect)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s%s", DATA, name);
+    mp_import_opts o = {0};
+    o.model = model;
+    o.gpus = gpus;
+    mp_import *imp = calloc(1, sizeof *imp);
+    assert_non_null(imp);
+    mp_diag d = {0};
+    mp_status st = mp_import_file(path, &o, imp, &d);
+    if (st != MP_OK)
+        fail_msg("%s: status %d: %s", name, (int)st, d.text);
+    mp_model m;
+    const mp_model *mp = NULL;
+    char where[512];
+    if (imp->have_model && !model) {
+        mp = &imp->model;
+    } else if (mp_import_find_model(cat, imp->model_id, NULL, &m, where, sizeof where, &d) == MP_OK) {
+        mp = &m;
+    }
+    mp_plan p;
+    st = mp_import_resolve(imp, mp, imp->gpus, &p, &d);
+    if (st != MP_OK)
+        fail_msg("%s: resolve: %s", name, d.text);
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", expect);
+    for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+        char *eq = strchr(tok, '='), *at = strrchr(tok, '@');
+        assert_non_null(eq);
+        *eq = '\0';
+        if (at)
+            *at = '\0';
+        const mp_import_field *f = mp_import_get(imp, tok);
+        if (!f)
+            fail_msg("%s: no field %s", name, tok);
+        if (strcmp(f->value, eq + 1) != 0)
+            fail_msg("%s: %s = %s, expected %s (%s)", name, tok, f->value, eq + 1, f->from);
+        if (at && origin_letter(f->origin) != at[1])
+            fail_msg("%s: %s came from %c (%s), expected %c", name, tok, origin_letter(f->origin),
+                     f->from, at[1]);
+    }
+    return imp;
+}
+
+static void import_ok(const char *name, const char *model, int64_t gpus, const char *expect)
+{
+    free(import_check(name, model, gpus, expect));
+}
+
+/* ---- Megatron-LM launch scripts ---- */
+
+static void test_megatron_gpt3_175b(void **s)
+{
+    (void)s;
+    /* As written the script runs 8 GPUs (GPUS_PER_NODE=8, NUM_NODES=1) but TP8 x PP16 needs
+     * 128: the count comes from --gpus. fp16, no distributed optimizer, no recompute. */
+    import_ok("megatron_gpt3_175b.sh", NULL, 128,
+              "tp=8@F pp=16@F mb=1@F gb=1536@F seq=2048@F precision=fp16@F zero=0@D "
+              "recompute=none@D sp=0@D dp=1@V cp=1@D gpus=128@O gpus_per_node=8@F "
+              "model.layers=96@F model.hidden=12288@F model.heads=96@F model.ffn_hidden=49152@D "
+              "model.vocab=50257@D");
+}
+
+static void test_megatron_mixtral(void **s)
+{
+    (void)s;
+    /* SLURM_NNODES unset: ${SLURM_NNODES:-"1"} = 1 node of 8; EP 8 x PP 4 needs 32 GPUs. */
+    import_ok("megatron_mixtral_8x7b.sh", NULL, 32,
+              "tp=1@F pp=4@F ep=8@F mb=1@F gb=256@F seq=4096@F precision=bf16@F zero=1@F "
+              "sp=0@F dp=8@V model.experts=8@F model.topk=2@F model.kv_heads=8@F "
+              "model.ffn_hidden=14336@F model.vocab=32000@F model.glu=1@F gpus_per_node=8@F "
+              "nodes=1@F");
+}
+
+static void test_megatron_llama3_8b_fp8(void **s)
+{
+    (void)s;
+    /* DTYPE="fp8" makes the [[ == ]] branch add "--fp8-format hybrid" (split from one array
+     * element); TOKENIZER_ARG defaults to MOCK, so --vocab-size 128256 from the mock branch;
+     * --pipeline-model-parallel-size is commented out inside the array. */
+    import_ok("megatron_llama3_8b_h100_fp8.sh", NULL, 0,
+              "tp=1@F cp=1@F pp=1@D mb=1@F gb=128@F seq=8192@F precision=fp8@F zero=1@F "
+              "dp=8@V gpus=8@V model.vocab=128256@F model.head_dim=128@F model.kv_heads=8@F "
+              "model.layers=32@F");
+}
+
+static void test_megatron_llama32_1b(void **s)
+{
+    (void)s;
+    /* A while/case loop over "$@" (not taken, no arguments), TP_SIZE=4 with
+     * --sequence-parallel kept, and the real-data branch ([[ "model/llama3.2-1b" == MOCK ]]
+     * false): HuggingFaceTokenizer with --vocab-size 128256. */
+    import_ok("megatron_llama32_1b_h100_fp8.sh", NULL, 0,
+              "tp=4@F pp=1@F cp=1@F sp=1@F mb=1@F gb=128@F dp=2@V precision=fp8@F zero=1@F "
+              "model.layers=16@F model.hidden=2048@F model.vocab=128256@F gpus=8@V");
+}
+
+/* ---- DeepSpeed ---- */
+
+static void test_deepspeed_bf16_z3(void **s)
+{
+    (void)s;
+    import_ok("deepspeed_bf16_master_weight_baseline_zero3.json", "llama3-8b", 4,
+              "zero=3@F mb=4@F gradient_accumulation_steps=1@F gb=16@V precision=bf16@F tp=1@D "
+              "pp=1@D dp=4@V gpus=4@O");
+}
+
+static void test_deepspeed_z2_offload(void **s)
+{
+    (void)s;
+    mp_import *imp = import_check("deepspeed_ds_z2_offload_config.json", "llama3-8b", 8,
+                                  "zero=2@F mb=8@D gradient_accumulation_steps=1@D gb=64@V "
+                                  "precision=bf16@D offload_optimizer=cpu@F");
+    assert_int_equal(mp_import_get(imp, "offload_optimizer")->kind, MP_FIELD_UNSUPPORTED);
+    free(imp);
+}
+
+static void test_deepspeed_z3_auto(void **s)
+{
+    (void)s;
+    import_ok("deepspeed_ds_z3_config.json", "llama3-8b", 16,
+              "zero=3@F mb=8@D gb=128@V precision=bf16@D dp=16@V");
+}
+
+static void test_deepspeed_z1_fp16(void **s)
+{
+    (void)s;
+    /* train_batch_size 256 with GA 1 on 8 GPUs: 32 per GPU. */
+    import_ok("deepspeed_imagenet_ds_fp16_z1_config.json", "llama3-8b", 8,
+              "zero=1@F gb=256@F mb=32@V precision=fp16@F gradient_accumulation_steps=1@F");
+}
+
+static void test_deepspeed_batch_conflict(void **s)
+{
+    (void)s;
+    /* train_batch_size 256 = 32 x 1 x 8 cannot hold on 6 GPUs. */
+    const char *text = "{\n  \"train_batch_size\": 256,\n  \"train_micro_batch_size_per_gpu\": 32,\n"
+                       "  \"gradient_accumulation_steps\": 1\n}\n";
+    mp_import_opts o = {0};
+    o.gpus = 6;
+    o.model = "llama3-8b";
+    mp_import *imp = calloc(1, sizeof *imp);
+    mp_diag d = {0};
+    assert_int_equal(mp_import_text("ds.json", text, strlen(text), NULL, &o, imp, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "ds.json:2:train_batch_size = 256"));
+    assert_non_null(strstr(d.text, "32 x 1 x 6 = 192"));
+    free(imp);
+}
+
+/* ---- torchtitan ---- */
+
+static void test_torchtitan_llama3_8b(void **s)
+{
+    (void)s;
+    mp_import *imp = import_check("torchtitan_llama3_8b.toml", NULL, 0,
+                                  "tp=1@F pp=1@F cp=1@F zero=3@F fsdp=2@D mb=1@F gb=64@V seq=8192@F "
+                                  "recompute=selective@F precision=bf16@D gpus=64@F gpu=a100-sxm4-80gb@F");
+    assert_string_equal(imp->model_id, "llama3-8b");
+    free(imp);
+}
+
+static void test_torchtitan_llama3_70b(void **s)
+{
+    (void)s;
+    import_ok("torchtitan_llama3_70b.toml", NULL, 0,
+              "tp=8@F zero=3@F mb=8@F gb=64@V seq=8192@F recompute=full@F dp=8@V gpus=64@F "
+              "sp=1@D");
+}
+
+static void test_torchtitan_llama3_405b(void **s)
+{
+    (void)s;
+    import_ok("torchtitan_llama3_405b.toml", NULL, 0,
+              "tp=8@F mb=2@F gb=32@V seq=8192@F recompute=full@F precision=fp8@F fp8_comm=1@F "
+              "gpus=128@F gpu=h100-sxm5-80gb@F dp=16@V");
+}
+
+static void test_torchtitan_deepseek_v3_16b(void **s)
+{
+    (void)s;
+    /* No GPU count in the file: run_train.sh's NGPU default 8; the 16B flavour is not in the
+     * catalog, so the plan resolves without a model. */
+    mp_import *imp = import_check("torchtitan_deepseek_v3_16b.toml", NULL, 0,
+                                  "ep=8@F etp=1@F tp=1@F mb=4@F gb=32@V seq=4096@F zero=3@F "
+                                  "gpus=8@D recompute=selective@F");
+    assert_string_equal(imp->model_id, "deepseek_v3-16b");
+    free(imp);
+}
+
+static void test_torchtitan_overrides(void **s)
+{
+    (void)s;
+    /* The command of torchtitan PR 1884 (../shared/configs/logs): NGPU=4, full AC, CP 2. */
+    const char *ov[] = {"--activation_checkpoint.mode", "full",
+                        "--parallelism.context_parallel_degree", "2"};
+    char path[1024];
+    snprintf(path, sizeof path, "%storchtitan_llama3_8b.toml", DATA);
+    mp_import_opts o = {0};
+    o.gpus = 4;
+    o.overrides = ov;
+    o.noverrides = 2;
+    mp_import *imp = calloc(1, sizeof *imp);
+    mp_diag d = {0};
+    assert_int_equal(mp_import_file(path, &o, imp, &d), MP_OK);
+    mp_plan p;
+    mp_model m;
+    char where[256];
+    assert_int_equal(mp_import_find_model(cat, imp->model_id, NULL, &m, where, sizeof where, &d), MP_OK);
+    assert_int_equal(mp_import_resolve(imp, &m, imp->gpus, &p, &d), MP_OK);
+    assert_int_equal(p.cp, 2);
+    assert_int_equal(p.dp, 2);
+    assert_int_equal(p.recompute, MP_RC_FULL);
+    assert_non_null(strstr(mp_import_get(imp, "cp")->from, "command line"));
+    free(imp);
+}
+
+/* ---- NeMo / Launcher / Bridge ---- */
+
+static void test_nemo_gpt_125m(void **s)
+{
+    (void)s;
+    import_ok("nemo_megatron_gpt_125m.yaml", NULL, 0,
+              "tp=1@F pp=1@F mb=4@F gb=8@F seq=512@F precision=bf16@F zero=0@D recompute=none@F "
+              "gpus=1@V model.layers=12@F model.hidden=768@F model.vocab=50257@D");
+}
+
+static void test_nemo_launcher_175b(void **s)
+{
+    (void)s;
+    /* ffn_hidden_size is ${multiply:4, ${.hidden_size}}: resolved to 49152. */
+    import_ok("nemo_launcher_gpt3_175b.yaml", NULL, 0,
+              "tp=4@F pp=8@F vpp=6@F cp=1@F mb=1@F gb=2048@F seq=2048@F sp=1@F zero=1@F "
+              "precision=bf16@F schedule=interleaved@D dp=32@V gpus=1024@V nodes=128@F "
+              "gpus_per_node=8@F model.ffn_hidden=49152@F");
+}
+
+static void test_nemo_launcher_llama2_7b(void **s)
+{
+    (void)s;
+    import_ok("nemo_launcher_llama2_7b.yaml", NULL, 0,
+              "tp=1@F pp=1@F mb=1@F gb=2048@F seq=4096@F zero=1@F sp=0@F dp=128@V gpus=128@V "
+              "model.ffn_hidden=11008@F model.vocab=32000@D");
+}
+
+static void test_nemo_bridge_override(void **s)
+{
+    (void)s;
+    import_ok("nemo_bridge_llama3_8b_override.yaml", "llama3-8b", 16,
+              "tp=2@F pp=2@F cp=1@F mb=4@F gb=256@F dp=4@V");
+}
+
+/* ---- fine-tuning YAML ---- */
+
+static void test_lora_llamafactory_qwen3(void **s)
+{
+    (void)s;
+    /* deepspeed: examples/deepspeed/ds_z3_config.json is found beside the YAML by its name;
+     * its "auto" batch defers to the YAML's. */
+    mp_import *imp = import_check("lora_llamafactory_qwen3_ds3.yaml", NULL, 4,
+                                  "zero=3@F mb=1@F gradient_accumulation_steps=2@F gb=8@V "
+                                  "seq=2048@F precision=bf16@F recompute=full@D finetune=lora@F "
+                                  "lora_rank=8@F lora_target=all@F");
+    assert_string_equal(imp->model_id, "Qwen/Qwen3-4B-Instruct-2507");
+    assert_int_equal(mp_import_get(imp, "finetune")->kind, MP_FIELD_UNSUPPORTED);
+    free(imp);
+}
+
+static void test_lora_llamafactory_llama3(void **s)
+{
+    (void)s;
+    import_ok("lora_llamafactory_llama3_lora_sft.yaml", NULL, 8,
+              "mb=1@F gradient_accumulation_steps=8@F gb=64@V seq=2048@F zero=0@D finetune=lora@F "
+              "lora_rank=8@F precision=bf16@F");
+}
+
+static void test_lora_axolotl_8b(void **s)
+{
+    (void)s;
+    import_ok("lora_axolotl_llama3_lora_8b.yml", NULL, 2,
+              "mb=2@F gradient_accumulation_steps=4@F gb=16@V seq=4096@F recompute=full@F "
+              "finetune=lora@F quantization=8bit@F lora_rank=32@F lora_target=all-linear@F "
+              "precision=bf16@F");
+}
+
+static void test_lora_axolotl_qlora_70b(void **s)
+{
+    (void)s;
+    import_ok("lora_axolotl_llama3_qlora_fsdp_70b.yaml", NULL, 8,
+              "mb=1@F gb=32@V seq=512@F zero=3@F finetune=qlora@F quantization=4bit@F "
+              "lora_rank=8@F offload_param=cpu@F recompute=full@F");
+}
+
+/* ---- model configs ---- */
+
+static void test_hf_mixtral(void **s)
+{
+    (void)s;
+    mp_import *imp = import_check("hf_mixtral-8x7b-instruct-v0.1_config.json", NULL, 0,
+                                  "model.layers=32@F model.experts=8@F model.topk=2@F gpus=8@D");
+    mp_param_count pc;
+    mp_model_params(&imp->model, 1, &pc);
+    /* Mistral AI, "Mixtral of Experts" (arXiv 2401.04088) Sec. 2: 47B parameters, 13B active. */
+    assert_true(pc.total > 46.4e9 && pc.total < 47.2e9);
+    free(imp);
+}
+
+static void test_deepseek_native(void **s)
+{
+    (void)s;
+    mp_import *imp = import_check("hf_deepseek-v3_native_inference_config_671B.json", NULL, 0,
+                                  "model.layers=61@F model.hidden=7168@F model.experts=256@F "
+                                  "model.topk=8@F model.kv_lora_rank=512@F");
+    mp_param_count pc;
+    mp_model_params(&imp->model, 1, &pc);
+    /* DeepSeek-AI 2024 (arXiv 2412.19437) Sec. 1: 671B total, 37B activated per token (the
+     * native inference config has no MTP module, which the 685B of the released weights adds). */
+    assert_true(pc.total > 664e9 && pc.total < 678e9);
+    free(imp);
+}
+
+/* ---- the bash-subset reader ---- */
+
+static void test_bash_constructs(void **s)
+{
+    (void)s;
+    const char *text =
+        "#!/bin/bash\n"
+        "N=${NODES:-2}; G=8\n"
+        "TP=2 \\\n  # not a comment after a continuation\n"
+        "ARGS=(--num-layers 4 --hidden-size $((64*2)))\n"
+        "ARGS+=( --num-attention-heads 8 )\n"
+        "[[ -z \"$UNSET\" ]] && EXTRA=\"--bf16\"\n"
+        "[[ -n \"$UNSET\" ]] && EXTRA=\"--fp16\"\n"
+        "if [ \"$G\" -eq 8 ]; then MB=2; else MB=4; fi\n"
+        "case $X in a) TP=4;; esac\n"
+        "srun -N $N torchrun --nproc_per_node $G --nnodes $N pretrain_gpt.py \"${ARGS[@]}\" \\\n"
+        "  --tensor-model-parallel-size ${TP} --micro-batch-size $MB $EXTRA \\\n"
+        "  --global-batch-size $(( MB * 8 )) --seq-length 128 2>&1 | tee log.txt\n";
+    mp_import *imp = calloc(1, sizeof *imp);
+    mp_diag d = {0};
+    mp_import_opts o = {0};
+    o.format = MP_IMPORT_MEGATRON;
+    assert_int_equal(mp_import_text("t.sh", text, strlen(text), NULL, &o, imp, &d), MP_OK);
+    assert_int_equal(imp->model.hidden, 128);
+    assert_int_equal(imp->model.heads, 8);
+    assert_int_equal(imp->gpus, 16);
+    assert_string_equal(mp_import_get(imp, "tp")->value, "2");
+    assert_string_equal(mp_import_get(imp, "mb")->value, "2");
+    assert_string_equal(mp_import_get(imp, "gb")->value, "16");
+    assert_string_equal(mp_import_get(imp, "precision")->value, "bf16");
+    assert_string_equal(mp_import_get(imp, "tp")->from, "t.sh:12:--tensor-model-parallel-size");
+    free(imp);
+}
+
+/* ---- bad input: exit 2 with the file, line and what was expected ---- */
+
+static void expect_bad(const char *name, const char *text, mp_status want, const char *needle)
+{
+    mp_import *imp = calloc(1, sizeof *imp);
+    mp_diag d = {0};
+    mp_status st = mp_import_text(name, text, strlen(text), NULL, NULL, imp, &d);
+    if (st != want || !strstr(d.text, needle))
+        fail_msg("%s: status %d, diag \"%s\", expected %d with \"%s\"", name, (int)st, d.text,
+                 (int)want, needle);
+    free(imp);
+}
+
+static void test_bad_inputs(void **s)
+{
+    (void)s;
+    expect_bad("cut.yaml", "trainer:\n  devices: 8\n  num_nodes: [1, 2\n", MP_ERR_PARSE, "cut.yaml: not valid YAML");
+    expect_bad("cut.toml", "[training]\nseq_len = 8192\n[parallelism\n", MP_ERR_PARSE, "cut.toml:3: not valid TOML");
+    expect_bad("noflags.sh", "#!/bin/bash\ntorchrun pretrain_gpt.py --micro-batch-size 1\n",
+               MP_ERR_INPUT, "noflags.sh:2: no model flags: expected --num-layers");
+    expect_bad("empty.sh", "\n\n", MP_ERR_PARSE, "empty.sh:1: the file is empty");
+    expect_bad("bad.toml", "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[activation_checkpoint]\nmode = \"sometimes\"\n",
+               MP_ERR_INPUT, "bad.toml:5:activation_checkpoint.mode = \"sometimes\": expected none, selective or full");
+    expect_bad("t5.sh", "torchrun pretrain_t5.py --num-layers 12\n", MP_ERR_INPUT, "encoder-decoder");
+    mp_import *imp = calloc(1, sizeof *imp);
+    mp_diag d = {0};
+    assert_int_equal(mp_import_file(MESHPLAN_SOURCE_DIR "/tests", NULL, imp, &d), MP_ERR_NOT_FOUND);
+    assert_non_null(strstr(d.text, "a directory without config.json"));
+    free(imp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_megatron_gpt3_175b),
+        cmocka_unit_test(test_megatron_mixtral),
+        cmocka_unit_test(test_megatron_llama3_8b_fp8),
+        cmocka_unit_test(test_megatron_llama32_1b),
+        cmocka_unit_test(test_deepspeed_bf16_z3),
+        cmocka_unit_test(test_deepspeed_z2_offload),
+        cmocka_unit_test(test_deepspeed_z3_auto),
+        cmocka_unit_test(test_deepspeed_z1_fp16),
+        cmocka_unit_test(test_deepspeed_batch_conflict),
+        cmocka_unit_test(test_torchtitan_llama3_8b),
+        cmocka_unit_test(test_torchtitan_llama3_70b),
+        cmocka_unit_test(test_torchtitan_llama3_405b),
+        cmocka_unit_test(test_torchtitan_deepseek_v3_16b),
+        cmocka_unit_test(test_torchtitan_overrides),
+        cmocka_unit_test(test_nemo_gpt_125m),
+        cmocka_unit_test(test_nemo_launcher_175b),
+        cmocka_unit_test(test_nemo_launcher_llama2_7b),
+        cmocka_unit_test(test_nemo_bridge_override),
+        cmocka_unit_test(test_lora_llamafactory_qwen3),
+        cmocka_unit_test(test_lora_llamafactory_llama3),
+        cmocka_unit_test(test_lora_axolotl_8b),
+        cmocka_unit_test(test_lora_axolotl_qlora_70b),
+        cmocka_unit_test(test_hf_mixtral),
+        cmocka_unit_test(test_deepseek_native),
+        cmocka_unit_test(test_bash_constructs),
+        cmocka_unit_test(test_bad_inputs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
