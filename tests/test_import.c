@@ -363,6 +363,159 @@ static void test_deepseek_native(void **s)
     free(imp);
 }
 
+
+/* ---- emit, then re-import: the same plan ---- */
+
+static const char *const ext[] = {"", "job.sh", "ds_config.json", "job.toml", "job.yaml"};
+
+/* Emit plan_text (resolved for model on n GPUs) in format f and re-import it; returns 1 when the
+ * format holds the plan and the re-imported plan is the same, 0 when the format refused it
+ * (naming a plan key), and fails the test otherwise. */
+static int round_trip_plan(const mp_model *m, const char *model, const mp_plan *pp, int64_t n,
+                           mp_import_format f)
+{
+    mp_plan p = *pp;
+    mp_diag d = {0};
+    static char buf[32768];
+    mp_status st = mp_import_emit_gpu(f, m, &p, n, 8, "h100-sxm5-80gb", buf, sizeof buf, &d);
+    if (st == MP_ERR_INPUT) {
+        assert_non_null(strstr(d.text, "plan."));
+        return 0;
+    }
+    assert_int_equal(st, MP_OK);
+    mp_import_opts o = {0};
+    o.gpus = n;
+    if (f == MP_IMPORT_DEEPSPEED || f == MP_IMPORT_TORCHTITAN) {
+        if (!model)
+            return 0; /* the format names no model dimensions, and this one has no catalog key */
+        o.model = model;
+    }
+    mp_import *imp = calloc(1, sizeof *imp);
+    st = mp_import_text(ext[f], buf, strlen(buf), NULL, &o, imp, &d);
+    if (st != MP_OK)
+        fail_msg("%s as %s: re-import: %s\n%s", m->key, mp_import_format_name(f), d.text, buf);
+    assert_int_equal(imp->format, f);
+    mp_model m2;
+    const mp_model *mm = imp->have_model && !o.model ? &imp->model : m;
+    if (!imp->have_model || o.model)
+        m2 = *m, mm = &m2;
+    mp_plan q;
+    st = mp_import_resolve(imp, mm, n, &q, &d);
+    if (st != MP_OK)
+        fail_msg("%s as %s: resolve: %s\n%s", m->key, mp_import_format_name(f), d.text, buf);
+    char a[1024], b[1024];
+    mp_plan_format(&p, a, sizeof a);
+    mp_plan_format(&q, b, sizeof b);
+    if (strcmp(a, b) != 0)
+        fail_msg("%s: round trip changed the plan:\n  %s\n  %s\n%s", mp_import_format_name(f), a, b, buf);
+    if (f == MP_IMPORT_MEGATRON) { /* the dimensions travel too (NeMo names a tokenizer file) */
+        mp_param_count x, y;
+        mp_model_params(m, 1, &x);
+        mp_model_params(&imp->model, 1, &y);
+        assert_true(llabs(x.total - y.total) < x.total / 100 + 1);
+    }
+    free(imp);
+    return 1;
+}
+
+static int round_trip(const char *model, const char *plan_text, int64_t n, mp_import_format f)
+{
+    const mp_model *m = mp_catalog_model(cat, model);
+    assert_non_null(m);
+    mp_plan p;
+    mp_plan_init_default(&p);
+    mp_diag d = {0};
+    assert_int_equal(mp_plan_parse(plan_text, &p, &d), MP_OK);
+    if (mp_plan_resolve(&p, m, n, &d) != MP_OK)
+        fail_msg("%s: %s", plan_text, d.text);
+    return round_trip_plan(m, model, &p, n, f);
+}
+
+/* The plans read from published files, written back in their own format and the others. */
+static void test_round_trip_files(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *file, *model;
+        int64_t gpus;
+        int ok[5];
+    } cases[] = {
+        {"megatron_gpt3_175b.sh", NULL, 128, {0, 1, 0, 0, 1}},   /* fp16 TP8 PP16 */
+        {"megatron_mixtral_8x7b.sh", NULL, 32, {0, 1, 0, 0, 1}}, /* EP 8, distributed optimizer */
+        {"megatron_llama3_8b_h100_fp8.sh", NULL, 8, {0, 1, 0, 0, 0}}, /* fp8 gathers: not NeMo */
+        {"nemo_launcher_gpt3_175b.yaml", NULL, 1024, {0, 1, 0, 0, 1}}, /* VPP 6 */
+        {"nemo_launcher_llama2_7b.yaml", NULL, 128, {0, 1, 0, 0, 1}},
+        {"torchtitan_llama3_70b.toml", NULL, 64, {0, 1, 0, 1, 0}},   /* FSDP2 + TP 8 */
+        {"torchtitan_llama3_405b.toml", NULL, 128, {0, 1, 0, 1, 0}}, /* FP8, FP8 gathers */
+        {"deepspeed_ds_z3_config.json", "llama3-8b", 16, {0, 0, 1, 0, 1}},
+    };
+    int trips = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mp_import *imp = import_check(cases[i].file, cases[i].model, cases[i].gpus, "");
+        mp_model m;
+        char where[256];
+        mp_diag d = {0};
+        const char *key = cases[i].model ? cases[i].model : imp->model_id[0] ? imp->model_id : NULL;
+        if (imp->have_model && !cases[i].model)
+            m = imp->model;
+        else
+            assert_int_equal(mp_import_find_model(cat, key, NULL, &m, where, sizeof where, &d), MP_OK);
+        mp_plan p;
+        if (mp_import_resolve(imp, &m, imp->gpus, &p, &d) != MP_OK)
+            fail_msg("%s: %s", cases[i].file, d.text);
+        for (int f = MP_IMPORT_MEGATRON; f <= MP_IMPORT_NEMO; f++) {
+            int r = round_trip_plan(&m, key, &p, imp->gpus, (mp_import_format)f);
+            if (r != cases[i].ok[f])
+                fail_msg("%s as %s: %s", cases[i].file, mp_import_format_name((mp_import_format)f),
+                         r ? "round-tripped, expected a refusal" : "refused");
+            trips += r;
+        }
+        free(imp);
+    }
+    print_message("published files: %d round trips to the same plan\n", trips);
+}
+
+static void test_round_trip(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *model, *plan;
+        int64_t gpus;
+        int ok[5]; /* per format: 1 must round-trip, 0 must be refused */
+    } cases[] = {
+        /* Megatron 3D with interleaving and selective recompute: not DeepSpeed (tp), not
+         * torchtitan (ZeRO-1) */
+        {"llama3-70b", "tp=8,pp=4,vpp=2,mb=1,gb=512,seq=8192,zero=1,recompute=selective", 256, {0, 1, 0, 0, 1}},
+        /* FSDP2 with full AC (torchtitan's llama3_70b preset shape) */
+        {"llama3-8b", "tp=1,pp=1,mb=2,gb=256,seq=8192,zero=3,fsdp=2,recompute=full", 64, {0, 1, 0, 1, 0}},
+        /* ZeRO-3 flat (DeepSpeed) with full recompute; NeMo FSDP too */
+        {"llama3-8b", "mb=2,gb=128,seq=8192,zero=3,recompute=full", 32, {0, 0, 1, 0, 1}},
+        /* ZeRO-2: DeepSpeed only. (The DeepSpeed JSON holds no sequence length: these plans use the
+         * model's, which the re-import takes.) */
+        {"llama3-8b", "mb=4,gb=512,seq=8192,zero=2,precision=fp16", 16, {0, 0, 1, 0, 0}},
+        /* MoE: EP 8 with PP 4 (the Mixtral script's plan) */
+        {"mixtral-8x7b", "tp=1,pp=4,ep=8,mb=1,gb=256,seq=4096,zero=1", 64, {0, 1, 0, 0, 1}},
+        /* TP 8 x PP 8 interleaved, FSDP2, FP8 with FP8 gathers, CP 2 ring: Megatron-LM's
+         * --num-layers-per-virtual-pipeline-stage cannot split 126 layers into 16 stages */
+        {"llama3-405b", "tp=8,pp=8,vpp=2,cp=2,mb=1,gb=256,seq=8192,zero=3,fsdp=2,precision=fp8,fp8_comm=1,recompute=full",
+         1024, {0, 0, 0, 1, 0}},
+        /* DDP with TP: torchtitan replicates */
+        {"llama3-8b", "tp=2,mb=1,gb=64,seq=8192,zero=0,recompute=selective", 16, {0, 1, 0, 1, 1}},
+    };
+    int trips = 0, refused = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int f = MP_IMPORT_MEGATRON; f <= MP_IMPORT_NEMO; f++) {
+            int r = round_trip(cases[i].model, cases[i].plan, cases[i].gpus, (mp_import_format)f);
+            if (r != cases[i].ok[f])
+                fail_msg("%s as %s: %s", cases[i].plan, mp_import_format_name((mp_import_format)f),
+                         r ? "round-tripped, expected a refusal" : "refused");
+            trips += r;
+            refused += !r;
+        }
+    print_message("round trips: %d same plan, %d refused by name\n", trips, refused);
+    assert_int_equal(trips, 13);
+}
+
 /* ---- the bash-subset reader ---- */
 
 static void test_bash_constructs(void **s)
@@ -455,6 +608,8 @@ int main(void)
         cmocka_unit_test(test_lora_axolotl_qlora_70b),
         cmocka_unit_test(test_hf_mixtral),
         cmocka_unit_test(test_deepseek_native),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_round_trip_files),
         cmocka_unit_test(test_bash_constructs),
         cmocka_unit_test(test_bad_inputs),
     };

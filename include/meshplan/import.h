@@ -66,6 +66,8 @@ typedef struct {
     mp_import_origin origin;
     mp_field_kind kind;
     char from[MP_IMPORT_FROM_CAP];
+    int resolved; /* added by mp_import_resolve (a default or a derived value), not the file's:
+                     left out of mp_import_plan_string, so resolving again gives the same plan */
 } mp_import_field;
 
 /** The result of reading one file. Plain struct owned by the caller (about 60 KB: allocate it). */
@@ -148,5 +150,11 @@ const mp_import_field *mp_import_get(const mp_import *imp, const char *key);
  *  MP_ERR_RANGE when cap is too small. */
 mp_status mp_import_emit(mp_import_format f, const mp_model *m, const mp_plan *p, int64_t ngpus,
                          int64_t gpus_per_node, char *buf, size_t cap, mp_diag *diag);
+
+/** The same naming the GPU (a catalog key, may be NULL), which torchtitan's writer states in
+ *  its "preset for N <GPU> GPUs" comment so that the file re-imports on the same GPU type. */
+mp_status mp_import_emit_gpu(mp_import_format f, const mp_model *m, const mp_plan *p,
+                             int64_t ngpus, int64_t gpus_per_node, const char *gpu, char *buf,
+                             size_t cap, mp_diag *diag);
 
 #endif

@@ -139,6 +139,10 @@ void cli_config_free(cli_config *cfg);
  *  command line left NULL from the file. 0 (also without --config) or an exit code. */
 int cli_config_apply(const cli_args *a, const char **model, const char **gpu, const char **gpus,
                      const char **plan);
+/** search --emit FORMAT: the best plan of r written in that launch format on stdout. 0 or an
+ *  exit code (a format that cannot hold a key of the plan names it). */
+int cli_search_emit(const cli_args *a, const mp_model *m, const mp_cluster *clusters,
+                    const mp_search_result *r);
 /** The model read from a config file named spec by the last cli_config_load, or NULL. */
 const mp_model *cli_config_model(const char *spec);
 

@@ -166,3 +166,48 @@ done:
     mp_catalog_destroy(cat);
     return rc;
 }
+
+int cli_search_emit(const cli_args *a, const mp_model *m, const mp_cluster *clusters,
+                    const mp_search_result *r)
+{
+    const char *fmt = cli_opt(a, "--emit");
+    mp_import_format f;
+    mp_diag d = {0};
+    if (mp_import_format_parse(fmt, &f, &d) != MP_OK || f == MP_IMPORT_AUTO || f == MP_IMPORT_HF ||
+        f == MP_IMPORT_FINETUNE) {
+        fprintf(stderr, "meshplan: --emit %s: expected megatron, torchtitan, deepspeed or nemo\n", fmt);
+        return EXIT_INPUT;
+    }
+    if (r->ntop < 1 || !r->top[0].feasible) {
+        fprintf(stderr, "meshplan: --emit %s: no plan fits in memory: nothing to write\n", fmt);
+        return EXIT_INPUT;
+    }
+    /* The best plan the format can hold: #1, else the first of the top list it can (a format
+     * without ZeRO-2, say), with a note on stderr naming what #1 needed. */
+    static char buf[32768];
+    mp_diag first = {0};
+    for (int i = 0; i < r->ntop; i++) {
+        const mp_search_entry *e = &r->top[i];
+        const mp_cluster *cl = &clusters[e->cluster];
+        mp_diag di = {0};
+        if (!e->feasible)
+            continue;
+        if (mp_import_emit_gpu(f, m, &e->plan, cl->num_gpus, cl->gpus_per_node, cl->gpu.key, buf,
+                               sizeof buf, &di) == MP_OK) {
+            if (i > 0) {
+                char plan[1024];
+                mp_plan_format(&e->plan, plan, sizeof plan);
+                fprintf(stderr, "meshplan: --emit %s: the best plan cannot be written in this "
+                                "format (%s); writing #%d, %s\n", fmt, first.text, i + 1, plan);
+            }
+            fputs(buf, stdout);
+            return 0;
+        }
+        if (i == 0)
+            first = di;
+    }
+    fprintf(stderr, "meshplan: --emit %s: none of the %d best plans can be written in this format:\n",
+            fmt, r->ntop);
+    cli_print_diag(&first);
+    return EXIT_INPUT;
+}

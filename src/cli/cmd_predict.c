@@ -9,7 +9,7 @@ int cmd_predict(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node",
                                        "--scale-out", "--plan", "--catalog", "--cluster",
-                                       "--quality-factor", NULL};
+                                       "--quality-factor", "--config", NULL};
     static const char *const flags[] = {"--json", NULL};
     cli_args args;
     int rc = cli_parse(argc, argv, opts, flags, &args);
@@ -23,6 +23,8 @@ int cmd_predict(int argc, char **argv)
            cli_flag(&args, "--json"), args.npositional};
     if (a.npositional)
         return cli_fail("predict: unexpected argument \"%s\"", args.positional[0]);
+    if ((rc = cli_config_apply(&args, &a.model, &a.gpu, &a.gpus, &a.plan)))
+        return rc;
     const char *cluster = cli_opt(&args, "--cluster");
     if (!a.model && !a.gpu && !a.gpus && !a.plan && !cluster) {
         /* The built-in default job: Llama 3 70B on 64 H100 (8 DGX H100 nodes). */

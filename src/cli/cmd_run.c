@@ -76,7 +76,7 @@ static json_t *num(double x)
 int cmd_run(int argc, char **argv)
 {
     static const char *const opts[] = {
-        "--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out", "--plan", "--catalog",
+        "--model", "--config", "--gpu", "--gpus", "--gpus-per-node", "--scale-out", "--plan", "--catalog",
         "--tokens", "--price-gpu-hour", "--capex-per-gpu", "--amortization-years", "--price-kwh",
         "--pue", "--grid-gco2-per-kwh", "--power-cap-W", "--host-util", "--checkpoint-GBps",
         "--checkpoint-interval-s", "--restart-s", "--repair-h", "--spare-nodes", "--failures",
@@ -90,6 +90,8 @@ int cmd_run(int argc, char **argv)
         return cli_fail("run: unexpected argument \"%s\"", args.positional[0]);
     const char *model = cli_opt(&args, "--model"), *gpu = cli_opt(&args, "--gpu");
     const char *gpus = cli_opt(&args, "--gpus"), *plan = cli_opt(&args, "--plan");
+    if ((rc = cli_config_apply(&args, &model, &gpu, &gpus, &plan)))
+        return rc;
     const char *tokens_s = cli_opt(&args, "--tokens");
     const int json = cli_flag(&args, "--json"), async = cli_flag(&args, "--async-checkpoint");
     if (!model) return cli_fail("run: --model is required%s", "");

@@ -44,7 +44,7 @@ int cmd_search(int argc, char **argv)
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
                                        "--catalog", "--gb", "--seq", "--precision", "--fix",
                                        "--objective", "--tokens", "--price-gpu-hour", "--top",
-                                       "--threads", "--rank", "--orders", NULL};
+                                       "--threads", "--rank", "--orders", "--emit", NULL};
     static const char *const flags[] = {"--json", "--csv", "--no-prune", NULL};
     cli_args a;
     int rc = cli_parse(argc, argv, opts, flags, &a);
@@ -93,6 +93,10 @@ int cmd_search(int argc, char **argv)
     cli_progress_done(&prog);
     if (st != MP_OK) {
         rc = cli_exit_for(st);
+        goto done;
+    }
+    if (cli_opt(&a, "--emit")) {
+        rc = cli_search_emit(&a, &m, clusters, &r);
         goto done;
     }
     if (cli_flag(&a, "--json")) {

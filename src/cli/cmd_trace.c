@@ -44,7 +44,7 @@ static void row(const char *what, double sim, double ana)
 
 int cmd_trace(int argc, char **argv)
 {
-    static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
+    static const char *const opts[] = {"--model", "--config", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
                                        "--plan", "--catalog", "-o", "--output", "--contention",
                                        "--straggler-rank", "--straggler-compute", "--straggler-link",
                                        "--max-events", NULL};
@@ -56,6 +56,8 @@ int cmd_trace(int argc, char **argv)
         return rc;
     const char *model = cli_opt(&args, "--model"), *gpu = cli_opt(&args, "--gpu");
     const char *gpus = cli_opt(&args, "--gpus"), *plan = cli_opt(&args, "--plan");
+    if ((rc = cli_config_apply(&args, &model, &gpu, &gpus, &plan)))
+        return rc;
     const char *outpath = cli_opt(&args, "-o") ? cli_opt(&args, "-o") : cli_opt(&args, "--output");
     if (args.npositional)
         return cli_fail("trace: unexpected argument \"%s\"", args.positional[0]);

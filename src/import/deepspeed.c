@@ -25,7 +25,8 @@ static const char *const understood_prefix[] = {
     "optimizer.", "scheduler.", "steps_per_print", "gradient_clipping",
     "zero_allow_untested_optimizer", "wall_clock_breakdown", "zero_optimization.", "fp16.",
     "bf16.", "torch_autocast.", "prescale_gradients", "communication_data_type",
-    "gradient_predivide_factor", "flops_profiler.", "tensorboard.", "wandb.", "amp.", NULL};
+    "gradient_predivide_factor", "flops_profiler.", "tensorboard.", "wandb.", "amp.",
+    "activation_checkpointing.", NULL};
 
 /* "auto" in a JSON string. */
 static int is_auto(const imp_kv *e)
@@ -157,9 +158,14 @@ mp_status imp_deepspeed(imp_ctx *c)
     imp_set(c, MP_FIELD_PLAN, "pp", "1", NULL, MP_FROM_DEFAULT,
             "DeepSpeed's JSON has no pipeline degree (PipelineModule is set in code)");
     imp_kv *ac = imp_find(c, "activation_checkpointing.partition_activations");
-    (void)ac;
-    imp_set(c, MP_FIELD_PLAN, "recompute", "none", NULL, MP_FROM_DEFAULT,
-            "the JSON does not say (HF Trainer gradient_checkpointing default False)");
+    if (!ac)
+        ac = imp_find(c, "activation_checkpointing.contiguous_memory_optimization");
+    if (ac)
+        imp_set(c, MP_FIELD_PLAN, "recompute", "full", ac, MP_FROM_FILE,
+                "activation_checkpointing: deepspeed.checkpointing recomputes whole layers");
+    else
+        imp_set(c, MP_FIELD_PLAN, "recompute", "none", NULL, MP_FROM_DEFAULT,
+                "the JSON does not say (HF Trainer gradient_checkpointing default False)");
     imp_deepspeed_fields(c);
     if (!c->opts || !c->opts->model)
         mp_strlcpy(c->out->model_id_from, "a DeepSpeed config names no model: give --model",

@@ -45,7 +45,8 @@ static const char *const ignored_prefix[] = {
     "--make-vocab-size-divisible-by", "--fp8-", "--first-last-layers-bf16", "--override-opt",
     "--num-experts", "--moe-", "launcher:--node_rank", "launcher:--node-rank",
     "launcher:--master_addr", "launcher:--master-addr", "launcher:--master_port",
-    "launcher:--master-port", "launcher:--rdzv", "--use-legacy-models", "--bf16", "--fp16", "--kv-channels", "--q-lora-rank", "--kv-lora-rank",
+    "launcher:--master-port", "launcher:--rdzv", "--cp-comm-type", "--recompute-method",
+    "--recompute-num-layers", "--use-torch-fsdp2", "--use-legacy-models", "--bf16", "--fp16", "--kv-channels", "--q-lora-rank", "--kv-lora-rank",
     "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim", "--mtp-num-layers",
     "--position-embedding-type", "--normalization", "--hidden-dropout", "--attention-dropout",
     "--vocab-size", "--multi-latent-attention", "--attention-backend", "--max-position-embeddings",
@@ -245,7 +246,10 @@ static void read_plan(imp_ctx *c, const mp_model *m, int have_model)
                                              : "Megatron-LM turns it off when tp = 1 (arguments.py)");
     else
         imp_set(c, MP_FIELD_PLAN, "sp", "0", NULL, MP_FROM_DEFAULT, MEG ": off");
-    if (flag_on(c, "--use-distributed-optimizer", &e))
+    if (flag_on(c, "--use-torch-fsdp2", &e)) {
+        imp_set(c, MP_FIELD_PLAN, "zero", "3", e, MP_FROM_FILE, "torch FSDP2: everything sharded");
+        imp_set(c, MP_FIELD_PLAN, "fsdp", "2", e, MP_FROM_FILE, NULL);
+    } else if (flag_on(c, "--use-distributed-optimizer", &e))
         imp_set(c, MP_FIELD_PLAN, "zero", "1", e, MP_FROM_FILE,
                 "distributed optimizer: optimizer states sharded over DP");
     else
@@ -270,6 +274,11 @@ static void read_plan(imp_ctx *c, const mp_model *m, int have_model)
         imp_set(c, MP_FIELD_PLAN, "precision", "bf16", NULL, MP_FROM_DEFAULT,
                 "no --bf16/--fp16: Megatron-LM trains in fp32, which meshplan does not model; "
                 "bf16 assumed");
+    imp_kv *cpt = imp_find(c, "--cp-comm-type");
+    if (cpt && !strcmp(cpt->val, "all_gather"))
+        imp_set(c, MP_FIELD_PLAN, "cp_algo", "allgather", cpt, MP_FROM_FILE, NULL);
+    if (flag_on(c, "--fp8-param-gather", &e))
+        imp_set(c, MP_FIELD_PLAN, "fp8_comm", "1", e, MP_FROM_FILE, "FP8 parameter all-gathers");
     imp_kv *ab = imp_find(c, "--attention-backend");
     if (ab && !strcmp(ab->val, "unfused"))
         imp_set(c, MP_FIELD_PLAN, "flash", "0", ab, MP_FROM_FILE, NULL);

@@ -26,7 +26,7 @@ int mp_import_plan_string(const mp_import *imp, char *buf, size_t cap)
         buf[0] = '\0';
     for (int k = 0; k < N_PLAN_KEYS; k++) {
         const mp_import_field *f = mp_import_get(imp, plan_keys[k]);
-        if (!f || f->kind != MP_FIELD_PLAN)
+        if (!f || f->kind != MP_FIELD_PLAN || f->resolved)
             continue;
         int w = imp_fmt(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s%s=%s",
                          n ? "," : "", f->key, f->value);
@@ -177,6 +177,9 @@ mp_status mp_import_resolve(mp_import *imp, const mp_model *model, int64_t ngpus
         else if (!strcmp(plan_keys[k], "sp")) why = "meshplan default: on when tp > 1";
         else if (!strcmp(plan_keys[k], "schedule")) why = "1f1b, interleaved when vpp > 1";
         imp_set(&c, MP_FIELD_PLAN, plan_keys[k], v, NULL, o, why);
+        mp_import_field *nf = (mp_import_field *)mp_import_get(imp, plan_keys[k]);
+        if (nf)
+            nf->resolved = 1;
     }
     return MP_OK;
 }
