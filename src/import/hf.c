@@ -103,12 +103,14 @@ mp_status imp_hf(imp_ctx *c, const char *text, size_t len)
         }
         return st;
     }
+    int nwarn = 0;
     if (d.count) /* warnings (a model_type whose fields are not all understood) */
         for (const char *line = d.text; line && *line;) {
             const char *nl = strchr(line, '\n');
-            char msg[600];
+            char msg[600], key[32];
             imp_fmt(msg, sizeof msg, "%.*s", (int)(nl ? nl - line : (long)strlen(line)), line);
-            imp_set(c, MP_FIELD_UNSUPPORTED, "model.warning", msg, NULL, MP_FROM_DEFAULT, msg);
+            imp_fmt(key, sizeof key, "model.warning.%d", ++nwarn);
+            imp_set(c, MP_FIELD_UNSUPPORTED, key, "not modelled", NULL, MP_FROM_DEFAULT, msg);
             line = nl ? nl + 1 : NULL;
         }
     o->have_model = 1;
