@@ -6,7 +6,8 @@
 # valgrind (scripts/valgrind.sh). Neither is needed to build or test.
 set -euo pipefail
 
-PKGS=(cmake gcc libc6-dev make pkg-config libjansson-dev libcmocka-dev python3)
+PKGS=(cmake gcc g++ libc6-dev make pkg-config libjansson-dev libcmocka-dev python3 libfyaml-dev
+      libtomlplusplus-dev)
 for opt in "$@"; do
     case "$opt" in
         --fuzz) PKGS+=(clang libclang-rt-14-dev) ;;

@@ -148,7 +148,7 @@ static int split_overrides(int argc, char **argv, char **own, int *nown, const c
     *nov = 0;
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
-        if (i >= 2 && !strncmp(s, "--", 2) && strchr(s, '.') && s[2] != '.') {
+        if (!strncmp(s, "--", 2) && strchr(s, '.') && s[2] != '.') {
             if (*nov >= IMPORT_OVERRIDES_MAX)
                 return cli_fail("import: more than 32 overrides%s", "");
             const char *eq = strchr(s, '=');

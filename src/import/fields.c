@@ -167,7 +167,7 @@ void imp_set(imp_ctx *c, mp_field_kind kind, const char *key, const char *value,
     mp_strlcpy(f->key, key, sizeof f->key);
     mp_strlcpy(f->value, value, sizeof f->value);
     if (from_kv) {
-        f->origin = MP_FROM_FILE;
+        f->origin = from_kv->line > 0 ? MP_FROM_FILE : MP_FROM_OPTION; /* line 0: an override */
         imp_where(c, from_kv, f->from, sizeof f->from);
         if (why && why[0]) {
             size_t n = strlen(f->from);
