@@ -80,6 +80,7 @@ mp_status imp_hf(imp_ctx *c, const char *text, size_t len)
     mp_diag d = {0};
     st = native ? mp_model_from_hf_json(native, strlen(native), &o->model, &d)
                 : mp_model_from_hf_json(text, len, &o->model, &d);
+    int is_native = native != NULL;
     free(native);
     if (st != MP_OK) {
         /* name the file, and the line of the field the message names */
@@ -104,7 +105,8 @@ mp_status imp_hf(imp_ctx *c, const char *text, size_t len)
         return st;
     }
     int nwarn = 0;
-    if (d.count) /* warnings (a model_type whose fields are not all understood) */
+    mp_diag_clear(&d);
+    if (!is_native && mp_model_hf_warnings(text, len, &d)) /* a model_type not all understood */
         for (const char *line = d.text; line && *line;) {
             const char *nl = strchr(line, '\n');
             char msg[600], key[32];

@@ -52,9 +52,9 @@
  *   Encoder-decoder and encoder models (is_encoder_decoder true, or model_type t5, mt5, umt5,
  *     longt5, bart, mbart, pegasus, marian, switch_transformers, whisper, bert, roberta) are
  *     refused with MP_ERR_INPUT naming the model_type.
- * Warnings (MP_OK, one diag line each, "config.json: warning: ..."): a model_type outside these
- * families (read by the common names), parallel_attn, attn_logit_softcapping,
- * final_logit_softcapping.
+ * Warnings (mp_model_hf_warnings, apart from the parse: an accepted file leaves diag empty): a
+ * model_type outside these families (read by the common names), parallel_attn,
+ * attn_logit_softcapping, final_logit_softcapping.
  *   gpt2: GELU MLP, LayerNorm, learned positions.   gpt_neox: GELU MLP, LayerNorm, RoPE.
  *   mpt: GELU MLP (ffn_config.ffn_type "mptglu" -> glu), LayerNorm (norm_type *rmsnorm ->
  *     RMSNorm), ALiBi when attn_config.alibi, else RoPE when attn_config.rope, else learned.
@@ -695,8 +695,8 @@ static void read_config(hf_ctx *c, const json_t *cfg, hf_family fam, mp_model *m
     read_attention_extras(c, cfg, m, rd == 1, fam == FAM_GEMMA && mt && !strcmp(mt, "gemma2"));
 }
 
-/* Warnings (status stays MP_OK): a model_type meshplan does not know, and fields of known ones
- * that it reads as something simpler. Added to diag after a successful read. */
+/* Warnings: a model_type meshplan does not know, and fields of known ones that it reads as
+ * something simpler (mp_model_hf_warnings). */
 static void warn_fields(mp_diag *diag, const json_t *cfg, const char *model_type, hf_family fam)
 {
     if (fam == FAM_OTHER)
@@ -806,8 +806,6 @@ mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out
     copy_text(mt, sizeof mt, model_type && model_type[0] ? model_type : "absent");
     snprintf(m.source, sizeof m.source, "Hugging Face config.json (model_type %s)", mt);
 
-    if (!c.errors)
-        warn_fields(diag, cfg, model_type, fam);
     json_decref(root);
     if (c.errors)
         return MP_ERR_INPUT;
@@ -816,4 +814,30 @@ mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out
         return st;
     *out = m;
     return MP_OK;
+}
+
+int mp_model_hf_warnings(const char *json_text, size_t len, mp_diag *warnings)
+{
+    if (!json_text)
+        return 0;
+    json_t *root = json_loadb(json_text, len, 0, NULL);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return 0;
+    }
+    const json_t *cfg = root;
+    const json_t *text_config = field(root, "text_config");
+    if (json_is_object(text_config) && !field(root, "num_hidden_layers") && !field(root, "n_layer"))
+        cfg = text_config;
+    const char *model_type = json_string_value(field(cfg, "model_type"));
+    if (!model_type)
+        model_type = json_string_value(field(root, "model_type"));
+    const json_t *archs = field(root, "architectures");
+    hf_family fam = family_of(model_type, archs ? archs : field(cfg, "architectures"));
+    int before = warnings ? warnings->count : 0;
+    mp_diag local = {0};
+    warn_fields(warnings ? warnings : &local, cfg, model_type, fam);
+    int n = (warnings ? warnings->count : local.count) - before;
+    json_decref(root);
+    return n;
 }
