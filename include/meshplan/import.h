@@ -50,9 +50,16 @@ typedef enum {
     MP_FROM_DERIVED,  /* computed from other fields: `from` gives the formula */
 } mp_import_origin;
 
-/** Kind of field: a plan key, a model dimension, a cluster fact, or a setting of the job that
- *  meshplan has no key for (listed, not used: fine-tuning, offload, ...). */
-typedef enum { MP_FIELD_PLAN, MP_FIELD_MODEL, MP_FIELD_CLUSTER, MP_FIELD_UNSUPPORTED } mp_field_kind;
+/** Kind of field: a plan key, a model dimension, a cluster fact, a setting of the job that
+ *  meshplan has no key for (listed, not used: fine-tuning, offload, ...), or one the plan implies
+ *  (MP_FIELD_JOB: gradient accumulation steps = gb / (mb x dp), torchtitan's local batch). */
+typedef enum {
+    MP_FIELD_PLAN,
+    MP_FIELD_MODEL,
+    MP_FIELD_CLUSTER,
+    MP_FIELD_UNSUPPORTED,
+    MP_FIELD_JOB
+} mp_field_kind;
 
 #define MP_IMPORT_KEY_CAP 40
 #define MP_IMPORT_VALUE_CAP 128

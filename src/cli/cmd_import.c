@@ -54,6 +54,7 @@ static json_t *import_json(const cli_config *c, const mp_cluster *cl, const mp_e
     const mp_import *imp = c->imp;
     json_t *plan = json_object(), *sources = json_object(), *assumed = json_array();
     json_t *unsupported = json_array(), *unknown = json_array(), *cluster = json_object();
+    json_t *job = json_object();
     for (int i = 0; i < imp->nfields; i++) {
         const mp_import_field *f = &imp->field[i];
         if (f->kind == MP_FIELD_PLAN) {
@@ -61,6 +62,8 @@ static json_t *import_json(const cli_config *c, const mp_cluster *cl, const mp_e
             json_object_set_new(sources, f->key, json_string(f->from));
         } else if (f->kind == MP_FIELD_CLUSTER) {
             json_object_set_new(cluster, f->key, value_json(f->value));
+        } else if (f->kind == MP_FIELD_JOB) {
+            json_object_set_new(job, f->key, value_json(f->value));
         } else if (f->kind == MP_FIELD_UNSUPPORTED) {
             json_array_append_new(unsupported, json_pack("{s:s, s:s, s:s}", "key", f->key,
                                                          "value", f->value, "from", f->from));
@@ -84,10 +87,10 @@ static json_t *import_json(const cli_config *c, const mp_cluster *cl, const mp_e
     json_object_set_new(cluster, "gpu", json_string(c->gpu));
     json_object_set_new(cluster, "gpus", json_integer(c->gpus));
     json_object_set_new(cluster, "gpus_per_node", json_integer(cl ? cl->gpus_per_node : c->gpus_per_node));
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:i}",
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:i}",
                           "file", imp->file, "format", mp_import_format_name(imp->format),
                           "model", model_json(c), "plan", plan, "plan_string", c->plan_string,
-                          "sources", sources, "cluster", cluster, "assumed", assumed,
+                          "sources", sources, "job", job, "cluster", cluster, "assumed", assumed,
                           "unsupported", unsupported, "unknown_keys", unknown,
                           "unknown_keys_dropped", imp->unknown_dropped);
     if (e && cl) {
@@ -130,6 +133,7 @@ static void import_text(const cli_config *c)
            c->gpu_assumed ? " (GPU type stated nowhere: meshplan's default, give --gpu)" : "");
     print_fields(imp, MP_FIELD_CLUSTER, "cluster fields:");
     print_fields(imp, MP_FIELD_PLAN, "plan (key, value, origin, where from):");
+    print_fields(imp, MP_FIELD_JOB, "implied by the plan:");
     printf("plan string: %s\n", c->plan_string);
     print_fields(imp, MP_FIELD_UNSUPPORTED, "settings meshplan has no key for (not used):");
     if (imp->nunknown) {

@@ -106,9 +106,9 @@ void imp_deepspeed_fields(imp_ctx *c)
     }
     if (!ga) {
         ga = 1;
-        imp_set(c, MP_FIELD_PLAN, "gradient_accumulation_steps", "1", NULL, MP_FROM_DEFAULT, DS);
+        imp_set(c, MP_FIELD_JOB, "gradient_accumulation_steps", "1", NULL, MP_FROM_DEFAULT, DS);
     } else {
-        imp_set_int(c, MP_FIELD_PLAN, "gradient_accumulation_steps", ga, aga ? NULL : ega,
+        imp_set_int(c, MP_FIELD_JOB, "gradient_accumulation_steps", ga, aga ? NULL : ega,
                     MP_FROM_DEFAULT, aga ? HFT ": 1" : "meshplan: gb = mb x GA x dp");
     }
     if (!mb && gb && world > 0 && gb % (ga * world) == 0)

@@ -122,9 +122,9 @@ static void batch_and_precision(imp_ctx *c)
     if (r == 1) imp_set_int(c, MP_FIELD_PLAN, "mb", mb, e, MP_FROM_FILE, NULL);
     else imp_set(c, MP_FIELD_PLAN, "mb", "8", NULL, MP_FROM_DEFAULT, HFT ": per_device_train_batch_size 8");
     if (imp_int(c, "gradient_accumulation_steps", 1, 1 << 20, &ga, &e) == 1)
-        imp_set_int(c, MP_FIELD_PLAN, "gradient_accumulation_steps", ga, e, MP_FROM_FILE, NULL);
+        imp_set_int(c, MP_FIELD_JOB, "gradient_accumulation_steps", ga, e, MP_FROM_FILE, NULL);
     else
-        imp_set(c, MP_FIELD_PLAN, "gradient_accumulation_steps", "1", NULL, MP_FROM_DEFAULT, HFT);
+        imp_set(c, MP_FIELD_JOB, "gradient_accumulation_steps", "1", NULL, MP_FROM_DEFAULT, HFT);
     int64_t gpus = c->opts && c->opts->gpus > 0 ? c->opts->gpus : 1;
     if (!(c->opts && c->opts->gpus > 0))
         imp_set(c, MP_FIELD_CLUSTER, "gpus", "1", NULL, MP_FROM_DEFAULT,

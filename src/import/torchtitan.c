@@ -177,7 +177,7 @@ static void schedule_and_batch(imp_ctx *c)
         imp_set_int(c, MP_FIELD_PLAN, "mb", local, e, e ? MP_FROM_FILE : MP_FROM_DEFAULT,
                     e ? "local_batch_size: one micro-batch per DP rank" : TT ": local_batch_size 8");
     else
-        imp_set_int(c, MP_FIELD_PLAN, "local_batch_size", local, e,
+        imp_set_int(c, MP_FIELD_JOB, "local_batch_size", local, e,
                     e ? MP_FROM_FILE : MP_FROM_DEFAULT, e ? NULL : TT ": 8");
     int64_t gb = 0;
     imp_kv *ge = NULL;
