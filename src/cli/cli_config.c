@@ -64,8 +64,8 @@ int cli_config_load(const mp_catalog *cat, const char *path, const mp_import_opt
             cfg->have_model = 1;
         } else if (st == MP_ERR_NOT_FOUND && !(opts && opts->model)) {
             snprintf(cfg->model_where, sizeof cfg->model_where,
-                     "%s (%s): not in the catalog nor the local Hugging Face cache (%s): no "
-                     "prediction (give --model)", imp->model_id, imp->model_id_from,
+                     "%.200s (%.300s): not in the catalog nor the local Hugging Face cache "
+                     "(%.300s): no prediction (give --model)", imp->model_id, imp->model_id_from,
                      hub[0] ? hub : "no HOME or HF_HOME");
         } else {
             fprintf(stderr, "meshplan: model = \"%s\": %s\n", imp->model_id,
