@@ -641,6 +641,35 @@ static void test_bash_constructs(void **s)
     free(imp);
 }
 
+static void test_bash_launchers(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *text;
+        int64_t gpus;
+    } cases[] = {
+        {"deepspeed --num_gpus 4 --num_nodes 2 pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+         "--num-attention-heads 4 --seq-length 128 --micro-batch-size 1\n", 8},
+        {"python -m torch.distributed.run --nproc_per_node=8 --nnodes=2 pretrain_gpt.py "
+         "--num-layers=2 --hidden-size=64 --num-attention-heads=4 --seq-length=128\n", 16},
+        {"GPUS_PER_NODE=4\nNNODES=3\npython pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+         "--num-attention-heads 4 --seq-length 128\n", 12},
+        {"--num-layers 2\n--hidden-size 64\n--num-attention-heads 4\n--seq-length 128\n", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mp_import *imp = calloc(1, sizeof *imp);
+        mp_diag d = {0};
+        mp_import_opts o = {0};
+        o.format = MP_IMPORT_MEGATRON;
+        if (mp_import_text("args.txt", cases[i].text, strlen(cases[i].text), NULL, &o, imp, &d) != MP_OK)
+            fail_msg("case %zu: %s", i, d.text);
+        assert_int_equal(imp->gpus, cases[i].gpus);
+        assert_int_equal(imp->model.hidden, 64);
+        assert_string_equal(mp_import_get(imp, "seq")->value, "128");
+        free(imp);
+    }
+}
+
 /* ---- bad input: exit 2 with the file, line and what was expected ---- */
 
 static void expect_bad(const char *name, const char *text, mp_status want, const char *needle)
@@ -703,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_round_trip_files),
         cmocka_unit_test(test_bash_constructs),
+        cmocka_unit_test(test_bash_launchers),
         cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
