@@ -95,6 +95,11 @@ json_check "a Hugging Face id from the local cache (HF_HOME)" \
     import "$TMP/phi3.yaml" --gpus 8 --json --no-predict
 
 check "predict --config" 0 "plan     tp=8" predict --config "$D/torchtitan_llama3_70b.toml"
+check "search --config: the file's model, GPUs, batch and sequence" 0 "job: gb 64 x seq 8192" \
+    search --config "$D/torchtitan_llama3_70b.toml" --top 3
+"$MP" search --config "$D/torchtitan_llama3_70b.toml" --emit torchtitan >"$TMP/best.toml" 2>/dev/null
+check "search --config then --emit torchtitan: the written TOML imports back on 64 A100" 0 "cluster: 64 x a100" \
+    import "$TMP/best.toml" --no-predict
 check "search --emit torchtitan" 0 "[parallelism]" search --model llama3-8b --gpu h100-sxm5-80gb --gpus 16 --gb 256 --seq 8192 --emit torchtitan
 "$MP" search --model llama3-8b --gpu h100-sxm5-80gb --gpus 16 --gb 256 --seq 8192 --emit megatron >"$TMP/emitted.sh" 2>/dev/null
 check "the emitted Megatron script imports back" 0 "plan string: tp=" import "$TMP/emitted.sh" --no-predict

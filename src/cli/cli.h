@@ -139,6 +139,10 @@ void cli_config_free(cli_config *cfg);
  *  command line left NULL from the file. 0 (also without --config) or an exit code. */
 int cli_config_apply(const cli_args *a, const char **model, const char **gpu, const char **gpus,
                      const char **plan);
+/** search --config FILE: the job the file describes, added to a where the command line left
+ *  it out: --model, --gpu, --gpus, --gb, --seq, --precision (the plan itself is searched).
+ *  0 (also without --config) or an exit code. */
+int cli_config_search(cli_args *a);
 /** search --emit FORMAT: the best plan of r written in that launch format on stdout. 0 or an
  *  exit code (a format that cannot hold a key of the plan names it). */
 int cli_search_emit(const cli_args *a, const mp_model *m, const mp_cluster *clusters,

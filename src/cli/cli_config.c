@@ -211,3 +211,53 @@ int cli_search_emit(const cli_args *a, const mp_model *m, const mp_cluster *clus
     cli_print_diag(&first);
     return EXIT_INPUT;
 }
+
+/* Append "--name value" to a when it is absent (value copied into a static slot). */
+static int add_opt(cli_args *a, const char *name, const char *value, char *slot, size_t cap)
+{
+    if (cli_opt(a, name))
+        return 0;
+    if (a->nopts >= CLI_MAX_OPTS)
+        return cli_fail("too many options with --config %s", "");
+    snprintf(slot, cap, "%s", value);
+    a->name[a->nopts] = name;
+    a->value[a->nopts++] = slot;
+    return 0;
+}
+
+int cli_config_search(cli_args *a)
+{
+    const char *file = cli_opt(a, "--config");
+    if (!file)
+        return 0;
+    const char *model = cli_opt(a, "--model"), *gpu = cli_opt(a, "--gpu");
+    const char *gpus = cli_opt(a, "--gpus"), *plan = NULL;
+    char range[64] = "";
+    if (gpus && strchr(gpus, ':')) { /* a range: the file's plan is resolved on its own count */
+        snprintf(range, sizeof range, "%s", gpus);
+        gpus = NULL;
+    }
+    int rc = cli_config_apply(a, &model, &gpu, &gpus, &plan);
+    if (rc)
+        return rc;
+    /* the job the file describes: its batch, sequence and precision; the plan is searched */
+    mp_plan p;
+    mp_plan_init_default(&p);
+    mp_diag d = {0};
+    if (mp_plan_parse(plan, &p, &d) != MP_OK) {
+        cli_print_diag(&d);
+        return EXIT_INPUT;
+    }
+    static char s_model[4096], s_gpu[MP_KEY_CAP], s_gpus[64], s_gb[32], s_seq[32], s_prec[16];
+    char gb[32], seq[32];
+    snprintf(gb, sizeof gb, "%lld", (long long)p.gb);
+    snprintf(seq, sizeof seq, "%lld", (long long)p.seq);
+    if ((rc = add_opt(a, "--model", model, s_model, sizeof s_model)) ||
+        (rc = add_opt(a, "--gpu", gpu, s_gpu, sizeof s_gpu)) ||
+        (rc = add_opt(a, "--gpus", range[0] ? range : gpus, s_gpus, sizeof s_gpus)) ||
+        (rc = add_opt(a, "--gb", gb, s_gb, sizeof s_gb)) ||
+        (rc = add_opt(a, "--seq", seq, s_seq, sizeof s_seq)) ||
+        (rc = add_opt(a, "--precision", mp_dtype_name(p.precision), s_prec, sizeof s_prec)))
+        return rc;
+    return 0;
+}

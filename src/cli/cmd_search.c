@@ -44,7 +44,7 @@ int cmd_search(int argc, char **argv)
     static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
                                        "--catalog", "--gb", "--seq", "--precision", "--fix",
                                        "--objective", "--tokens", "--price-gpu-hour", "--top",
-                                       "--threads", "--rank", "--orders", "--emit", NULL};
+                                       "--threads", "--rank", "--orders", "--emit", "--config", NULL};
     static const char *const flags[] = {"--json", "--csv", "--no-prune", NULL};
     cli_args a;
     int rc = cli_parse(argc, argv, opts, flags, &a);
@@ -52,6 +52,8 @@ int cmd_search(int argc, char **argv)
         return rc;
     if (a.npositional)
         return cli_fail("search: unexpected argument \"%s\"", a.positional[0]);
+    if ((rc = cli_config_search(&a)))
+        return rc;
     if (!cli_opt(&a, "--model")) return cli_fail("search: --model is required%s", "");
     if (!cli_opt(&a, "--gpu")) return cli_fail("search: --gpu is required%s", "");
     if (!cli_opt(&a, "--gpus")) return cli_fail("search: --gpus is required (N, or A:B to search GPU counts A, 2A, ... B)%s", "");
