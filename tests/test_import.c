@@ -140,6 +140,16 @@ static void test_megatron_llama32_1b(void **s)
               "model.layers=16@F model.hidden=2048@F model.vocab=128256@F gpus=8@V");
 }
 
+static void test_megatron_printed_args(void **s)
+{
+    (void)s;
+    /* Megatron-LM's printed "arguments" block from a Mixtral run on 16 H100 (Megatron-LM issue
+     * 756): EP 8, global batch 128; fp16 False and fp8 None are flags not given. The excerpt has
+     * no TP/PP/micro-batch lines: those are the defaults. */
+    import_ok("megatron_issue756_printed_args.txt", "mixtral-8x7b", 16,
+              "ep=8@F gb=128@F mb=1@D tp=1@D precision=bf16@D dp=16@V");
+}
+
 /* ---- DeepSpeed ---- */
 
 static void test_deepspeed_bf16_z3(void **s)
@@ -708,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_megatron_mixtral),
         cmocka_unit_test(test_megatron_llama3_8b_fp8),
         cmocka_unit_test(test_megatron_llama32_1b),
+        cmocka_unit_test(test_megatron_printed_args),
         cmocka_unit_test(test_deepspeed_bf16_z3),
         cmocka_unit_test(test_deepspeed_z2_offload),
         cmocka_unit_test(test_deepspeed_z3_auto),

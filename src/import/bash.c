@@ -18,6 +18,7 @@
  * flag, joined by a space; "" for a bare flag); the final variables "var:NAME". A file with no
  * such command whose words are flags is read as an argument list.
  */
+#define _GNU_SOURCE /* memmem */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -848,8 +849,56 @@ static mp_status emit_entries(imp_ctx *c, bstate *b)
     return st;
 }
 
+/* Megatron-LM's printed arguments (its log's "------ arguments ------" block):
+ * "  tensor_model_parallel_size ...... 8". Returns the entries made, 0 when text is not one. */
+static int args_dump(imp_ctx *c, const char *text, size_t len, mp_status *st)
+{
+    int n = 0, lines = 0;
+    const char *p = text, *end = text + len;
+    while (p < end && *st == MP_OK) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t ln = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char l[IMP_VAL_CAP + IMP_KEY_CAP];
+        snprintf(l, sizeof l, "%.*s", (int)(ln < sizeof l - 1 ? ln : sizeof l - 1), p);
+        lines++;
+        char key[IMP_KEY_CAP] = "--", val[IMP_VAL_CAP];
+        const char *q = l;
+        while (*q == ' ' || *q == '\t') q++;
+        size_t k = 0;
+        while ((isalnum((unsigned char)q[k]) || q[k] == '_') && k + 3 < sizeof key) {
+            key[2 + k] = q[k] == '_' ? '-' : q[k];
+            k++;
+        }
+        key[2 + k] = '\0';
+        const char *dots = q + k;
+        if (k > 0 && dots[0] == ' ' && !strncmp(dots + 1, "...", 3)) {
+            dots++;
+            while (*dots == '.') dots++;
+            while (*dots == ' ') dots++;
+            snprintf(val, sizeof val, "%s", dots);
+            size_t vl = strlen(val);
+            while (vl > 0 && (val[vl - 1] == ' ' || val[vl - 1] == '\r')) val[--vl] = '\0';
+            n++;
+            if (!strcmp(val, "None") || !strcmp(val, "False"))
+                ; /* unset, or a flag not given */
+            else if (!strcmp(key, "--world-size"))
+                *st = imp_kvs_add(c->kv, "var:WORLD_SIZE", val, lines, 0);
+            else
+                *st = imp_kvs_add(c->kv, key, !strcmp(val, "True") ? "" : val, lines, 0);
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return n >= 3 ? n : 0;
+}
+
 mp_status imp_bash_args(imp_ctx *c, const char *text, size_t len)
 {
+    mp_status dst = MP_OK;
+    if (!memmem(text, len, "--", 2) && args_dump(c, text, len, &dst))
+        return dst; /* Megatron-LM's printed arguments, not a script */
+    if (dst != MP_OK)
+        return dst;
+    c->kv->n = 0; /* a few dotted lines that were not a dump: read as a script */
     bstate *b = calloc(1, sizeof *b);
     if (!b)
         return MP_ERR_NOMEM;

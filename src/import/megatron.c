@@ -346,7 +346,8 @@ mp_status imp_megatron(imp_ctx *c)
         return MP_ERR_INPUT;
     }
     mp_import *o = c->out;
-    o->have_model = read_model(c, &o->model);
+    /* --model given: the model is that one, whatever dimension flags the file has */
+    o->have_model = c->opts && c->opts->model ? 0 : read_model(c, &o->model);
     if (c->errors)
         return MP_ERR_INPUT;
     if (!o->have_model && !(c->opts && c->opts->model)) {
