@@ -680,6 +680,36 @@ static void test_bash_launchers(void **s)
     }
 }
 
+static void test_megatron_moe_layer_list(void **s)
+{
+    (void)s;
+    /* DeepSeek-V3 as Megatron-LM flags, the dense layers in its Python-list form: the same
+     * activated parameters as DeepSeek's own config (test_deepseek_native). */
+    const char *text =
+        "torchrun pretrain_gpt.py --num-layers 61 --hidden-size 7168 --num-attention-heads 128 "
+        "--ffn-hidden-size 18432 --swiglu --num-experts 256 --moe-router-topk 8 "
+        "--moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size 2048 "
+        "--moe-layer-freq \"([0]*3+[1]*58)\" --multi-latent-attention --q-lora-rank 1536 "
+        "--kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128 "
+        "--vocab-size 129280 --untie-embeddings-and-output-weights --normalization RMSNorm "
+        "--disable-bias-linear --seq-length 4096\n";
+    mp_import *imp = calloc(1, sizeof *imp);
+    mp_diag d = {0};
+    assert_int_equal(mp_import_text("dsv3.sh", text, strlen(text), NULL, NULL, imp, &d), MP_OK);
+    assert_int_equal(imp->model.moe_dense_layers, 3);
+    assert_int_equal(imp->model.moe_shared_experts, 1);
+    mp_param_count pc;
+    mp_model_params(&imp->model, 1, &pc);
+    assert_true(pc.activated > 37.4e9 && pc.activated < 37.7e9);
+    assert_true(pc.total > 664e9 && pc.total < 678e9);
+    const char *bad = "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 64 --num-attention-heads 4 "
+                      "--num-experts 4 --moe-layer-freq \"[0]*1+[1]*2\"\n";
+    assert_int_equal(mp_import_text("bad.sh", bad, strlen(bad), NULL, NULL, imp, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "bad.sh:1:--moe-layer-freq"));
+    assert_non_null(strstr(d.text, "one entry per layer (4), not 3"));
+    free(imp);
+}
+
 /* ---- bad input: exit 2 with the file, line and what was expected ---- */
 
 static void expect_bad(const char *name, const char *text, mp_status want, const char *needle)
@@ -744,6 +774,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_files),
         cmocka_unit_test(test_bash_constructs),
         cmocka_unit_test(test_bash_launchers),
+        cmocka_unit_test(test_megatron_moe_layer_list),
         cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -11,7 +11,9 @@
  * --ffn-hidden-size 4h (with --swiglu int(8h/3 / 64) * 64), --kv-channels h/heads,
  * --num-query-groups = heads unless --group-query-attention, vocabulary padded to a multiple of
  * 128 (--make-vocab-size-divisible-by) x tp, --moe-router-topk 2, --moe-ffn-hidden-size =
- * --ffn-hidden-size, MLA (--multi-latent-attention) --kv-lora-rank 512, --qk-head-dim 128,
+ * --ffn-hidden-size, --moe-layer-freq 1 (or a Python list such as "([0]*3+[1]*58)": the zeros
+ * are dense layers), MLA (--multi-latent-attention) --q-lora-rank None, --kv-lora-rank 32
+ * (arguments.py's; MLATransformerConfig's own default is 512), --qk-head-dim 128,
  * --qk-pos-emb-head-dim 64, --v-head-dim 128. The GPU count is torchrun's --nproc_per_node x
  * --nnodes, else GPUS_PER_NODE x NNODES (NUM_NODES) set in the script, else WORLD_SIZE.
  */
@@ -120,6 +122,60 @@ static void read_vocab(imp_ctx *c, mp_model *m)
     imp_set_int(c, MP_FIELD_MODEL, "model.vocab", m->vocab, NULL, MP_FROM_DEFAULT, why);
 }
 
+/* --moe-layer-freq: an integer k (every k-th layer MoE) or Megatron's Python list pattern,
+ * "([0]*3+[1]*58)" or "[0,1,1,...]": 0 a dense layer, 1 an MoE layer (dense layers leading). */
+static void read_layer_freq(imp_ctx *c, mp_model *m)
+{
+    imp_kv *e = imp_find(c, "--moe-layer-freq");
+    if (!e || !e->val[0])
+        return;
+    if (!strchr(e->val, '[')) {
+        int64_t freq = 1;
+        if (imp_int(c, "--moe-layer-freq", 1, 1 << 20, &freq, NULL) == 1 && freq > 1) {
+            m->moe_layer_freq = freq;
+            m->moe_dense_layers = m->layers - m->layers / freq;
+            imp_set_int(c, MP_FIELD_MODEL, "model.moe_layer_freq", freq, e, MP_FROM_FILE, NULL);
+        }
+        return;
+    }
+    int64_t dense = 0, total = 0;
+    const char *p = e->val;
+    while (*p) {
+        const char *open = strchr(p, '[');
+        if (!open)
+            break;
+        const char *close = strchr(open, ']');
+        if (!close) {
+            imp_bad(c, e, "an integer or a list such as ([0]*3+[1]*58)");
+            return;
+        }
+        int64_t zeros = 0, n = 0;
+        for (const char *q = open + 1; q < close; q++)
+            if (*q == '0' || *q == '1') {
+                zeros += *q == '0';
+                n++;
+            }
+        int64_t rep = 1;
+        const char *star = close + 1;
+        while (*star == ' ') star++;
+        if (*star == '*')
+            rep = strtoll(star + 1, NULL, 10);
+        dense += zeros * rep;
+        total += n * rep;
+        p = close + 1;
+    }
+    if (total != m->layers) {
+        char want[96];
+        imp_fmt(want, sizeof want, "one entry per layer (%lld), not %lld", (long long)m->layers,
+                (long long)total);
+        imp_bad(c, e, want);
+        return;
+    }
+    m->moe_dense_layers = dense;
+    imp_set_int(c, MP_FIELD_MODEL, "model.moe_dense_layers", dense, e, MP_FROM_FILE,
+                "the list's zeros, leading");
+}
+
 static void read_moe_mla(imp_ctx *c, mp_model *m)
 {
     int found = 0;
@@ -132,18 +188,12 @@ static void read_moe_mla(imp_ctx *c, mp_model *m)
                                    "model.moe_shared_width", 0, NULL, NULL);
         if (shared > 0 && m->moe_ffn_hidden > 0)
             m->moe_shared_experts = (shared + m->moe_ffn_hidden / 2) / m->moe_ffn_hidden;
-        int64_t freq = 1;
-        imp_kv *e = NULL;
-        if (imp_int(c, "--moe-layer-freq", 1, 1 << 20, &freq, &e) == 1 && freq > 1) {
-            m->moe_layer_freq = freq;
-            m->moe_dense_layers = m->layers - m->layers / freq;
-            imp_set_int(c, MP_FIELD_MODEL, "model.moe_layer_freq", freq, e, MP_FROM_FILE, NULL);
-        }
+        read_layer_freq(c, m);
     }
     if (flag_on(c, "--multi-latent-attention", NULL)) {
         m->q_lora_rank = model_int(c, "--q-lora-rank", "model.q_lora_rank", 0,
                                    MEG " (None: full-rank queries)", NULL);
-        m->kv_lora_rank = model_int(c, "--kv-lora-rank", "model.kv_lora_rank", 512, MEG, NULL);
+        m->kv_lora_rank = model_int(c, "--kv-lora-rank", "model.kv_lora_rank", 32, MEG, NULL);
         m->qk_nope_head_dim = model_int(c, "--qk-head-dim", "model.qk_nope_head_dim", 128, MEG, NULL);
         m->qk_rope_head_dim = model_int(c, "--qk-pos-emb-head-dim", "model.qk_rope_head_dim", 64,
                                         MEG, NULL);
