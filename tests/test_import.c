@@ -14,7 +14,9 @@
 #include <cmocka.h>
 
 #include "meshplan/catalog.h"
+#include "meshplan/estimate.h"
 #include "meshplan/import.h"
+#include "meshplan/topo.h"
 
 #define DATA MESHPLAN_SOURCE_DIR "/tests/data/import/"
 
@@ -266,6 +268,52 @@ static void test_torchtitan_overrides(void **s)
     assert_int_equal(p.dp, 2);
     assert_int_equal(p.recompute, MP_RC_FULL);
     assert_non_null(strstr(mp_import_get(imp, "cp")->from, "command line"));
+    free(imp);
+}
+
+static void test_torchtitan_pr1884_measured(void **s)
+{
+    (void)s;
+    /* The command of torchtitan PR 1884 (../shared/configs/logs/
+     * torchtitan_pr1884_llama3_8b_flex_4gpu_cp2_fullac.txt): NGPU=4 run_train.sh with the 8B
+     * TOML and --model.flavor 8B_flex_attn --activation_checkpoint.mode full
+     * --parallelism.context_parallel_degree 2, on H100 96 GB class GPUs (44.84 GiB = 47.19%).
+     * Measured at step 10: 5,615 tokens/s per GPU, 325.20 TFLOP/s, 44.84 GiB. */
+    const char *ov[] = {"--model.flavor", "8B_flex_attn", "--activation_checkpoint.mode", "full",
+                        "--parallelism.context_parallel_degree", "2"};
+    char path[1024];
+    snprintf(path, sizeof path, "%storchtitan_llama3_8b.toml", DATA);
+    mp_import_opts o = {0};
+    o.gpus = 4;
+    o.overrides = ov;
+    o.noverrides = 3;
+    mp_import *imp = calloc(1, sizeof *imp);
+    mp_diag d = {0};
+    assert_int_equal(mp_import_file(path, &o, imp, &d), MP_OK);
+    assert_string_equal(imp->model_id, "llama3-8b");
+    mp_model m;
+    char where[256];
+    assert_int_equal(mp_import_find_model(cat, imp->model_id, NULL, &m, where, sizeof where, &d), MP_OK);
+    mp_plan p;
+    assert_int_equal(mp_import_resolve(imp, &m, 4, &p, &d), MP_OK);
+    assert_int_equal(p.cp, 2);
+    assert_int_equal(p.dp, 2);
+    assert_int_equal(p.zero, 3);
+    assert_int_equal(p.fsdp, 2);
+    assert_int_equal(p.recompute, MP_RC_FULL);
+    assert_int_equal(p.attn_kernel, MP_ATTN_FLEX);
+    mp_cluster cl;
+    assert_int_equal(mp_cluster_from_catalog(cat, "h100-sxm-96gb-500w", 4, 0, NULL, &cl, &d), MP_OK);
+    mp_estimate *e = calloc(1, sizeof *e);
+    assert_int_equal(mp_estimate_plan(&m, &cl, &p, NULL, e, &d), MP_OK);
+    double tps_err = 100.0 * (e->tokens_per_s_per_gpu - 5615.0) / 5615.0;
+    double mem_err = 100.0 * (e->memory.total / 1073741824.0 - 44.84) / 44.84;
+    print_message("torchtitan PR 1884 as imported: %.0f tokens/s per GPU (measured 5615, %+.1f%%), "
+                  "%.1f TFLOP/s (325.2), %.1f GiB (44.84, %+.1f%%)\n", e->tokens_per_s_per_gpu,
+                  tps_err, e->model_tflops_per_gpu, e->memory.total / 1073741824.0, mem_err);
+    /* the validation subsets' median bound (tests/test_validation.c, 15%) */
+    assert_true(tps_err > -15.0 && tps_err < 15.0);
+    free(e);
     free(imp);
 }
 
@@ -759,6 +807,7 @@ int main(void)
         cmocka_unit_test(test_torchtitan_llama3_405b),
         cmocka_unit_test(test_torchtitan_deepseek_v3_16b),
         cmocka_unit_test(test_torchtitan_overrides),
+        cmocka_unit_test(test_torchtitan_pr1884_measured),
         cmocka_unit_test(test_nemo_gpt_125m),
         cmocka_unit_test(test_nemo_launcher_175b),
         cmocka_unit_test(test_nemo_launcher_llama2_7b),
