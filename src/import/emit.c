@@ -290,8 +290,11 @@ static int emit_nemo(ebuf *b, const mp_model *m, const mp_plan *p, int64_t n, in
             (long long)m->moe_topk);
     put(b, "  fsdp: %s\n  optim:\n    name: %s\n", p->zero == 3 ? "true" : "false",
         p->zero == 1 ? "distributed_fused_adam" : "fused_adam");
-    put(b, "  tokenizer:\n    library: 'megatron'\n    type: 'GPT2BPETokenizer'  # vocabulary %lld "
-           "in meshplan's model: use the model's own tokenizer\n", (long long)m->vocab);
+    if (m->vocab == 50257)
+        put(b, "  tokenizer:\n    library: 'megatron'\n    type: 'GPT2BPETokenizer'\n");
+    else /* NeMo takes the vocabulary from the tokenizer's files, not from a key */
+        put(b, "  tokenizer:\n    library: 'huggingface'\n    type: null  # the model's own tokenizer "
+               "(vocabulary %lld)\n", (long long)m->vocab);
     return 0;
 }
 
