@@ -793,5 +793,40 @@ check "scale --csv" "rc_is 0" "no_nonfinite" \
     "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r) == 2 and float(r[1][\"strong_efficiency\"]) > 0' $OUT || { WHY='bad CSV'; false; }"
 run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --fix recompute=none
 check "scale, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
+
+# --- commands as tables: per-command help, --opt=value, nearest names -----------------------------
+run search --help
+cp "$OUT" "$TMP/search_help"
+check "search --help: its own usage and options" "rc_is 0" "stdout_has 'usage: meshplan search'" \
+    "stdout_has '  --no-prune'" "stdout_has '  --objective O'" \
+    "! grep -q -- '--trials' \"$OUT\" || { WHY='lists run options'; false; }"
+run run --help
+check "run --help: its own usage and options, not search's" "rc_is 0" \
+    "stdout_has 'usage: meshplan run --model M --gpu G --gpus N --plan PLAN --tokens T'" \
+    "stdout_has '  --trials N'" "stdout_has '  --checkpoint-interval-s S'" \
+    "! grep -q -- '--no-prune' \"$OUT\" || { WHY='lists search options'; false; }" \
+    "! cmp -s \"$OUT\" \"$TMP/search_help\" || { WHY='same help as search'; false; }"
+run help run
+check "help run is run --help" "rc_is 0" "stdout_has 'usage: meshplan run'"
+run help
+check "help lists every command with a summary" "rc_is 0" "stdout_has '  islands-scale  grow'" \
+    "stdout_has '  run            a whole training run'" "stdout_has 'plan keys:'"
+run predict --model=llama2-7b --gpu=h100-sxm5-80gb --gpus=8 --plan=tp=2,mb=1,gb=64,seq=4096 --json
+cp "$OUT" "$TMP/eq.json"
+run predict --model llama2-7b --gpu h100-sxm5-80gb --gpus 8 --plan tp=2,mb=1,gb=64,seq=4096 --json
+check "--opt=value is --opt value" "rc_is 0" "cmp -s \"$OUT\" \"$TMP/eq.json\" || { WHY='outputs differ'; false; }"
+run predict --model llama2-7b $H100 --gpus 8 --plan tp=2 --json=yes
+check "a flag given a value is bad usage" "rc_is 2" "stderr_has 'takes no value'" "stderr_has '--json'"
+run predict --model llama2-7b $H100 --gpu-count 8
+check "a misspelled option suggests the nearest" "rc_is 2" \
+    "stderr_has 'unknown option \"--gpu-count\" for predict; did you mean --gpus?'"
+run search --modle llama2-7b $H100 --gpus 8 --gb 64
+check "a transposed option suggests the nearest" "rc_is 2" "stderr_has 'did you mean --model?'"
+run serach --model llama2-7b
+check "a misspelled command suggests the nearest" "rc_is 2" \
+    "stderr_has 'unknown command \"serach\"; did you mean search?'"
+run run --model llama2-7b $H100 --gpus 8 --plan tp=2
+check "a missing required option names it and what it is" "rc_is 2" "stderr_has 'run: --tokens T is required'" \
+    "stderr_has 'training tokens'"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

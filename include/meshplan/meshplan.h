@@ -31,6 +31,7 @@
 #include "meshplan/sim.h"
 #include "meshplan/xsync.h"
 #include "meshplan/islands.h"
+#include "meshplan/run.h"
 #include "meshplan/import.h"
 
 #endif

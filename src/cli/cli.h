@@ -24,9 +24,88 @@ typedef struct {
     int npositional;
 } cli_args;
 
-/** Parse argv. `options` and `flags` are NULL-terminated lists of the names this command takes
- *  (with the leading "--"); anything else is an error naming it. Returns 0 or EXIT_INPUT after
+/* ---- commands as tables (cli_table.c) ----------------------------------------------------------
+ * Every command is one cli_command, defined in its own cmd_NAME.c beside its code, with a table of
+ * the options it takes. That table is the only list of them: the parser (cli_parse_cmd: unknown
+ * options and their nearest match, --opt value and --opt=value, flags, required options), the
+ * command's --help, the global `meshplan help` (name and summary) and the message for a missing
+ * required option all read it.
+ *
+ * To add an option: one entry in the command's table (CLI_REQ, CLI_OPT or CLI_FLAG below), then
+ * read it in the command with cli_opt / cli_flag. To add a command: a new cmd_NAME.c defining
+ *   const cli_command cli_cmd_NAME = {"name", "one-line summary", NULL, 0, name_opts, NULL, cmd_NAME};
+ * and one X(NAME) line in CLI_COMMAND_LIST in main.c. docs/cli.md says the same with an example. */
+
+/** One option of a command. */
+typedef struct {
+    const char *name;     /* with its dashes: "--model" (or "-o") */
+    int takes_value;      /* 1: "--name VALUE" or "--name=VALUE"; 0: a flag, "--name" */
+    int required;         /* 1: the parser refuses to run the command without it */
+    const char *value;    /* the value's placeholder in the usage ("M", "N|A:B"); NULL for a flag */
+    const char *help;     /* one line: what it is, its unit and default */
+} cli_option;
+
+#define CLI_REQ(name, value, help) {name, 1, 1, value, help}
+#define CLI_OPT(name, value, help) {name, 1, 0, value, help}
+#define CLI_FLAG(name, help) {name, 0, 0, NULL, help}
+#define CLI_END {NULL, 0, 0, NULL, NULL}
+
+/* Options that mean the same in every command that takes them. */
+#define CLI_OPT_CATALOG \
+    CLI_OPT("--catalog", "FILE", "a catalog file whose entries add to or replace the built-in ones")
+#define CLI_OPT_JSON CLI_FLAG("--json", "print one JSON object instead of the text report")
+#define CLI_OPT_CSV CLI_FLAG("--csv", "print CSV instead of the text report")
+#define CLI_OPT_GPUS_PER_NODE \
+    CLI_OPT("--gpus-per-node", "K", "GPUs per node (default: the GPU's usual node)")
+#define CLI_OPT_SCALE_OUT \
+    CLI_OPT("--scale-out", "LINK", "scale-out link key, e.g. ib-ndr-400 (default: the node's NICs)")
+#define CLI_MODEL_HELP "a catalog key, a Hugging Face config.json or a model JSON file"
+/* The job options of search and scale, read by cli_search_opts (cli_search.c). */
+#define CLI_OPTS_SEARCH_JOB                                                                       \
+    CLI_OPT("--gb", "B", "global batch, sequences (or gb= in --fix)"),                            \
+    CLI_OPT("--seq", "S", "sequence length, tokens (default: the model's)"),                      \
+    CLI_OPT("--precision", "P", "bf16 (default), fp16 or fp8"),                                   \
+    CLI_OPT("--fix", "PLAN", "plan keys held fixed, \"tp=8,zero=1,...\" (plan keys below)"),     \
+    CLI_OPT("--objective", "O", "throughput (default), time-to-train, cost or energy"),           \
+    CLI_OPT("--tokens", "T", "token budget, for --objective time-to-train (e.g. 15e12)"),         \
+    CLI_OPT("--price-gpu-hour", "USD", "USD per GPU-hour, for --objective cost"),                 \
+    CLI_OPT("--threads", "T", "threads evaluating plans (default: every core)"),                  \
+    CLI_OPT("--orders", "default|all", "rank orders tried: Megatron-Core's (default) or all")
+
+/** One command: its name, what `meshplan help` says of it, its positional arguments and options. */
+typedef struct {
+    const char *name;              /* "run" */
+    const char *summary;           /* one line for `meshplan help` */
+    const char *args;              /* positional arguments for the usage line ("FILE.csv"); NULL: none */
+    int max_args;                  /* positional arguments accepted (more is an error) */
+    const cli_option *options;     /* ends with CLI_END */
+    const char *notes;             /* printed after the options by --help; NULL: none */
+    int (*run)(int argc, char **argv); /* argv: what follows the command name */
+} cli_command;
+
+/** Parse argv (what follows the command name) against c's table: "--name VALUE", "--name=VALUE",
+ *  flags, positional arguments (at most c->max_args), then the required options. An unknown
+ *  option is refused with the nearest ones by edit distance. Returns 0, or EXIT_INPUT after
  *  printing the problem. */
+int cli_parse_cmd(const cli_command *c, int argc, char **argv, cli_args *a);
+/** `meshplan COMMAND --help`: c's usage, summary, options and notes. */
+void cli_print_command_help(FILE *f, const cli_command *c);
+/** `meshplan help`: every command with its summary, then the plan keys, clusters, exit codes. */
+void cli_print_usage(FILE *f, const cli_command *const *cmds, int n);
+/** Every command (main.c's list), in the order `meshplan help` lists them; *n their count. */
+const cli_command *const *cli_commands(int *n);
+/** The nearest of n names to s (optimal string alignment distance, dashes ignored at the front):
+ *  writes up to cap of the closest (ties kept, in list order) that are near enough to be a
+ *  plausible typo, and returns how many. */
+int cli_nearest(const char *s, const char *const *names, int n, const char **out, int cap);
+/** The plan keys' help, printed by `meshplan help` and by each command taking a plan. ONE place:
+ *  swap it for the plan-key table's listing when that lands. */
+extern const char cli_plan_keys_help[];
+
+/** Parse argv against NULL-terminated lists of option names (with their "--") and of flags:
+ *  the form before the tables, kept for commands not yet moved to one (prefer cli_parse_cmd).
+ *  Accepts --opt=value and suggests the nearest name too. Returns 0 or EXIT_INPUT after printing
+ *  the problem. */
 int cli_parse(int argc, char **argv, const char *const *options, const char *const *flags,
               cli_args *a);
 /** Last value of an option, or NULL. */
@@ -135,14 +214,13 @@ typedef struct {
 int cli_config_load(const mp_catalog *cat, const char *path, const mp_import_opts *opts,
                     cli_config *cfg);
 void cli_config_free(cli_config *cfg);
-/** --config FILE of predict (and the others): fills *model, *gpu, *gpus and *plan that the
- *  command line left NULL from the file. 0 (also without --config) or an exit code. */
-int cli_config_apply(const cli_args *a, const char **model, const char **gpu, const char **gpus,
-                     const char **plan);
-/** search --config FILE: the job the file describes, added to a where the command line left
- *  it out: --model, --gpu, --gpus, --gb, --seq, --precision (the plan itself is searched).
- *  0 (also without --config) or an exit code. */
-int cli_config_search(cli_args *a);
+/** --config FILE (predict, run, trace, search): before the command's table parses argv, add the
+ *  options the command line left out from the file: --model (the file's model, found again by
+ *  cli_load_model under the file's name), --gpu, --gpus, and with CLI_CONFIG_PLAN --plan (the
+ *  file's resolved plan), with CLI_CONFIG_JOB --gb, --seq, --precision (the plan is searched).
+ *  argc and argv are replaced (static storage) when --config is given. 0 or an exit code. */
+enum { CLI_CONFIG_PLAN = 1, CLI_CONFIG_JOB = 2 };
+int cli_config_argv(int *argc, char ***argv, int what);
 /** search --emit FORMAT: the best plan of r written in that launch format on stdout. 0 or an
  *  exit code (a format that cannot hold a key of the plan names it). */
 int cli_search_emit(const cli_args *a, const mp_model *m, const mp_cluster *clusters,

@@ -117,50 +117,86 @@ void cli_config_free(cli_config *cfg)
     cfg->imp = NULL;
 }
 
-int cli_config_apply(const cli_args *a, const char **model, const char **gpu, const char **gpus,
-                     const char **plan)
+/* The value of "--name V" or "--name=V" in argv, or NULL. */
+static const char *argv_opt(int argc, char **argv, const char *name)
 {
-    const char *file = cli_opt(a, "--config");
+    size_t n = strlen(name);
+    const char *v = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], name) && i + 1 < argc)
+            v = argv[++i];
+        else if (!strncmp(argv[i], name, n) && argv[i][n] == '=')
+            v = argv[i] + n + 1;
+    }
+    return v;
+}
+
+int cli_config_argv(int *argc, char ***argv, int what)
+{
+    const char *file = argv_opt(*argc, *argv, "--config");
     if (!file)
         return 0;
-    static char gpus_buf[32], gpu_buf[MP_KEY_CAP], plan_buf[1024], model_buf[4096];
-    static cli_config cfg;
+    const char *model = argv_opt(*argc, *argv, "--model"), *gpu = argv_opt(*argc, *argv, "--gpu");
+    const char *gpus = argv_opt(*argc, *argv, "--gpus");
+    cli_args ca;
+    memset(&ca, 0, sizeof ca);
+    const char *catfile = argv_opt(*argc, *argv, "--catalog");
+    if (catfile) {
+        ca.name[0] = "--catalog";
+        ca.value[0] = catfile;
+        ca.nopts = 1;
+    }
     mp_catalog *cat = NULL;
-    int rc = cli_load_catalog(a, &cat);
-    if (rc)
-        return rc;
+    int rc0 = cli_load_catalog(&ca, &cat);
+    if (rc0)
+        return rc0;
     mp_import_opts o = {0};
     long long n = 0;
-    if (*gpus && (rc = cli_parse_count("gpus", *gpus, 1, 1LL << 24, &n)))
+    int rc = 0;
+    if (gpus && !strchr(gpus, ':') && (rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &n)))
         goto done;
     o.gpus = n;
-    o.model = *model;
-    o.gpu = *gpu;
+    o.model = model;
+    o.gpu = gpu;
+    static cli_config cfg;
     if ((rc = cli_config_load(cat, file, &o, &cfg)))
         goto done;
-    if (!*model) {
-        if (!cfg.have_model) {
-            fprintf(stderr, "meshplan: --config %s: %s\n", file, cfg.model_where);
-            rc = EXIT_INPUT;
-            goto done;
-        }
-        snprintf(model_buf, sizeof model_buf, "%s", file);
-        *model = model_buf; /* cli_load_model finds the imported model under the file's name */
+    if (!model && !cfg.have_model) {
+        fprintf(stderr, "meshplan: --config %s: %s\n", file, cfg.model_where);
+        rc = EXIT_INPUT;
+        goto done;
     }
-    if (!*gpu) {
-        snprintf(gpu_buf, sizeof gpu_buf, "%s", cfg.gpu);
-        *gpu = gpu_buf;
-        if (cfg.gpu_assumed)
-            fprintf(stderr, "meshplan: --config %s states no GPU type: %s assumed\n", file, cfg.gpu);
+    if (!gpu && cfg.gpu_assumed)
+        fprintf(stderr, "meshplan: --config %s states no GPU type: %s assumed\n", file, cfg.gpu);
+    /* argv plus the options the command line left out, from the file */
+    static char s_model[4096], s_gpus[32], s_plan[1024], s_gb[32], s_seq[32], s_gpu[MP_KEY_CAP];
+    static char *nargv[CLI_MAX_OPTS * 2 + CLI_MAX_POSITIONAL + 16];
+    int k = 0;
+    for (int i = 0; i < *argc && k < (int)(sizeof nargv / sizeof nargv[0]) - 12; i++)
+        nargv[k++] = (*argv)[i];
+    snprintf(s_model, sizeof s_model, "%s", file); /* cli_load_model finds the imported model */
+    snprintf(s_gpu, sizeof s_gpu, "%s", cfg.gpu);
+    snprintf(s_gpus, sizeof s_gpus, "%lld", (long long)cfg.gpus);
+    snprintf(s_plan, sizeof s_plan, "%s", cfg.plan_string);
+    snprintf(s_gb, sizeof s_gb, "%lld", (long long)cfg.plan.gb);
+    snprintf(s_seq, sizeof s_seq, "%lld", (long long)cfg.plan.seq);
+    struct { const char *name; char *value; int when; } add[] = {
+        {"--model", s_model, 1}, {"--gpu", s_gpu, 1}, {"--gpus", s_gpus, 1},
+        {"--plan", s_plan, what == CLI_CONFIG_PLAN}, {"--gb", s_gb, what == CLI_CONFIG_JOB},
+        {"--seq", s_seq, what == CLI_CONFIG_JOB},
+        {"--precision", (char *)mp_dtype_name(cfg.plan.precision), what == CLI_CONFIG_JOB},
+    };
+    for (size_t i = 0; i < sizeof add / sizeof add[0]; i++) {
+        if (!add[i].when || argv_opt(*argc, *argv, add[i].name))
+            continue;
+        if (!strcmp(add[i].name, "--model") && model)
+            continue;
+        nargv[k++] = (char *)add[i].name;
+        nargv[k++] = add[i].value;
     }
-    if (!*gpus) {
-        snprintf(gpus_buf, sizeof gpus_buf, "%lld", (long long)cfg.gpus);
-        *gpus = gpus_buf;
-    }
-    if (!*plan) {
-        snprintf(plan_buf, sizeof plan_buf, "%s", cfg.plan_string);
-        *plan = plan_buf;
-    }
+    nargv[k] = NULL;
+    *argc = k;
+    *argv = nargv;
 done:
     cli_config_free(&cfg);
     mp_catalog_destroy(cat);
@@ -212,52 +248,3 @@ int cli_search_emit(const cli_args *a, const mp_model *m, const mp_cluster *clus
     return EXIT_INPUT;
 }
 
-/* Append "--name value" to a when it is absent (value copied into a static slot). */
-static int add_opt(cli_args *a, const char *name, const char *value, char *slot, size_t cap)
-{
-    if (cli_opt(a, name))
-        return 0;
-    if (a->nopts >= CLI_MAX_OPTS)
-        return cli_fail("too many options with --config %s", "");
-    snprintf(slot, cap, "%s", value);
-    a->name[a->nopts] = name;
-    a->value[a->nopts++] = slot;
-    return 0;
-}
-
-int cli_config_search(cli_args *a)
-{
-    const char *file = cli_opt(a, "--config");
-    if (!file)
-        return 0;
-    const char *model = cli_opt(a, "--model"), *gpu = cli_opt(a, "--gpu");
-    const char *gpus = cli_opt(a, "--gpus"), *plan = NULL;
-    char range[64] = "";
-    if (gpus && strchr(gpus, ':')) { /* a range: the file's plan is resolved on its own count */
-        snprintf(range, sizeof range, "%s", gpus);
-        gpus = NULL;
-    }
-    int rc = cli_config_apply(a, &model, &gpu, &gpus, &plan);
-    if (rc)
-        return rc;
-    /* the job the file describes: its batch, sequence and precision; the plan is searched */
-    mp_plan p;
-    mp_plan_init_default(&p);
-    mp_diag d = {0};
-    if (mp_plan_parse(plan, &p, &d) != MP_OK) {
-        cli_print_diag(&d);
-        return EXIT_INPUT;
-    }
-    static char s_model[4096], s_gpu[MP_KEY_CAP], s_gpus[64], s_gb[32], s_seq[32], s_prec[16];
-    char gb[32], seq[32];
-    snprintf(gb, sizeof gb, "%lld", (long long)p.gb);
-    snprintf(seq, sizeof seq, "%lld", (long long)p.seq);
-    if ((rc = add_opt(a, "--model", model, s_model, sizeof s_model)) ||
-        (rc = add_opt(a, "--gpu", gpu, s_gpu, sizeof s_gpu)) ||
-        (rc = add_opt(a, "--gpus", range[0] ? range : gpus, s_gpus, sizeof s_gpus)) ||
-        (rc = add_opt(a, "--gb", gb, s_gb, sizeof s_gb)) ||
-        (rc = add_opt(a, "--seq", seq, s_seq, sizeof s_seq)) ||
-        (rc = add_opt(a, "--precision", mp_dtype_name(p.precision), s_prec, sizeof s_prec)))
-        return rc;
-    return 0;
-}

@@ -1,4 +1,5 @@
-/* src/cli/cli_util.c — option parsing, file reading, catalog and model loading for the commands. */
+/* src/cli/cli_util.c — option access (the parser is cli_table.c), file reading, catalog and
+ * model loading for the commands. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,39 +42,6 @@ void cli_print_diag(const mp_diag *d)
         if (d->count > 1)
             fprintf(stderr, "meshplan: %d problems\n", d->count);
     }
-}
-
-static int in_list(const char *const *list, const char *s)
-{
-    for (; list && *list; list++)
-        if (!strcmp(*list, s))
-            return 1;
-    return 0;
-}
-
-int cli_parse(int argc, char **argv, const char *const *options, const char *const *flags,
-              cli_args *a)
-{
-    memset(a, 0, sizeof *a);
-    for (int i = 0; i < argc; i++) {
-        const char *k = argv[i];
-        if (k[0] == '-' && k[1]) {
-            int flag = in_list(flags, k);
-            if (!flag && !in_list(options, k))
-                return cli_fail("unknown option \"%s\" (see meshplan help)", k);
-            if (a->nopts >= CLI_MAX_OPTS)
-                return cli_fail("too many options at \"%s\"", k);
-            if (!flag && i + 1 >= argc)
-                return cli_fail("option %s needs a value", k);
-            a->name[a->nopts] = k;
-            a->value[a->nopts++] = flag ? NULL : argv[++i];
-            continue;
-        }
-        if (a->npositional >= CLI_MAX_POSITIONAL)
-            return cli_fail("too many arguments at \"%s\"", k);
-        a->positional[a->npositional++] = k;
-    }
-    return 0;
 }
 
 const char *cli_opt(const cli_args *a, const char *name)

@@ -6,16 +6,23 @@
 
 #include "cli.h"
 
+static const cli_option catalog_opts[] = {
+    CLI_OPT_CATALOG,
+    CLI_OPT_JSON,
+    CLI_END,
+};
+
+const cli_command cli_cmd_catalog = {
+    "catalog", "list the built-in GPUs, links, node types and models (with --catalog: and yours)",
+    "[gpus|links|nodes|models]", 1, catalog_opts, NULL, cmd_catalog,
+};
+
 int cmd_catalog(int argc, char **argv)
 {
-    static const char *const opts[] = {"--catalog", NULL};
-    static const char *const flags[] = {"--json", NULL};
     cli_args a;
-    int rc = cli_parse(argc, argv, opts, flags, &a);
+    int rc = cli_parse_cmd(&cli_cmd_catalog, argc, argv, &a);
     if (rc)
         return rc;
-    if (a.npositional > 1)
-        return cli_fail("catalog: unexpected argument \"%s\"", a.positional[1]);
     const char *what = a.npositional ? a.positional[0] : "all";
     int all = !strcmp(what, "all");
     if (!all && strcmp(what, "gpus") && strcmp(what, "links") && strcmp(what, "nodes") &&

@@ -46,17 +46,31 @@ static void bound(result *r)
         }
 }
 
+static const cli_option compare_opts[] = {
+    CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
+    CLI_REQ("--gpus", "N", "GPUs in the job"),
+    CLI_OPT("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,...\" (plan keys below)"),
+    CLI_OPT("--cluster", "C", "a cluster to compare (repeat it, up to 16): a catalog node, a "
+            "shipped cluster or a description file"),
+    CLI_OPT("--gpu", "G", "the same GPU in every cluster, so that only the wiring differs"),
+    CLI_OPT_CATALOG,
+    CLI_OPT_JSON,
+    CLI_OPT_CSV,
+    CLI_END,
+};
+
+const cli_command cli_cmd_compare = {
+    "compare", "the same plan on other wiring, one row per cluster: step, tokens/s, MFU, exposed "
+    "communication, the bounding tier",
+    NULL, 0, compare_opts, NULL, cmd_compare,
+};
+
 int cmd_compare(int argc, char **argv)
 {
-    static const char *const opts[] = {"--model", "--gpus", "--plan", "--cluster", "--gpu",
-                                       "--catalog", NULL};
-    static const char *const flags[] = {"--json", "--csv", NULL};
     cli_args args;
-    int rc = cli_parse(argc, argv, opts, flags, &args);
+    int rc = cli_parse_cmd(&cli_cmd_compare, argc, argv, &args);
     if (rc)
         return rc;
-    if (args.npositional)
-        return cli_fail("compare: unexpected argument \"%s\"", args.positional[0]);
     const char *model = cli_opt(&args, "--model"), *plan = cli_opt(&args, "--plan");
     const char *gpu = cli_opt(&args, "--gpu");
     int json = cli_flag(&args, "--json"), csv = cli_flag(&args, "--csv");

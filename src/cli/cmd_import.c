@@ -152,7 +152,9 @@ static int split_overrides(int argc, char **argv, char **own, int *nown, const c
     *nov = 0;
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
-        if (!strncmp(s, "--", 2) && strchr(s, '.') && s[2] != '.') {
+        const char *dot = strchr(s, '.'), *eqs = strchr(s, '=');
+        /* "--section.key" (the dot in the name, not in an "=value": --catalog=./x.json) */
+        if (!strncmp(s, "--", 2) && dot && s[2] != '.' && (!eqs || dot < eqs)) {
             if (*nov >= IMPORT_OVERRIDES_MAX)
                 return cli_fail("import: more than 32 overrides%s", "");
             const char *eq = strchr(s, '=');
@@ -175,11 +177,33 @@ static int split_overrides(int argc, char **argv, char **own, int *nown, const c
     return 0;
 }
 
+static const cli_option import_opts[] = {
+    CLI_OPT("--model", "M", "the model, instead of the file's: " CLI_MODEL_HELP
+            ", a checkpoint directory or a Hugging Face id in the local cache"),
+    CLI_OPT("--gpu", "G", "the GPU, a catalog key (default: the file's, else h100-sxm5-80gb, "
+            "listed under assumed)"),
+    CLI_OPT("--gpus", "N", "GPUs in the job, instead of the file's count"),
+    CLI_OPT("--format", "F", "megatron, deepspeed, torchtitan, nemo, finetune or hf (default: "
+            "detected from the name and the text)"),
+    CLI_OPT_CATALOG,
+    CLI_FLAG("--no-predict", "the model, cluster and plan only, no prediction"),
+    CLI_OPT_JSON,
+    CLI_END,
+};
+
+const cli_command cli_cmd_import = {
+    "import", "read a launch config (Megatron-LM script, DeepSpeed JSON, torchtitan TOML, NeMo "
+    "or axolotl/LLaMA-Factory YAML, config.json): model, cluster and plan with where each came "
+    "from, then the prediction",
+    "FILE", 1, import_opts,
+    "Options \"--section.key value\" after FILE are torchtitan overrides, applied as torchtitan\n"
+    "applies them. predict, run, trace and search take --config FILE for the same job;\n"
+    "search --emit FORMAT writes the best plan back in a launch format. docs/import.md.\n",
+    cmd_import,
+};
+
 int cmd_import(int argc, char **argv)
 {
-    static const char *const opts[] = {"--model", "--gpu", "--gpus", "--format", "--catalog",
-                                       NULL};
-    static const char *const flags[] = {"--json", "--no-predict", NULL};
     char **own = calloc((size_t)argc + 1, sizeof *own);
     const char *ov[2 * IMPORT_OVERRIDES_MAX];
     int nown = 0, nov = 0;
@@ -188,7 +212,7 @@ int cmd_import(int argc, char **argv)
     int rc = split_overrides(argc, argv, own, &nown, ov, &nov);
     cli_args a;
     if (!rc)
-        rc = cli_parse(nown, own, opts, flags, &a);
+        rc = cli_parse_cmd(&cli_cmd_import, nown, own, &a);
     if (rc) {
         free(own);
         return rc;

@@ -26,46 +26,66 @@ typedef struct {
     char error[256];
 } row;
 
-int cmd_islands_scale(int argc, char **argv)
+static const cli_option islands_scale_opts[] = {
+    CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
+    CLI_REQ("--cluster", "ISLANDS", "an islands description: a shipped one (e.g. three-continents) "
+            "or a file (docs/cluster.md \"Islands\")"),
+    CLI_REQ("--plan", "PLAN", "the plan, with gb and sync=... (plan keys below)"),
+    CLI_REQ("--island-gpus", "A:B", "GPUs per island, doubling from A to B"),
+    CLI_OPT("--island", "NAME", "grow only this island (default: all of them)"),
+    CLI_FLAG("--weak", "grow the global batch with the GPUs (default: the batch stays)"),
+    CLI_OPT("--quality-factor", "F", "tokens-to-quality factor of the sync scheme, [0.01, 100]"),
+    CLI_OPT_CATALOG,
+    CLI_OPT_JSON,
+    CLI_END,
+};
+
+const cli_command cli_cmd_islands_scale = {
+    "islands-scale", "grow the islands (doubling) and show where bigger islands stop paying "
+    "(docs/islands.md); also reached as `scale ... --island-gpus A:B`",
+    NULL, 0, islands_scale_opts, NULL, cmd_islands_scale,
+};
+
+/* --island-gpus A:B, --cluster (an islands description) and --quality-factor; 0 or EXIT_INPUT. */
+static int islands_scale_numbers(const cli_args *args, long long *lo, long long *hi, double *quality)
 {
-    static const char *const opts[] = {"--model", "--cluster", "--plan", "--island-gpus", "--island",
-                                       "--catalog", "--quality-factor", NULL};
-    static const char *const flags[] = {"--json", "--weak", NULL};
-    cli_args args;
-    int rc = cli_parse(argc, argv, opts, flags, &args);
-    if (rc)
-        return rc;
-    if (args.npositional)
-        return cli_fail("islands-scale: unexpected argument \"%s\"", args.positional[0]);
-    const char *model = cli_opt(&args, "--model"), *cluster = cli_opt(&args, "--cluster");
-    const char *plan = cli_opt(&args, "--plan"), *range = cli_opt(&args, "--island-gpus");
-    const char *only = cli_opt(&args, "--island");
-    const int json = cli_flag(&args, "--json"), weak = cli_flag(&args, "--weak");
-    if (!model) return cli_fail("islands-scale: --model is required%s", "");
-    if (!cluster) return cli_fail("islands-scale: --cluster (an islands description) is required%s", "");
-    if (!plan) return cli_fail("islands-scale: --plan is required (with gb and sync=...)%s", "");
-    if (!range) return cli_fail("islands-scale: --island-gpus A:B is required (GPUs per island, doubling from A to B)%s", "");
-    long long lo = 0, hi = 0;
+    const char *range = cli_opt(args, "--island-gpus"), *cluster = cli_opt(args, "--cluster");
     {
         char *end = NULL;
-        lo = strtoll(range, &end, 10);
+        *lo = strtoll(range, &end, 10);
         if (*end == ':')
-            hi = strtoll(end + 1, &end, 10);
-        if (*end || lo < 1 || hi < lo || hi > (1LL << 24))
+            *hi = strtoll(end + 1, &end, 10);
+        if (*end || *lo < 1 || *hi < *lo || *hi > (1LL << 24))
             return cli_fail("islands-scale: island-gpus = \"%s\": expected A:B with 1 <= A <= B <= 16777216 "
                             "(GPUs per island, doubling from A)", range);
     }
     if (!cli_cluster_is_islands(cluster))
         return cli_fail("islands-scale: cluster = \"%s\": expected an islands description "
                         "(docs/cluster.md \"Islands\"; e.g. three-continents)", cluster);
-    double quality = 0.0;
-    const char *qf = cli_opt(&args, "--quality-factor");
+    const char *qf = cli_opt(args, "--quality-factor");
     if (qf) {
         char *end = NULL;
-        quality = strtod(qf, &end);
-        if (!*qf || *end || !(quality >= 0.01 && quality <= 100.0))
+        *quality = strtod(qf, &end);
+        if (!*qf || *end || !(*quality >= 0.01 && *quality <= 100.0))
             return cli_fail("islands-scale: quality-factor = \"%s\": expected a number in [0.01, 100]", qf);
     }
+    return 0;
+}
+
+int cmd_islands_scale(int argc, char **argv)
+{
+    cli_args args;
+    int rc = cli_parse_cmd(&cli_cmd_islands_scale, argc, argv, &args);
+    if (rc)
+        return rc;
+    const char *model = cli_opt(&args, "--model"), *cluster = cli_opt(&args, "--cluster");
+    const char *plan = cli_opt(&args, "--plan");
+    const char *only = cli_opt(&args, "--island");
+    const int json = cli_flag(&args, "--json"), weak = cli_flag(&args, "--weak");
+    long long lo = 0, hi = 0;
+    double quality = 0.0;
+    if ((rc = islands_scale_numbers(&args, &lo, &hi, &quality)))
+        return rc;
 
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))

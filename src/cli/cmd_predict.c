@@ -5,26 +5,51 @@
 
 #include "cli.h"
 
+/* The options of `meshplan predict` (cli.h "commands as tables": one entry per option). */
+static const cli_option predict_opts[] = {
+    CLI_OPT("--model", "M", "the model: " CLI_MODEL_HELP),
+    CLI_OPT("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus); or give --cluster"),
+    CLI_OPT("--gpus", "N", "GPUs in the job; or the --cluster file's count"),
+    CLI_OPT_GPUS_PER_NODE,
+    CLI_OPT_SCALE_OUT,
+    CLI_OPT("--cluster", "NODE|PRESET|FILE",
+            "the wiring: a catalog node, a shipped cluster or a cluster description (docs/cluster.md); "
+            "an islands description predicts across islands (docs/islands.md)"),
+    CLI_OPT("--config", "FILE",
+            "a launch config (Megatron-LM script, DeepSpeed JSON, torchtitan TOML, NeMo or "
+            "fine-tuning YAML, config.json): the options not given come from it (docs/import.md)"),
+    CLI_OPT_CATALOG,
+    CLI_OPT("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,mb=1,gb=512,seq=4096,...\" (plan keys below)"),
+    CLI_OPT("--quality-factor", "F",
+            "across islands: tokens-to-quality factor of the sync scheme, [0.01, 100] "
+            "(default: the published one)"),
+    CLI_OPT_JSON,
+    CLI_END,
+};
+
+const cli_command cli_cmd_predict = {
+    "predict", "one plan on one cluster: memory per GPU and stage, step time and its parts, "
+    "tokens/s, MFU, the bottleneck",
+    NULL, 0, predict_opts,
+    "With no options at all: the built-in default job, Llama 3 70B on 64 H100 (8 DGX H100).\n",
+    cmd_predict,
+};
+
 int cmd_predict(int argc, char **argv)
 {
-    static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node",
-                                       "--scale-out", "--plan", "--catalog", "--cluster",
-                                       "--quality-factor", "--config", NULL};
-    static const char *const flags[] = {"--json", NULL};
     cli_args args;
-    int rc = cli_parse(argc, argv, opts, flags, &args);
+    int rc = cli_config_argv(&argc, &argv, CLI_CONFIG_PLAN);
+    if (rc)
+        return rc;
+    rc = cli_parse_cmd(&cli_cmd_predict, argc, argv, &args);
     if (rc)
         return rc;
     struct {
         const char *model, *gpu, *gpus, *gpus_per_node, *scale_out, *plan;
-        int json, npositional;
+        int json;
     } a = {cli_opt(&args, "--model"), cli_opt(&args, "--gpu"), cli_opt(&args, "--gpus"),
            cli_opt(&args, "--gpus-per-node"), cli_opt(&args, "--scale-out"), cli_opt(&args, "--plan"),
-           cli_flag(&args, "--json"), args.npositional};
-    if (a.npositional)
-        return cli_fail("predict: unexpected argument \"%s\"", args.positional[0]);
-    if ((rc = cli_config_apply(&args, &a.model, &a.gpu, &a.gpus, &a.plan)))
-        return rc;
+           cli_flag(&args, "--json")};
     const char *cluster = cli_opt(&args, "--cluster");
     if (!a.model && !a.gpu && !a.gpus && !a.plan && !cluster) {
         /* The built-in default job: Llama 3 70B on 64 H100 (8 DGX H100 nodes). */

@@ -1,8 +1,10 @@
 /* src/cli/cmd_run.c — `meshplan run`: a whole training run — energy, power, cost, failures,
  * checkpoints and goodput — for one plan on one cluster and a token budget.
  *
- * Expected values (energy, cost, GPU-hours, goodput_expected) come from the analytical
- * expectation; the spread of wall-clock and goodput from the Monte Carlo (--trials, --seed). */
+ * The model is the library's (mp_run_plan, include/meshplan/run.h); this file reads the options
+ * into mp_run_opts and prints the result as text or JSON. Expected values (energy, cost,
+ * GPU-hours, goodput_expected) come from the analytical expectation; the spread of wall-clock and
+ * goodput from the Monte Carlo (--trials, --seed). */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -12,14 +14,16 @@
 
 #include "cli.h"
 
-/* Device-to-host copy rate of an asynchronous checkpoint's snapshot, per GPU. ASSUMED: pinned
- * copies reach about 25 GB/s, under half of a PCIe 5.0 x16 link (64 GB/s per direction). */
-#define D2H_BPS 25e9
-/* Target chance that a hardware failure finds no healthy spare (--spare-nodes auto). */
-#define SPARE_TARGET 0.01
-/* Most failures simulated in one command (all trials together). */
-#define SIM_MAX_FAILURES 2e8
-
+/* What the printers need besides the result. */
+typedef struct {
+    const mp_model *m;
+    const mp_cluster *cl;
+    const mp_plan *p;
+    const mp_estimate *e;
+    const mp_run_opts *o;
+    const mp_run_result *r;
+    double checkpoint_GBps; /* as given, for the text */
+} run_view;
 
 /* The number of NIC ports per node on the scale-out fabric: the catalog node of this GPU with the
  * same node size, else one per GPU. */
@@ -73,84 +77,425 @@ static json_t *num(double x)
     return isfinite(x) ? json_real(x) : json_null();
 }
 
+/* ---- options ----------------------------------------------------------------------------------- */
+
+/* --seed: an unsigned 64-bit integer. */
+static int parse_seed(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long seed = strtoull(s, &end, 10);
+    if (!s[0] || *end || errno || s[0] == '-')
+        return cli_fail("seed = \"%s\": expected an integer in [0, 2^64)", s);
+    *out = (uint64_t)seed;
+    return 0;
+}
+
+/* Every numeric option into o (mp_run_opts_init's defaults stay where one is absent); *gbps gets
+ * --checkpoint-GBps as given. 0 or EXIT_INPUT after printing the problem. */
+static int run_read_opts(const cli_args *a, mp_run_opts *o, double *gbps)
+{
+    int rc;
+    long long trials = o->trials, spares = -1;
+    *gbps = o->checkpoint_Bps / 1e9;
+    const char *v;
+    if ((v = cli_opt(a, "--trials")) && (rc = cli_parse_count("trials", v, 1, 10000000, &trials)))
+        return rc;
+    o->trials = trials;
+    if ((v = cli_opt(a, "--seed")) && (rc = parse_seed(v, &o->seed)))
+        return rc;
+    if ((rc = cli_parse_real("tokens", cli_opt(a, "--tokens"), 1, 1e18, &o->tokens)) ||
+        (rc = cli_opt_real(a, "--price-gpu-hour", 0, 1e4, &o->cost.price_gpu_hour_usd)) ||
+        (rc = cli_opt_real(a, "--capex-per-gpu", 0, 1e8, &o->cost.capex_per_gpu_usd)) ||
+        (rc = cli_opt_real(a, "--amortization-years", 0.1, 100, &o->cost.amortization_years)) ||
+        (rc = cli_opt_real(a, "--price-kwh", 0, 100, &o->cost.price_kwh_usd)) ||
+        (rc = cli_opt_real(a, "--pue", 1, 5, &o->energy.pue)) ||
+        (rc = cli_opt_real(a, "--grid-gco2-per-kwh", 0, 5000, &o->grid_gco2_per_kwh)) ||
+        (rc = cli_opt_real(a, "--power-cap-W", 1, 1e5, &o->energy.power_cap_W)) ||
+        (rc = cli_opt_real(a, "--host-util", 0, 1, &o->energy.host_util_frac)) ||
+        (rc = cli_opt_real(a, "--checkpoint-GBps", 1e-3, 1e9, gbps)) ||
+        (rc = cli_opt_real(a, "--checkpoint-interval-s", 1e-3, 1e12, &o->checkpoint_interval_s)) ||
+        (rc = cli_opt_real(a, "--restart-s", 0, 1e9, &o->restart_s)) ||
+        (rc = cli_opt_real(a, "--repair-h", 0, 1e6, &o->repair_h)) ||
+        (rc = cli_opt_real(a, "--failure-scale", 0, 1e6, &o->failure_scale)))
+        return rc;
+    o->checkpoint_Bps = *gbps * 1e9;
+    o->async_checkpoint = cli_flag(a, "--async-checkpoint");
+    if ((v = cli_opt(a, "--spare-nodes")) && strcmp(v, "auto") &&
+        (rc = cli_parse_count("spare-nodes", v, 0, 1000000, &spares)))
+        return rc;
+    o->spare_nodes = (int)spares;
+    return 0;
+}
+
+/* --failures default|FILE into fm; *buf holds the file (the caller frees it). */
+static int run_load_faults(const char *spec, mp_fault_model *fm, char **buf, mp_diag *d)
+{
+    if (!spec || !strcmp(spec, "default")) {
+        mp_fault_model_default(fm);
+        return 0;
+    }
+    size_t len;
+    mp_status st = cli_read_file(spec, buf, &len, d);
+    if (st == MP_OK)
+        st = mp_fault_model_from_json(*buf, len, spec, fm, d);
+    return cli_exit_for(st);
+}
+
+/* ---- JSON -------------------------------------------------------------------------------------- */
+
+static json_t *by_level(double gpu, double node, double facility)
+{
+    return json_pack("{s:o,s:o,s:o}", "gpu", num(gpu), "node", num(node), "facility", num(facility));
+}
+
+/* The step and its power: step_s ... power_model. */
+static void json_step_power(json_t *root, const run_view *v)
+{
+    const mp_power *pw = &v->r->power;
+    json_object_set_new(root, "step_s", num(pw->step_s));
+    json_object_set_new(root, "step_uncapped_s", num(pw->step_uncapped_s));
+    json_t *ph = json_object(), *phw = json_object();
+    for (int i = 0; i < MP_PHASE_COUNT; i++) {
+        json_object_set_new(ph, mp_phase_name((mp_phase)i), num(pw->phase_s[i]));
+        json_object_set_new(phw, mp_phase_name((mp_phase)i), num(pw->phase_W[i]));
+    }
+    json_object_set_new(root, "phase_s", ph);
+    json_object_set_new(root, "phase_power_W", phw);
+    json_object_set_new(root, "energy_J_per_step", num(pw->energy_J_per_step_facility));
+    json_object_set_new(root, "energy_J_per_mtoken", num(pw->energy_J_per_mtoken_facility));
+    json_object_set_new(root, "energy_J_per_step_by_level",
+                        by_level(pw->energy_J_per_step_gpu, pw->energy_J_per_step_node,
+                                 pw->energy_J_per_step_facility));
+    json_object_set_new(root, "energy_J_per_mtoken_by_level",
+                        by_level(pw->energy_J_per_mtoken_gpu, pw->energy_J_per_mtoken_node,
+                                 pw->energy_J_per_mtoken_facility));
+    json_t *pj = json_object();
+    json_object_set_new(pj, "gpu_avg", num(pw->gpu_avg_W));
+    json_object_set_new(pj, "gpu_peak", num(pw->gpu_peak_W));
+    json_object_set_new(pj, "gpu_idle", num(pw->gpu_idle_W));
+    json_object_set_new(pj, "gpu_active_idle", num(pw->gpu_wait_W));
+    json_object_set_new(pj, "gpu_tdp", num(pw->tdp_W));
+    json_object_set_new(pj, "gpu_cap", num(pw->cap_W));
+    json_object_set_new(pj, "node_avg", num(pw->node_avg_W));
+    json_object_set_new(pj, "node_peak", num(pw->node_peak_W));
+    json_object_set_new(pj, "node_idle", num(pw->node_idle_W));
+    json_object_set_new(pj, "node_host", num(pw->node_overhead_W));
+    json_object_set_new(pj, "node_host_max", num(pw->node_overhead_max_W));
+    json_object_set_new(pj, "switches", num(pw->switch_W));
+    json_object_set_new(pj, "facility_avg", num(pw->facility_avg_W));
+    json_object_set_new(pj, "facility_peak", num(pw->facility_peak_W));
+    json_object_set_new(root, "power_W", pj);
+    json_object_set_new(root, "power_model",
+                        json_pack("{s:b,s:s,s:f}", "unseen_gpu", pw->unseen_gpu, "gpu_source",
+                                  pw->gpu_power_source, "pue", v->o->energy.pue));
+}
+
+/* Energy, carbon and cost of the run: energy_MWh ... cost. */
+static void json_totals(json_t *root, const run_view *v)
+{
+    const mp_run_result *r = v->r;
+    json_object_set_new(root, "energy_MWh", num(r->energy.MWh));
+    json_object_set_new(root, "co2e_t", num(r->co2e_t));
+    json_object_set_new(root, "grid_gco2_per_kwh", num(v->o->grid_gco2_per_kwh));
+    json_object_set_new(root, "gpu_hours", num(r->gpu_hours));
+    json_object_set_new(root, "gpu_hours_billed", num(r->cost.gpu_hours));
+    json_object_set_new(root, "cost_usd", num(r->cost.usd));
+    json_object_set_new(root, "cost_usd_per_mtoken", num(r->cost.usd_per_mtoken));
+    json_object_set_new(root, "cost",
+                        json_pack("{s:s,s:o,s:o,s:o}", "mode",
+                                  r->cost.capex_mode ? "capital+energy" : "rental", "rental_usd",
+                                  num(r->cost.rental_usd), "capital_usd", num(r->cost.capital_usd),
+                                  "energy_usd", num(r->cost.energy_usd)));
+}
+
+/* Failure rates by cause and component, spares: the "failures" object. */
+static json_t *json_failures(const run_view *v)
+{
+    const mp_run_result *r = v->r;
+    const double per_day = 86400.0;
+    json_t *fj = json_object(), *bc = json_object(), *bcomp = json_object();
+    for (int i = 0; i < r->faults.ncauses; i++)
+        json_object_set_new(bc, r->faults.cause[i].name, num(r->rates.by_cause_per_s[i] * per_day));
+    for (int i = 0; i < MP_FC_COUNT; i++)
+        json_object_set_new(bcomp, mp_fault_component_name((mp_fault_component)i),
+                            num(r->rates.by_component_per_s[i] * per_day));
+    json_object_set_new(fj, "interruptions_per_day", num(r->rates.total_per_s * per_day));
+    json_object_set_new(fj, "mtbf_h", isfinite(r->mtbf_s) ? num(r->mtbf_s / 3600.0) : json_null());
+    json_object_set_new(fj, "by_cause", bc);
+    json_object_set_new(fj, "by_component", bcomp);
+    json_object_set_new(fj, "needing_spare_per_day", num(r->rates.spare_per_s * per_day));
+    json_object_set_new(fj, "expected_interruptions", num(r->expect.failures));
+    json_object_set_new(fj, "spare_nodes", json_integer(r->spare_nodes));
+    json_object_set_new(fj, "spare_nodes_auto", json_boolean(r->spare_auto));
+    json_object_set_new(fj, "repair_h", num(v->o->repair_h));
+    json_object_set_new(fj, "scale", num(v->o->failure_scale));
+    json_object_set_new(fj, "source", json_string(r->faults.source));
+    return fj;
+}
+
+static json_t *json_checkpoint(const mp_run_result *r)
+{
+    const mp_checkpoint *ck = &r->checkpoint;
+    json_t *cj = json_object();
+    json_object_set_new(cj, "bytes", num(ck->bytes));
+    json_object_set_new(cj, "bytes_per_gpu", num(ck->bytes_per_gpu));
+    json_object_set_new(cj, "async", json_boolean(ck->async));
+    json_object_set_new(cj, "save_s", num(ck->save_s));
+    json_object_set_new(cj, "block_s", num(ck->block_s));
+    json_object_set_new(cj, "load_s", num(ck->load_s));
+    json_object_set_new(cj, "interval_s", num(r->interval_s));
+    json_object_set_new(cj, "interval_given", json_boolean(r->interval_given));
+    json_object_set_new(cj, "optimal_interval_s", num(r->interval_daly_s));
+    json_object_set_new(cj, "young_interval_s", num(r->interval_young_s));
+    json_object_set_new(cj, "exact_interval_s", num(r->interval_exact_s));
+    json_object_set_new(cj, "count", num(r->expect.checkpoints));
+    return cj;
+}
+
+/* Goodput, wall-clock and where the time went: restart_s ... seed. */
+static void json_outcome(json_t *root, const run_view *v)
+{
+    const mp_run_result *r = v->r;
+    const mp_run_expect *ex = &r->expect;
+    const mp_run_mc *mc = &r->mc;
+    json_object_set_new(root, "restart_s", num(r->process.down_s));
+    json_object_set_new(root, "goodput", num(mc->goodput_mean));
+    json_object_set_new(root, "goodput_expected", num(ex->goodput));
+    json_object_set_new(root, "goodput_mc",
+                        json_pack("{s:o,s:o,s:o}", "mean", num(mc->goodput_mean), "p10",
+                                  num(mc->goodput_p10), "p90", num(mc->goodput_p90)));
+    json_t *wj = json_object();
+    json_object_set_new(wj, "mean", num(mc->wall_mean_s));
+    json_object_set_new(wj, "p10", num(mc->wall_p10_s));
+    json_object_set_new(wj, "p90", num(mc->wall_p90_s));
+    json_object_set_new(wj, "expected", num(ex->wall_s));
+    json_object_set_new(wj, "no_failures", num(r->work_s + ex->ckpt_s));
+    json_object_set_new(wj, "work", num(r->work_s));
+    json_object_set_new(root, "wall_clock_s", wj);
+    json_object_set_new(root, "time_s",
+                        json_pack("{s:o,s:o,s:o,s:o,s:o}", "checkpoints", num(ex->ckpt_s), "lost",
+                                  num(ex->lost_s), "restarts", num(ex->down_s), "spare_wait",
+                                  num(ex->wait_s), "work", num(r->work_s)));
+    json_object_set_new(root, "trials", json_integer(r->trials));
+    json_object_set_new(root, "seed", json_integer((json_int_t)v->o->seed));
+}
+
+static int run_print_json(const run_view *v)
+{
+    json_t *root = json_object();
+    char pbuf[512];
+    mp_plan_format(v->p, pbuf, sizeof pbuf);
+    json_object_set_new(root, "model", json_string(v->m->key));
+    json_object_set_new(root, "gpu", json_string(v->cl->gpu.key));
+    json_object_set_new(root, "num_gpus", json_integer(v->cl->num_gpus));
+    json_object_set_new(root, "plan", json_string(pbuf));
+    json_object_set_new(root, "feasible", json_boolean(v->e->feasible));
+    json_t *reasons = json_array();
+    for (int i = 0; i < v->e->nreasons; i++)
+        json_array_append_new(reasons, json_string(v->e->reasons[i]));
+    json_object_set_new(root, "reasons", reasons);
+    json_object_set_new(root, "tokens", num(v->r->tokens));
+    json_object_set_new(root, "steps", num(v->r->steps));
+    json_step_power(root, v);
+    json_totals(root, v);
+    json_object_set_new(root, "failures", json_failures(v));
+    json_object_set_new(root, "checkpoint", json_checkpoint(v->r));
+    json_outcome(root, v);
+    return cli_print_json(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+}
+
+/* ---- text -------------------------------------------------------------------------------------- */
+
+/* The job and its step. */
+static void text_job(const run_view *v)
+{
+    const mp_run_result *r = v->r;
+    const mp_power *pw = &r->power;
+    char pbuf[512];
+    mp_plan_format(v->p, pbuf, sizeof pbuf);
+    printf("model    %s, %.4gB parameters\n", v->m->key, (double)r->params_count / 1e9);
+    printf("cluster  %lld x %s, %d per node (%.0f nodes)\n", (long long)v->cl->num_gpus,
+           v->cl->gpu.key, v->cl->gpus_per_node, pw->nodes);
+    printf("plan     %s\n", pbuf);
+    if (!v->e->feasible)
+        for (int i = 0; i < v->e->nreasons; i++)
+            printf("INFEASIBLE: %s (the run below assumes it fits)\n", v->e->reasons[i]);
+    printf("\nstep          %.4g s%s, %.4g tokens; %.0f steps for %.4g tokens\n", pw->step_s,
+           pw->step_s > pw->step_uncapped_s * (1 + 1e-12) ? " (slowed by the power cap)" : "",
+           v->e->tokens_per_step, r->steps, r->tokens);
+}
+
+/* One GPU, one node, the facility; energy per step and per million tokens. */
+static void text_power(const run_view *v)
+{
+    const mp_power *pw = &v->r->power;
+    char a[64], b[64], c2[64], d2[64];
+    printf("\npower, one GPU (TDP %.0f W, limit %.0f W)%s\n", pw->tdp_W, pw->cap_W,
+           pw->unseen_gpu ? " -- unseen GPU: derived from its TDP" : "");
+    for (int i = 0; i < MP_PHASE_COUNT; i++)
+        printf("  %-7s %9.4g s of the step at %4.0f W\n", mp_phase_name((mp_phase)i),
+               pw->phase_s[i], pw->phase_W[i]);
+    printf("  average %.0f W, peak %.0f W; idle %.0f W, active idle %.0f W\n", pw->gpu_avg_W,
+           pw->gpu_peak_W, pw->gpu_idle_W, pw->gpu_wait_W);
+    printf("  source: %s\n", pw->gpu_power_source);
+    fmt_W(a, sizeof a, pw->node_avg_W);
+    fmt_W(b, sizeof b, pw->node_peak_W);
+    fmt_W(c2, sizeof c2, pw->node_overhead_W);
+    fmt_W(d2, sizeof d2, pw->node_overhead_max_W);
+    printf("power, one node: average %s, peak %s (host %s of %s at full load)", a, b, c2, d2);
+    fmt_W(a, sizeof a, pw->node_idle_W);
+    printf(", idle %s\n", a);
+    fmt_W(a, sizeof a, pw->facility_avg_W);
+    fmt_W(b, sizeof b, pw->facility_peak_W);
+    fmt_W(c2, sizeof c2, pw->switch_W);
+    printf("power, facility: average %s, peak %s (PUE %.2f; scale-out switches %s, %.2g ports per "
+           "GPU)\n", a, b, v->o->energy.pue, c2, pw->switch_ports_per_gpu);
+    fmt_J(a, sizeof a, pw->energy_J_per_step_facility);
+    fmt_J(b, sizeof b, pw->energy_J_per_step_gpu);
+    fmt_J(c2, sizeof c2, pw->energy_J_per_step_node);
+    printf("energy per step: %s at the facility (GPUs %s, nodes %s)\n", a, b, c2);
+    fmt_J(a, sizeof a, pw->energy_J_per_mtoken_facility);
+    fmt_J(b, sizeof b, pw->energy_J_per_mtoken_gpu);
+    fmt_J(c2, sizeof c2, pw->energy_J_per_mtoken_node);
+    printf("energy per million tokens: %s (GPUs %s, nodes %s)\n", a, b, c2);
+}
+
+/* Failures, spares, the checkpoint and its interval, the restart. */
+static void text_failures(const run_view *v)
+{
+    const mp_run_result *r = v->r;
+    const mp_checkpoint *ck = &r->checkpoint;
+    const double per_day = 86400.0;
+    char a[64], b[64], c2[64];
+    printf("\nfailures: %.3g unexpected interruptions per day", r->rates.total_per_s * per_day);
+    if (isfinite(r->mtbf_s)) {
+        fmt_duration(a, sizeof a, r->mtbf_s);
+        printf(" (one every %s)", a);
+    }
+    printf("%s\n  by component:", v->o->failure_scale != 1.0 ? " (rates scaled by --failure-scale)" : "");
+    for (int i = 0; i < MP_FC_COUNT; i++)
+        printf(" %s %.3g", mp_fault_component_name((mp_fault_component)i),
+               r->rates.by_component_per_s[i] * per_day);
+    printf(" per day\n  %.3g per day take a node out; spare nodes %d%s, repair %.3g h\n",
+           r->rates.spare_per_s * per_day, r->spare_nodes,
+           r->spare_auto ? " (auto: <1% chance none is left)" : "", v->o->repair_h);
+    printf("  source: %s\n", r->faults.source);
+    fmt_duration(a, sizeof a, ck->save_s);
+    fmt_duration(b, sizeof b, ck->block_s);
+    printf("checkpoint %.4g TB (%.4g GB per GPU), %s checkpoint: save %s at %.4g GB/s, stall %s\n",
+           ck->bytes / 1e12, ck->bytes_per_gpu / 1e9,
+           v->o->async_checkpoint ? "asynchronous" : "synchronous", a, v->checkpoint_GBps, b);
+    fmt_duration(a, sizeof a, r->interval_s);
+    fmt_duration(b, sizeof b, r->interval_daly_s);
+    fmt_duration(c2, sizeof c2, r->interval_young_s);
+    printf("  interval %s%s; optimal %s (Daly 2006; Young 1974: %s)\n", a,
+           r->interval_given ? " (given)" : " (the optimal one)", b, c2);
+    fmt_duration(a, sizeof a, r->process.down_s);
+    printf("restart %s per interruption (restart %.0f s + load %.3g s%s)\n", a, v->o->restart_s,
+           ck->load_s, v->o->async_checkpoint ? " + async lag" : "");
+}
+
+/* Wall-clock, goodput, where the time went, totals and cost. */
+static void text_outcome(const run_view *v)
+{
+    const mp_run_result *r = v->r;
+    const mp_run_expect *ex = &r->expect;
+    const mp_run_mc *mc = &r->mc;
+    const mp_cost_opts *co = &v->o->cost;
+    char a[64], b[64], c2[64];
+    fmt_duration(a, sizeof a, r->work_s);
+    fmt_duration(b, sizeof b, ex->wall_s);
+    printf("\nrun: %s of work; expected wall-clock %s, goodput %.2f%%, %.4g interruptions\n", a, b,
+           100 * ex->goodput, ex->failures);
+    fmt_duration(a, sizeof a, mc->wall_mean_s);
+    fmt_duration(b, sizeof b, mc->wall_p10_s);
+    fmt_duration(c2, sizeof c2, mc->wall_p90_s);
+    printf("  Monte Carlo, %lld trials (seed %llu): wall-clock mean %s, p10 %s, p90 %s; goodput "
+           "mean %.2f%% (p10 %.2f%%, p90 %.2f%%)\n", (long long)r->trials,
+           (unsigned long long)v->o->seed, a, b, c2, 100 * mc->goodput_mean,
+           100 * mc->goodput_p10, 100 * mc->goodput_p90);
+    printf("  lost time: checkpoints %.2f%%, redone work %.2f%%, restarts %.2f%%, waiting for "
+           "spares %.2f%%\n", 100 * ex->ckpt_s / ex->wall_s, 100 * ex->lost_s / ex->wall_s,
+           100 * ex->down_s / ex->wall_s, 100 * ex->wait_s / ex->wall_s);
+    printf("\ntotals: %.4g MWh, %.4g tCO2e (%.0f g/kWh), %.4g GPU-hours (%.4g billed with spares)\n",
+           r->energy.MWh, r->co2e_t, v->o->grid_gco2_per_kwh, r->gpu_hours, r->cost.gpu_hours);
+    if (r->cost.capex_mode)
+        printf("cost: $%.4g (capital $%.4g over %.3g years + energy $%.4g at $%.3g/kWh), $%.4g per "
+               "million tokens\n", r->cost.usd, r->cost.capital_usd, co->amortization_years,
+               r->cost.energy_usd, co->price_kwh_usd, r->cost.usd_per_mtoken);
+    else
+        printf("cost: $%.4g at $%.3g per GPU-hour, $%.4g per million tokens\n", r->cost.usd,
+               co->price_gpu_hour_usd, r->cost.usd_per_mtoken);
+}
+
+/* ---- the command ------------------------------------------------------------------------------- */
+
+/* The defaults named here are mp_run_opts_init's, mp_energy_opts_init's and mp_cost_opts_init's
+ * (include/meshplan/run.h, energy.h give their sources). */
+static const cli_option run_opts[] = {
+    CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
+    CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
+    CLI_REQ("--gpus", "N", "GPUs in the job"),
+    CLI_REQ("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,...\" (plan keys below)"),
+    CLI_REQ("--tokens", "T", "training tokens, e.g. 15.6e12"),
+    CLI_OPT_GPUS_PER_NODE,
+    CLI_OPT_SCALE_OUT,
+    CLI_OPT("--config", "FILE",
+            "a launch config (Megatron-LM script, DeepSpeed JSON, torchtitan TOML, NeMo or "
+            "fine-tuning YAML, config.json): the options not given come from it (docs/import.md)"),
+    CLI_OPT_CATALOG,
+    CLI_OPT("--price-gpu-hour", "USD", "rental price per GPU-hour (default 2.5)"),
+    CLI_OPT("--capex-per-gpu", "USD", "capital per GPU instead of rental: capital + energy"),
+    CLI_OPT("--amortization-years", "Y", "with --capex-per-gpu: years the capital is spread over "
+            "(default 4)"),
+    CLI_OPT("--price-kwh", "USD", "with --capex-per-gpu: electricity per kWh (default 0.08)"),
+    CLI_OPT("--pue", "F", "facility power / IT power, [1, 5] (default 1.2)"),
+    CLI_OPT("--grid-gco2-per-kwh", "G", "grid carbon intensity, gCO2e/kWh (default 400)"),
+    CLI_OPT("--power-cap-W", "W", "per-GPU power limit (default: the GPU's TDP)"),
+    CLI_OPT("--host-util", "F", "host activity during training, [0, 1] (default 0.2)"),
+    CLI_OPT("--checkpoint-GBps", "R", "aggregate storage bandwidth, GB/s (default 500)"),
+    CLI_FLAG("--async-checkpoint", "snapshot to host memory and write in the background"),
+    CLI_OPT("--checkpoint-interval-s", "S", "seconds between checkpoints (default: the optimum, "
+            "Daly 2006)"),
+    CLI_OPT("--restart-s", "S", "restart after an interruption, s, before the load (default 600)"),
+    CLI_OPT("--repair-h", "H", "hours until a failed node is back (default 24)"),
+    CLI_OPT("--spare-nodes", "auto|N", "spare nodes held (default auto: <1% chance none is left)"),
+    CLI_OPT("--failures", "default|FILE", "failure causes and rates (default: Llama 3's, "
+            "docs/faults.md)"),
+    CLI_OPT("--failure-scale", "X", "every failure rate times X (default 1)"),
+    CLI_OPT("--trials", "N", "Monte Carlo runs, [1, 1e7] (default 1000)"),
+    CLI_OPT("--seed", "S", "the Monte Carlo's seed (default 1)"),
+    CLI_OPT_JSON,
+    CLI_END,
+};
+
+const cli_command cli_cmd_run = {
+    "run", "a whole training run: energy, power, cost, failures, checkpoints, goodput, "
+    "time-to-train",
+    NULL, 0, run_opts, NULL, cmd_run,
+};
+
 int cmd_run(int argc, char **argv)
 {
-    static const char *const opts[] = {
-        "--model", "--config", "--gpu", "--gpus", "--gpus-per-node", "--scale-out", "--plan", "--catalog",
-        "--tokens", "--price-gpu-hour", "--capex-per-gpu", "--amortization-years", "--price-kwh",
-        "--pue", "--grid-gco2-per-kwh", "--power-cap-W", "--host-util", "--checkpoint-GBps",
-        "--checkpoint-interval-s", "--restart-s", "--repair-h", "--spare-nodes", "--failures",
-        "--failure-scale", "--trials", "--seed", NULL};
-    static const char *const flags[] = {"--json", "--async-checkpoint", NULL};
     cli_args args;
-    int rc = cli_parse(argc, argv, opts, flags, &args);
+    int rc = cli_config_argv(&argc, &argv, CLI_CONFIG_PLAN);
     if (rc)
         return rc;
-    if (args.npositional)
-        return cli_fail("run: unexpected argument \"%s\"", args.positional[0]);
-    const char *model = cli_opt(&args, "--model"), *gpu = cli_opt(&args, "--gpu");
-    const char *gpus = cli_opt(&args, "--gpus"), *plan = cli_opt(&args, "--plan");
-    if ((rc = cli_config_apply(&args, &model, &gpu, &gpus, &plan)))
+    rc = cli_parse_cmd(&cli_cmd_run, argc, argv, &args);
+    if (rc)
         return rc;
-    const char *tokens_s = cli_opt(&args, "--tokens");
-    const int json = cli_flag(&args, "--json"), async = cli_flag(&args, "--async-checkpoint");
-    if (!model) return cli_fail("run: --model is required%s", "");
-    if (!gpu) return cli_fail("run: --gpu is required%s", "");
-    if (!gpus) return cli_fail("run: --gpus is required%s", "");
-    if (!plan) return cli_fail("run: --plan is required%s", "");
-    if (!tokens_s) return cli_fail("run: --tokens is required (training tokens, e.g. 15.6e12)%s", "");
 
-    /* --- options ---------------------------------------------------------------------------- */
-    long long ngpus = 0, gpn = 0, trials = 1000;
-    double tokens = 0, gco2 = 400.0, gbps = 500.0, interval = 0.0, restart_s = 600.0;
-    double repair_h = 24.0, fscale = 1.0;
-    /* Grid intensity 400 gCO2e/kWh: between the US average (~370 g, EIA 2023) and the world
-     * average (~460 g, IEA 2023). Restart 600 s (detect, reschedule, initialise; ASSUMED: with
-     * Llama 3's interruption rate it gives the >90% effective training time the paper reports).
-     * Repair 24 h: a failed node is back (fixed or replaced) a day later (ASSUMED). */
-    mp_energy_opts eo;
-    mp_energy_opts_init(&eo);
-    mp_cost_opts co;
-    mp_cost_opts_init(&co);
-    if ((rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &ngpus)))
-        return rc;
+    long long ngpus = 0, gpn = 0;
+    mp_run_opts o;
+    mp_run_opts_init(&o);
+    double gbps;
     const char *gpn_s = cli_opt(&args, "--gpus-per-node");
-    if (gpn_s && (rc = cli_parse_count("gpus-per-node", gpn_s, 1, 1 << 20, &gpn)))
-        return rc;
-    const char *trials_s = cli_opt(&args, "--trials");
-    if (trials_s && (rc = cli_parse_count("trials", trials_s, 1, 10000000, &trials)))
-        return rc;
-    unsigned long long seed = 1;
-    const char *seed_s = cli_opt(&args, "--seed");
-    if (seed_s) {
-        char *end;
-        errno = 0;
-        seed = strtoull(seed_s, &end, 10);
-        if (!seed_s[0] || *end || errno || seed_s[0] == '-')
-            return cli_fail("seed = \"%s\": expected an integer in [0, 2^64)", seed_s);
-    }
-    if ((rc = cli_parse_real("tokens", tokens_s, 1, 1e18, &tokens)) ||
-        (rc = cli_opt_real(&args, "--price-gpu-hour", 0, 1e4, &co.price_gpu_hour_usd)) ||
-        (rc = cli_opt_real(&args, "--capex-per-gpu", 0, 1e8, &co.capex_per_gpu_usd)) ||
-        (rc = cli_opt_real(&args, "--amortization-years", 0.1, 100, &co.amortization_years)) ||
-        (rc = cli_opt_real(&args, "--price-kwh", 0, 100, &co.price_kwh_usd)) ||
-        (rc = cli_opt_real(&args, "--pue", 1, 5, &eo.pue)) ||
-        (rc = cli_opt_real(&args, "--grid-gco2-per-kwh", 0, 5000, &gco2)) ||
-        (rc = cli_opt_real(&args, "--power-cap-W", 1, 1e5, &eo.power_cap_W)) ||
-        (rc = cli_opt_real(&args, "--host-util", 0, 1, &eo.host_util_frac)) ||
-        (rc = cli_opt_real(&args, "--checkpoint-GBps", 1e-3, 1e9, &gbps)) ||
-        (rc = cli_opt_real(&args, "--checkpoint-interval-s", 1e-3, 1e12, &interval)) ||
-        (rc = cli_opt_real(&args, "--restart-s", 0, 1e9, &restart_s)) ||
-        (rc = cli_opt_real(&args, "--repair-h", 0, 1e6, &repair_h)) ||
-        (rc = cli_opt_real(&args, "--failure-scale", 0, 1e6, &fscale)))
-        return rc;
-    long long spares_opt = -1; /* auto */
-    const char *spares_s = cli_opt(&args, "--spare-nodes");
-    if (spares_s && strcmp(spares_s, "auto") &&
-        (rc = cli_parse_count("spare-nodes", spares_s, 0, 1000000, &spares_opt)))
+    if ((rc = cli_parse_count("gpus", cli_opt(&args, "--gpus"), 1, 1LL << 24, &ngpus)) ||
+        (gpn_s && (rc = cli_parse_count("gpus-per-node", gpn_s, 1, 1 << 20, &gpn))) ||
+        (rc = run_read_opts(&args, &o, &gbps)))
         return rc;
 
-    /* --- the job ---------------------------------------------------------------------------- */
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))
         return rc;
@@ -161,323 +506,36 @@ int cmd_run(int argc, char **argv)
     mp_diag d = {0};
     mp_fault_model fm;
     char *fbuf = NULL;
-    json_t *root = NULL;
-    if ((rc = cli_job_estimate(cat, model, gpu, ngpus, gpn, cli_opt(&args, "--scale-out"), plan, &m, &cl, &p,
-                               &e, &d)))
-        goto done;
-    mp_status st;
-    const double nics = nics_per_node(cat, &cl);
-    eo.scaleout_ports_per_node = nics;
-    mp_power pw;
-    if ((st = mp_energy_step(&cl, &p, e, NULL, &eo, &pw, &d)) != MP_OK) {
-        rc = cli_exit_for(st);
+    mp_run_result *r = malloc(sizeof *r);
+    if (!r) {
+        rc = EXIT_INTERNAL;
         goto done;
     }
-
-    /* --- failures ------------------------------------------------------------------------------ */
-    const char *ff = cli_opt(&args, "--failures");
-    if (!ff || !strcmp(ff, "default")) {
-        mp_fault_model_default(&fm);
-    } else {
-        size_t flen;
-        st = cli_read_file(ff, &fbuf, &flen, &d);
-        if (st == MP_OK)
-            st = mp_fault_model_from_json(fbuf, flen, ff, &fm, &d);
-        if (st != MP_OK) {
-            rc = cli_exit_for(st);
-            goto done;
-        }
-    }
-    const mp_fault_fleet fleet = {(double)ngpus, pw.nodes, pw.nodes * nics};
-    mp_fault_rates fr;
-    mp_fault_rates_for(&fm, &fleet, fscale, &fr);
-
-    /* --- checkpoint and the run ---------------------------------------------------------------- */
-    mp_param_count pc;
-    mp_model_params(&m, (int)p.tp, &pc);
-    mp_checkpoint ck;
-    /* 14 bytes per parameter: 16-bit weights + fp32 master weights + Adam m and v. */
-    if ((st = mp_checkpoint_plan((double)pc.total, 14.0, (double)ngpus, 0.0, gbps * 1e9, D2H_BPS,
-                                 async, &ck, &d)) != MP_OK) {
-        rc = cli_exit_for(st);
+    if ((rc = cli_job_estimate(cat, cli_opt(&args, "--model"), cli_opt(&args, "--gpu"), ngpus, gpn,
+                               cli_opt(&args, "--scale-out"), cli_opt(&args, "--plan"), &m, &cl,
+                               &p, &e, &d)) ||
+        (rc = run_load_faults(cli_opt(&args, "--failures"), &fm, &fbuf, &d)))
         goto done;
-    }
-    const double steps = ceil(tokens / e->tokens_per_step);
-    const double work_s = steps * pw.step_s;
-    const double mtbf_s = fr.total_per_s > 0 ? 1.0 / fr.total_per_s : INFINITY;
-    const double young = isfinite(mtbf_s) && ck.block_s > 0 ? mp_ckpt_interval_young(ck.block_s, mtbf_s) : work_s;
-    const double daly = isfinite(mtbf_s) && ck.block_s > 0 ? mp_ckpt_interval_daly(ck.block_s, mtbf_s) : work_s;
-    const double exact = isfinite(mtbf_s) && ck.block_s > 0 ? mp_ckpt_interval_exact(ck.block_s, mtbf_s) : work_s;
-    const int interval_given = interval > 0;
-    double tau = interval_given ? interval : fmin(daly, work_s);
-    /* Asynchronous: the next snapshot cannot start before the previous write ended. */
-    if (async && tau + ck.block_s < ck.save_s)
-        tau = ck.save_s - ck.block_s;
-    const int spare_auto = spares_opt < 0;
-    const int spares = spare_auto ? mp_spares_for(fr.spare_per_s, repair_h * 3600.0, SPARE_TARGET)
-                                  : (int)spares_opt;
-    mp_run_params rp = {
-        .work_s = work_s,
-        .interval_s = tau,
-        .ckpt_s = ck.block_s,
-        .down_s = restart_s + ck.load_s + ck.lag_s,
-        .fail_per_s = fr.total_per_s,
-        .spare_frac = fr.total_per_s > 0 ? fr.spare_per_s / fr.total_per_s : 0.0,
-        .repair_s = repair_h * 3600.0,
-        .spare_nodes = spares,
-    };
-    mp_run_expect ex;
-    mp_run_mc mc;
-    if ((st = mp_run_expected(&rp, &ex, &d)) != MP_OK) {
-        rc = cli_exit_for(st);
+    o.faults = &fm;
+    o.energy.scaleout_ports_per_node = nics_per_node(cat, &cl);
+    if ((rc = cli_exit_for(mp_run_plan(&m, &cl, &p, e, &o, r, &d))))
         goto done;
-    }
-    /* The simulation costs ~1e-7 s per failure: keep it under ~20 s. */
-    if (ex.failures > SIM_MAX_FAILURES) {
-        fprintf(stderr, "meshplan: the run would see %.3g interruptions (checkpoint interval %g s, "
-                        "one failure every %g s): too many to simulate; give a shorter "
-                        "--checkpoint-interval-s or fewer --tokens\n", ex.failures, tau, mtbf_s);
-        rc = EXIT_INPUT;
-        goto done;
-    }
-    if (ex.failures * (double)trials > SIM_MAX_FAILURES) {
-        long long t2 = (long long)(SIM_MAX_FAILURES / fmax(ex.failures, 1.0));
+    if (r->trials < o.trials)
         fprintf(stderr, "meshplan: note: %lld trials of %.3g interruptions each would take too "
-                        "long; simulating %lld trials\n", trials, ex.failures, t2 > 0 ? t2 : 1);
-        trials = t2 > 0 ? t2 : 1;
-    }
-    if ((st = mp_run_simulate(&rp, (int)trials, (uint64_t)seed, &mc, &d)) != MP_OK) {
-        rc = cli_exit_for(st);
-        goto done;
-    }
-    mp_run_energy re;
-    mp_energy_run(&pw, eo.pue, work_s + ex.lost_s, ex.ckpt_s + ex.down_s + ex.wait_s, ex.wall_s,
-                  spares, &re);
-    const double gpus_billed = (double)ngpus + spares * (double)cl.gpus_per_node;
-    mp_cost cost;
-    if ((st = mp_cost_compute(&co, gpus_billed, ex.wall_s, re.total_J, steps * e->tokens_per_step,
-                              &cost, &d)) != MP_OK) {
-        rc = cli_exit_for(st);
-        goto done;
-    }
-    const double co2e_t = re.MWh * gco2 / 1000.0; /* MWh x 1000 kWh x g/kWh / 1e6 g/t */
-    const double gpu_hours = (double)ngpus * ex.wall_s / 3600.0;
-    const double per_day = 86400.0;
-
-    /* --- output -------------------------------------------------------------------------------- */
-    if (json) {
-        root = json_object();
-        char pbuf[512];
-        mp_plan_format(&p, pbuf, sizeof pbuf);
-        json_object_set_new(root, "model", json_string(m.key));
-        json_object_set_new(root, "gpu", json_string(cl.gpu.key));
-        json_object_set_new(root, "num_gpus", json_integer(ngpus));
-        json_object_set_new(root, "plan", json_string(pbuf));
-        json_object_set_new(root, "feasible", json_boolean(e->feasible));
-        json_t *reasons = json_array();
-        for (int i = 0; i < e->nreasons; i++)
-            json_array_append_new(reasons, json_string(e->reasons[i]));
-        json_object_set_new(root, "reasons", reasons);
-        json_object_set_new(root, "tokens", num(steps * e->tokens_per_step));
-        json_object_set_new(root, "steps", num(steps));
-        json_object_set_new(root, "step_s", num(pw.step_s));
-        json_object_set_new(root, "step_uncapped_s", num(pw.step_uncapped_s));
-        json_t *ph = json_object(), *phw = json_object();
-        for (int i = 0; i < MP_PHASE_COUNT; i++) {
-            json_object_set_new(ph, mp_phase_name((mp_phase)i), num(pw.phase_s[i]));
-            json_object_set_new(phw, mp_phase_name((mp_phase)i), num(pw.phase_W[i]));
-        }
-        json_object_set_new(root, "phase_s", ph);
-        json_object_set_new(root, "phase_power_W", phw);
-        json_object_set_new(root, "energy_J_per_step", num(pw.energy_J_per_step_facility));
-        json_object_set_new(root, "energy_J_per_mtoken", num(pw.energy_J_per_mtoken_facility));
-        json_object_set_new(root, "energy_J_per_step_by_level",
-                            json_pack("{s:o,s:o,s:o}", "gpu", num(pw.energy_J_per_step_gpu), "node",
-                                      num(pw.energy_J_per_step_node), "facility",
-                                      num(pw.energy_J_per_step_facility)));
-        json_object_set_new(root, "energy_J_per_mtoken_by_level",
-                            json_pack("{s:o,s:o,s:o}", "gpu", num(pw.energy_J_per_mtoken_gpu), "node",
-                                      num(pw.energy_J_per_mtoken_node), "facility",
-                                      num(pw.energy_J_per_mtoken_facility)));
-        json_t *pj = json_object();
-        json_object_set_new(pj, "gpu_avg", num(pw.gpu_avg_W));
-        json_object_set_new(pj, "gpu_peak", num(pw.gpu_peak_W));
-        json_object_set_new(pj, "gpu_idle", num(pw.gpu_idle_W));
-        json_object_set_new(pj, "gpu_active_idle", num(pw.gpu_wait_W));
-        json_object_set_new(pj, "gpu_tdp", num(pw.tdp_W));
-        json_object_set_new(pj, "gpu_cap", num(pw.cap_W));
-        json_object_set_new(pj, "node_avg", num(pw.node_avg_W));
-        json_object_set_new(pj, "node_peak", num(pw.node_peak_W));
-        json_object_set_new(pj, "node_idle", num(pw.node_idle_W));
-        json_object_set_new(pj, "node_host", num(pw.node_overhead_W));
-        json_object_set_new(pj, "node_host_max", num(pw.node_overhead_max_W));
-        json_object_set_new(pj, "switches", num(pw.switch_W));
-        json_object_set_new(pj, "facility_avg", num(pw.facility_avg_W));
-        json_object_set_new(pj, "facility_peak", num(pw.facility_peak_W));
-        json_object_set_new(root, "power_W", pj);
-        json_object_set_new(root, "power_model", json_pack("{s:b,s:s,s:f}", "unseen_gpu",
-                                                            pw.unseen_gpu, "gpu_source",
-                                                            pw.gpu_power_source, "pue", eo.pue));
-        json_object_set_new(root, "energy_MWh", num(re.MWh));
-        json_object_set_new(root, "co2e_t", num(co2e_t));
-        json_object_set_new(root, "grid_gco2_per_kwh", num(gco2));
-        json_object_set_new(root, "gpu_hours", num(gpu_hours));
-        json_object_set_new(root, "gpu_hours_billed", num(cost.gpu_hours));
-        json_object_set_new(root, "cost_usd", num(cost.usd));
-        json_object_set_new(root, "cost_usd_per_mtoken", num(cost.usd_per_mtoken));
-        json_object_set_new(root, "cost", json_pack("{s:s,s:o,s:o,s:o}", "mode",
-                                                    cost.capex_mode ? "capital+energy" : "rental",
-                                                    "rental_usd", num(cost.rental_usd),
-                                                    "capital_usd", num(cost.capital_usd),
-                                                    "energy_usd", num(cost.energy_usd)));
-        json_t *fj = json_object(), *bc = json_object(), *bcomp = json_object();
-        for (int i = 0; i < fm.ncauses; i++)
-            json_object_set_new(bc, fm.cause[i].name, num(fr.by_cause_per_s[i] * per_day));
-        for (int i = 0; i < MP_FC_COUNT; i++)
-            json_object_set_new(bcomp, mp_fault_component_name((mp_fault_component)i),
-                                num(fr.by_component_per_s[i] * per_day));
-        json_object_set_new(fj, "interruptions_per_day", num(fr.total_per_s * per_day));
-        json_object_set_new(fj, "mtbf_h", isfinite(mtbf_s) ? num(mtbf_s / 3600.0) : json_null());
-        json_object_set_new(fj, "by_cause", bc);
-        json_object_set_new(fj, "by_component", bcomp);
-        json_object_set_new(fj, "needing_spare_per_day", num(fr.spare_per_s * per_day));
-        json_object_set_new(fj, "expected_interruptions", num(ex.failures));
-        json_object_set_new(fj, "spare_nodes", json_integer(spares));
-        json_object_set_new(fj, "spare_nodes_auto", json_boolean(spare_auto));
-        json_object_set_new(fj, "repair_h", num(repair_h));
-        json_object_set_new(fj, "scale", num(fscale));
-        json_object_set_new(fj, "source", json_string(fm.source));
-        json_object_set_new(root, "failures", fj);
-        json_t *cj = json_object();
-        json_object_set_new(cj, "bytes", num(ck.bytes));
-        json_object_set_new(cj, "bytes_per_gpu", num(ck.bytes_per_gpu));
-        json_object_set_new(cj, "async", json_boolean(ck.async));
-        json_object_set_new(cj, "save_s", num(ck.save_s));
-        json_object_set_new(cj, "block_s", num(ck.block_s));
-        json_object_set_new(cj, "load_s", num(ck.load_s));
-        json_object_set_new(cj, "interval_s", num(tau));
-        json_object_set_new(cj, "interval_given", json_boolean(interval_given));
-        json_object_set_new(cj, "optimal_interval_s", num(daly));
-        json_object_set_new(cj, "young_interval_s", num(young));
-        json_object_set_new(cj, "exact_interval_s", num(exact));
-        json_object_set_new(cj, "count", num(ex.checkpoints));
-        json_object_set_new(root, "checkpoint", cj);
-        json_object_set_new(root, "restart_s", num(rp.down_s));
-        json_object_set_new(root, "goodput", num(mc.goodput_mean));
-        json_object_set_new(root, "goodput_expected", num(ex.goodput));
-        json_object_set_new(root, "goodput_mc", json_pack("{s:o,s:o,s:o}", "mean", num(mc.goodput_mean),
-                                                          "p10", num(mc.goodput_p10), "p90",
-                                                          num(mc.goodput_p90)));
-        json_t *wj = json_object();
-        json_object_set_new(wj, "mean", num(mc.wall_mean_s));
-        json_object_set_new(wj, "p10", num(mc.wall_p10_s));
-        json_object_set_new(wj, "p90", num(mc.wall_p90_s));
-        json_object_set_new(wj, "expected", num(ex.wall_s));
-        json_object_set_new(wj, "no_failures", num(work_s + ex.ckpt_s));
-        json_object_set_new(wj, "work", num(work_s));
-        json_object_set_new(root, "wall_clock_s", wj);
-        json_object_set_new(root, "time_s", json_pack("{s:o,s:o,s:o,s:o,s:o}", "checkpoints",
-                                                      num(ex.ckpt_s), "lost", num(ex.lost_s),
-                                                      "restarts", num(ex.down_s), "spare_wait",
-                                                      num(ex.wait_s), "work", num(work_s)));
-        json_object_set_new(root, "trials", json_integer(trials));
-        json_object_set_new(root, "seed", json_integer((json_int_t)seed));
-        rc = cli_print_json(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        root = NULL; /* released by cli_print_json */
-        if (rc)
-            goto done;
+                        "long; simulating %lld trials\n", (long long)o.trials, r->expect.failures,
+                (long long)r->trials);
+    const run_view v = {&m, &cl, &p, e, &o, r, gbps};
+    if (cli_flag(&args, "--json")) {
+        rc = run_print_json(&v);
     } else {
-        char a[64], b[64], c2[64], d2[64];
-        char pbuf[512];
-        mp_plan_format(&p, pbuf, sizeof pbuf);
-        printf("model    %s, %.4gB parameters\n", m.key, (double)pc.total / 1e9);
-        printf("cluster  %lld x %s, %d per node (%.0f nodes)\n", ngpus, cl.gpu.key, cl.gpus_per_node, pw.nodes);
-        printf("plan     %s\n", pbuf);
-        if (!e->feasible)
-            for (int i = 0; i < e->nreasons; i++)
-                printf("INFEASIBLE: %s (the run below assumes it fits)\n", e->reasons[i]);
-        printf("\nstep          %.4g s%s, %.4g tokens; %.0f steps for %.4g tokens\n", pw.step_s,
-               pw.step_s > pw.step_uncapped_s * (1 + 1e-12) ? " (slowed by the power cap)" : "",
-               e->tokens_per_step, steps, steps * e->tokens_per_step);
-        printf("\npower, one GPU (TDP %.0f W, limit %.0f W)%s\n", pw.tdp_W, pw.cap_W,
-               pw.unseen_gpu ? " -- unseen GPU: derived from its TDP" : "");
-        for (int i = 0; i < MP_PHASE_COUNT; i++)
-            printf("  %-7s %9.4g s of the step at %4.0f W\n", mp_phase_name((mp_phase)i), pw.phase_s[i], pw.phase_W[i]);
-        printf("  average %.0f W, peak %.0f W; idle %.0f W, active idle %.0f W\n", pw.gpu_avg_W,
-               pw.gpu_peak_W, pw.gpu_idle_W, pw.gpu_wait_W);
-        printf("  source: %s\n", pw.gpu_power_source);
-        fmt_W(a, sizeof a, pw.node_avg_W);
-        fmt_W(b, sizeof b, pw.node_peak_W);
-        fmt_W(c2, sizeof c2, pw.node_overhead_W);
-        fmt_W(d2, sizeof d2, pw.node_overhead_max_W);
-        printf("power, one node: average %s, peak %s (host %s of %s at full load)", a, b, c2, d2);
-        fmt_W(a, sizeof a, pw.node_idle_W);
-        printf(", idle %s\n", a);
-        fmt_W(a, sizeof a, pw.facility_avg_W);
-        fmt_W(b, sizeof b, pw.facility_peak_W);
-        fmt_W(c2, sizeof c2, pw.switch_W);
-        printf("power, facility: average %s, peak %s (PUE %.2f; scale-out switches %s, %.2g ports per GPU)\n",
-               a, b, eo.pue, c2, pw.switch_ports_per_gpu);
-        fmt_J(a, sizeof a, pw.energy_J_per_step_facility);
-        fmt_J(b, sizeof b, pw.energy_J_per_step_gpu);
-        fmt_J(c2, sizeof c2, pw.energy_J_per_step_node);
-        printf("energy per step: %s at the facility (GPUs %s, nodes %s)\n", a, b, c2);
-        fmt_J(a, sizeof a, pw.energy_J_per_mtoken_facility);
-        fmt_J(b, sizeof b, pw.energy_J_per_mtoken_gpu);
-        fmt_J(c2, sizeof c2, pw.energy_J_per_mtoken_node);
-        printf("energy per million tokens: %s (GPUs %s, nodes %s)\n", a, b, c2);
-
-        printf("\nfailures: %.3g unexpected interruptions per day", fr.total_per_s * per_day);
-        if (isfinite(mtbf_s)) {
-            fmt_duration(a, sizeof a, mtbf_s);
-            printf(" (one every %s)", a);
-        }
-        printf("%s\n  by component:", fscale != 1.0 ? " (rates scaled by --failure-scale)" : "");
-        for (int i = 0; i < MP_FC_COUNT; i++)
-            printf(" %s %.3g", mp_fault_component_name((mp_fault_component)i), fr.by_component_per_s[i] * per_day);
-        printf(" per day\n  %.3g per day take a node out; spare nodes %d%s, repair %.3g h\n",
-               fr.spare_per_s * per_day, spares, spare_auto ? " (auto: <1% chance none is left)" : "", repair_h);
-        printf("  source: %s\n", fm.source);
-        fmt_duration(a, sizeof a, ck.save_s);
-        fmt_duration(b, sizeof b, ck.block_s);
-        printf("checkpoint %.4g TB (%.4g GB per GPU), %s checkpoint: save %s at %.4g GB/s, stall %s\n",
-               ck.bytes / 1e12, ck.bytes_per_gpu / 1e9, async ? "asynchronous" : "synchronous", a, gbps, b);
-        fmt_duration(a, sizeof a, tau);
-        fmt_duration(b, sizeof b, daly);
-        fmt_duration(c2, sizeof c2, young);
-        printf("  interval %s%s; optimal %s (Daly 2006; Young 1974: %s)\n", a,
-               interval_given ? " (given)" : " (the optimal one)", b, c2);
-        fmt_duration(a, sizeof a, rp.down_s);
-        printf("restart %s per interruption (restart %.0f s + load %.3g s%s)\n", a, restart_s,
-               ck.load_s, async ? " + async lag" : "");
-
-        fmt_duration(a, sizeof a, work_s);
-        fmt_duration(b, sizeof b, ex.wall_s);
-        printf("\nrun: %s of work; expected wall-clock %s, goodput %.2f%%, %.4g interruptions\n", a, b,
-               100 * ex.goodput, ex.failures);
-        fmt_duration(a, sizeof a, mc.wall_mean_s);
-        fmt_duration(b, sizeof b, mc.wall_p10_s);
-        fmt_duration(c2, sizeof c2, mc.wall_p90_s);
-        printf("  Monte Carlo, %lld trials (seed %llu): wall-clock mean %s, p10 %s, p90 %s; goodput "
-               "mean %.2f%% (p10 %.2f%%, p90 %.2f%%)\n", trials, seed, a, b, c2,
-               100 * mc.goodput_mean, 100 * mc.goodput_p10, 100 * mc.goodput_p90);
-        printf("  lost time: checkpoints %.2f%%, redone work %.2f%%, restarts %.2f%%, waiting for spares %.2f%%\n",
-               100 * ex.ckpt_s / ex.wall_s, 100 * ex.lost_s / ex.wall_s, 100 * ex.down_s / ex.wall_s,
-               100 * ex.wait_s / ex.wall_s);
-        printf("\ntotals: %.4g MWh, %.4g tCO2e (%.0f g/kWh), %.4g GPU-hours (%.4g billed with spares)\n",
-               re.MWh, co2e_t, gco2, gpu_hours, cost.gpu_hours);
-        if (cost.capex_mode)
-            printf("cost: $%.4g (capital $%.4g over %.3g years + energy $%.4g at $%.3g/kWh), $%.4g per million tokens\n",
-                   cost.usd, cost.capital_usd, co.amortization_years, cost.energy_usd, co.price_kwh_usd,
-                   cost.usd_per_mtoken);
-        else
-            printf("cost: $%.4g at $%.3g per GPU-hour, $%.4g per million tokens\n", cost.usd,
-                   co.price_gpu_hour_usd, cost.usd_per_mtoken);
+        text_job(&v);
+        text_power(&v);
+        text_failures(&v);
+        text_outcome(&v);
     }
-    rc = 0;
 done:
     cli_print_diag(&d);
-    json_decref(root);
+    free(r);
     free(fbuf);
     free(e);
     mp_catalog_destroy(cat);

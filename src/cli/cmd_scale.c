@@ -69,26 +69,36 @@ static json_t *point_json(const scale_point *p)
     return o;
 }
 
+static const cli_option scale_opts[] = {
+    CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
+    CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
+    CLI_REQ("--gpus", "A:B", "the GPU counts A, 2A, ... B"),
+    CLI_OPT_GPUS_PER_NODE,
+    CLI_OPT_SCALE_OUT,
+    CLI_OPT_CATALOG,
+    CLI_OPTS_SEARCH_JOB,
+    CLI_OPT("--island-gpus", "A:B", "GPUs per island: the islands' scaling study instead "
+            "(meshplan islands-scale --help)"),
+    CLI_OPT_JSON,
+    CLI_OPT_CSV,
+    CLI_END,
+};
+
+const cli_command cli_cmd_scale = {
+    "scale", "the best plan per GPU count (doubling), with strong- and weak-scaling efficiency",
+    NULL, 0, scale_opts, NULL, cmd_scale,
+};
+
 int cmd_scale(int argc, char **argv)
 {
     /* `scale --island-gpus A:B` is the islands' scaling study (docs/islands.md Sec. 9). */
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--island-gpus"))
             return cmd_islands_scale(argc, argv);
-    static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
-                                       "--catalog", "--gb", "--seq", "--precision", "--fix",
-                                       "--objective", "--tokens", "--price-gpu-hour", "--threads",
-                                       "--orders", NULL};
-    static const char *const flags[] = {"--json", "--csv", NULL};
     cli_args a;
-    int rc = cli_parse(argc, argv, opts, flags, &a);
+    int rc = cli_parse_cmd(&cli_cmd_scale, argc, argv, &a);
     if (rc)
         return rc;
-    if (a.npositional)
-        return cli_fail("scale: unexpected argument \"%s\"", a.positional[0]);
-    if (!cli_opt(&a, "--model")) return cli_fail("scale: --model is required%s", "");
-    if (!cli_opt(&a, "--gpu")) return cli_fail("scale: --gpu is required%s", "");
-    if (!cli_opt(&a, "--gpus")) return cli_fail("scale: --gpus A:B is required (counts A, 2A, ... B)%s", "");
     if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
         return cli_fail("scale: --json and --csv exclude each other%s", "");
     long long counts[MP_SEARCH_MAX_CLUSTERS];

@@ -39,24 +39,43 @@ static int rank_plan(const char *text, const mp_model *m, const mp_search_opts *
     return EXIT_INPUT;
 }
 
+static const cli_option search_opts[] = {
+    CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
+    CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
+    CLI_REQ("--gpus", "N|A:B", "GPUs in the job, or A:B to search the GPU counts A, 2A, ... B"),
+    CLI_OPT_GPUS_PER_NODE,
+    CLI_OPT_SCALE_OUT,
+    CLI_OPT("--config", "FILE",
+            "a launch config: its model, GPUs, batch, sequence and precision where not given; "
+            "the plan is searched (docs/import.md)"),
+    CLI_OPT_CATALOG,
+    CLI_OPTS_SEARCH_JOB,
+    CLI_OPT("--top", "K", "plans listed, best first"),
+    CLI_OPT("--rank", "PLAN", "also say where this plan ranks among all, and why"),
+    CLI_OPT("--emit", "FORMAT",
+            "write the best plan the format holds as megatron (pretrain_gpt.py flags), torchtitan "
+            "(TOML), deepspeed (JSON) or nemo (YAML) instead of the report"),
+    CLI_FLAG("--no-prune", "time every plan (no lower-bound pruning; the same answer, slower)"),
+    CLI_OPT_JSON,
+    CLI_OPT_CSV,
+    CLI_END,
+};
+
+const cli_command cli_cmd_search = {
+    "search", "evaluate every valid plan for a job: the best ones, the Pareto frontiers, the "
+    "rejections and why",
+    NULL, 0, search_opts, NULL, cmd_search,
+};
+
 int cmd_search(int argc, char **argv)
 {
-    static const char *const opts[] = {"--model", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
-                                       "--catalog", "--gb", "--seq", "--precision", "--fix",
-                                       "--objective", "--tokens", "--price-gpu-hour", "--top",
-                                       "--threads", "--rank", "--orders", "--emit", "--config", NULL};
-    static const char *const flags[] = {"--json", "--csv", "--no-prune", NULL};
     cli_args a;
-    int rc = cli_parse(argc, argv, opts, flags, &a);
+    int rc = cli_config_argv(&argc, &argv, CLI_CONFIG_JOB);
     if (rc)
         return rc;
-    if (a.npositional)
-        return cli_fail("search: unexpected argument \"%s\"", a.positional[0]);
-    if ((rc = cli_config_search(&a)))
+    rc = cli_parse_cmd(&cli_cmd_search, argc, argv, &a);
+    if (rc)
         return rc;
-    if (!cli_opt(&a, "--model")) return cli_fail("search: --model is required%s", "");
-    if (!cli_opt(&a, "--gpu")) return cli_fail("search: --gpu is required%s", "");
-    if (!cli_opt(&a, "--gpus")) return cli_fail("search: --gpus is required (N, or A:B to search GPU counts A, 2A, ... B)%s", "");
     if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
         return cli_fail("search: --json and --csv exclude each other%s", "");
     long long counts[MP_SEARCH_MAX_CLUSTERS];

@@ -42,29 +42,49 @@ static void row(const char *what, double sim, double ana)
     printf("  %-30s %12.4f %12.4f\n", what, sim, ana);
 }
 
+static const cli_option trace_opts[] = {
+    CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
+    CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
+    CLI_REQ("--gpus", "N", "GPUs in the job"),
+    CLI_REQ("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,...\" (plan keys below)"),
+    CLI_OPT_GPUS_PER_NODE,
+    CLI_OPT_SCALE_OUT,
+    CLI_OPT("--config", "FILE",
+            "a launch config (Megatron-LM script, DeepSpeed JSON, torchtitan TOML, NeMo or "
+            "fine-tuning YAML, config.json): the options not given come from it (docs/import.md)"),
+    CLI_OPT_CATALOG,
+    CLI_OPT("-o", "FILE", "write the step's Chrome trace (Perfetto, chrome://tracing) to FILE"),
+    CLI_OPT("--output", "FILE", "the same as -o"),
+    CLI_OPT("--contention", "F", "compute slowdown while communicating, [0, 10] (default 0.189)"),
+    CLI_FLAG("--tp-overlap", "a layer's TP runs beside its compute (async TP)"),
+    CLI_FLAG("--p2p-overlap", "compute goes on while pipeline sends are in flight"),
+    CLI_FLAG("--analytical-rules", "the estimator's assumptions, for comparing with it"),
+    CLI_OPT("--straggler-rank", "R", "the rank that straggles (default 0 with a factor)"),
+    CLI_OPT("--straggler-compute", "X", "its compute takes X times longer, [1, 1000]"),
+    CLI_OPT("--straggler-link", "X", "its traffic leaving the node takes X times longer, [1, 1000]"),
+    CLI_OPT("--max-events", "N", "most events simulated (default 1e7)"),
+    CLI_OPT_JSON,
+    CLI_END,
+};
+
+const cli_command cli_cmd_trace = {
+    "trace", "simulate one step event by event: its Chrome trace and the simulated step next to "
+    "the analytical one",
+    NULL, 0, trace_opts, NULL, cmd_trace,
+};
+
 int cmd_trace(int argc, char **argv)
 {
-    static const char *const opts[] = {"--model", "--config", "--gpu", "--gpus", "--gpus-per-node", "--scale-out",
-                                       "--plan", "--catalog", "-o", "--output", "--contention",
-                                       "--straggler-rank", "--straggler-compute", "--straggler-link",
-                                       "--max-events", NULL};
-    static const char *const flags[] = {"--json", "--tp-overlap", "--p2p-overlap", "--analytical-rules",
-                                        NULL};
     cli_args args;
-    int rc = cli_parse(argc, argv, opts, flags, &args);
+    int rc = cli_config_argv(&argc, &argv, CLI_CONFIG_PLAN);
+    if (rc)
+        return rc;
+    rc = cli_parse_cmd(&cli_cmd_trace, argc, argv, &args);
     if (rc)
         return rc;
     const char *model = cli_opt(&args, "--model"), *gpu = cli_opt(&args, "--gpu");
     const char *gpus = cli_opt(&args, "--gpus"), *plan = cli_opt(&args, "--plan");
-    if ((rc = cli_config_apply(&args, &model, &gpu, &gpus, &plan)))
-        return rc;
     const char *outpath = cli_opt(&args, "-o") ? cli_opt(&args, "-o") : cli_opt(&args, "--output");
-    if (args.npositional)
-        return cli_fail("trace: unexpected argument \"%s\"", args.positional[0]);
-    if (!model) return cli_fail("trace: --model is required%s", "");
-    if (!gpu) return cli_fail("trace: --gpu is required%s", "");
-    if (!gpus) return cli_fail("trace: --gpus is required%s", "");
-    if (!plan) return cli_fail("trace: --plan is required%s", "");
     long long ngpus = 0, gpn = 0;
     if ((rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &ngpus)))
         return rc;

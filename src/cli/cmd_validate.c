@@ -5,12 +5,23 @@
 
 #include "cli.h"
 
+static const cli_option validate_opts[] = {
+    CLI_OPT_CATALOG,
+    CLI_OPT_JSON,
+    CLI_END,
+};
+
+const cli_command cli_cmd_validate = {
+    "validate", "predict published runs from a CSV and report the error of each",
+    "FILE.csv", 1, validate_opts,
+    "FILE.csv: rows in the schema of ../shared/validation/runs.csv (the header says which).\n",
+    cmd_validate,
+};
+
 int cmd_validate(int argc, char **argv)
 {
-    static const char *const opts[] = {"--catalog", NULL};
-    static const char *const flags[] = {"--json", NULL};
     cli_args a;
-    int rc = cli_parse(argc, argv, opts, flags, &a);
+    int rc = cli_parse_cmd(&cli_cmd_validate, argc, argv, &a);
     if (rc)
         return rc;
     if (a.npositional != 1)
