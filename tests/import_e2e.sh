@@ -95,6 +95,10 @@ json_check "a Hugging Face id from the local cache (HF_HOME)" \
     import "$TMP/phi3.yaml" --gpus 8 --json --no-predict
 
 check "predict --config" 0 "plan     tp=8" predict --config "$D/torchtitan_llama3_70b.toml"
+check "run --config" 0 "" run --config "$D/torchtitan_llama3_70b.toml" --tokens 1e12
+check "trace --config" 0 "" trace --config "$D/megatron_llama3_8b_h100_fp8.sh" -o "$TMP/step.json"
+check "--config with a model it cannot resolve: exit 2 naming it" 2 "Qwen/Qwen3-4B-Instruct-2507" \
+    predict --config "$D/lora_llamafactory_qwen3_ds3.yaml"
 check "search --config: the file's model, GPUs, batch and sequence" 0 "job: gb 64 x seq 8192" \
     search --config "$D/torchtitan_llama3_70b.toml" --top 3
 "$MP" search --config "$D/torchtitan_llama3_70b.toml" --emit torchtitan >"$TMP/best.toml" 2>/dev/null
