@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,13 +238,19 @@ static void var_set_scalar(bstate *b, const char *name, size_t len, const char *
     bvar *v = var_new(b, name, len, line);
     if (!v)
         return;
-    if (append && v->val.n > 0) {
+    if (append && v->val.n > 0) { /* X+=s appends to element 0, as bash does for arrays too */
         char buf[B_WORD_CAP];
         imp_fmt(buf, sizeof buf, "%s%s", v->val.w[0].s, val);
+        size_t n = strlen(buf);
+        char *c = malloc(n + 1);
+        if (!c) {
+            b->nomem = 1;
+            return;
+        }
+        memcpy(c, buf, n + 1);
         free(v->val.w[0].s);
-        v->val.w[0].s = NULL;
-        v->val.n = 0;
-        if (words_add(&v->val, buf, strlen(buf), line)) b->nomem = 1;
+        v->val.w[0].s = c;
+        v->val.w[0].line = line;
         return;
     }
     words_free(&v->val);
@@ -290,6 +297,17 @@ typedef struct {
 
 static long long ar_expr(barith *a);
 
+/* bash arithmetic wraps around in 64 bits; unsigned operations keep that defined in C */
+static long long wrap_mul(long long x, long long y)
+{
+    return (long long)((unsigned long long)x * (unsigned long long)y);
+}
+
+static long long wrap_add(long long x, long long y)
+{
+    return (long long)((unsigned long long)x + (unsigned long long)y);
+}
+
 static void ar_ws(barith *a)
 {
     while (a->p < a->end && isspace((unsigned char)*a->p))
@@ -307,7 +325,7 @@ static long long ar_atom(barith *a)
         if (a->p < a->end && *a->p == ')') a->p++; else a->ok = 0;
         return v;
     }
-    if (*a->p == '-') { a->p++; return -ar_atom(a); }
+    if (*a->p == '-') { a->p++; return wrap_mul(-1, ar_atom(a)); }
     if (*a->p == '+') { a->p++; return ar_atom(a); }
     if (isdigit((unsigned char)*a->p)) {
         char *e;
@@ -337,7 +355,7 @@ static long long ar_pow(barith *a)
     if (a->p + 1 < a->end && a->p[0] == '*' && a->p[1] == '*') {
         a->p += 2;
         long long e = ar_pow(a), r = 1;
-        for (long long i = 0; i < e && i < 64; i++) r *= v;
+        for (long long i = 0; i < e && i < 64; i++) r = wrap_mul(r, v);
         return r;
     }
     return v;
@@ -352,8 +370,8 @@ static long long ar_term(barith *a)
             return v;
         char op = *a->p++;
         long long r = ar_pow(a);
-        if (op == '*') v *= r;
-        else if (r == 0) { a->ok = 0; return 0; }
+        if (op == '*') v = wrap_mul(v, r);
+        else if (r == 0 || (r == -1 && v == LLONG_MIN)) { a->ok = 0; return 0; }
         else v = op == '/' ? v / r : v % r;
     }
 }
@@ -367,7 +385,7 @@ static long long ar_expr(barith *a)
             return v;
         char op = *a->p++;
         long long r = ar_term(a);
-        v = op == '+' ? v + r : v - r;
+        v = op == '+' ? wrap_add(v, r) : wrap_add(v, wrap_mul(-1, r));
     }
 }
 
@@ -414,7 +432,7 @@ static void expand_param(bstate *b, const char *s, size_t n, int line, int quote
             c->after_array = 1;
             return;
         }
-        int idx = atoi(rest + 1);
+        long idx = strtol(rest + 1, NULL, 10);
         if (v && idx >= 0 && idx < v->val.n)
             cur_put(c, v->val.w[idx].s, strlen(v->val.w[idx].s));
         return;
@@ -604,8 +622,10 @@ static int eval_test(bstate *b, btok *t, int n)
     int neg = 0, k = 0, r = 0;
     if (w.n > 0 && !strcmp(w.w[0].s, "!")) { neg = 1; k = 1; }
     int m = w.n - k;
-    bword *a = w.w + k;
-    if (m == 1)
+    bword *a = m > 0 ? w.w + k : NULL;
+    if (m <= 0)
+        r = -1;
+    else if (m == 1)
         r = a[0].s[0] != '\0';
     else if (m == 2 && !strcmp(a[0].s, "-z"))
         r = a[1].s[0] == '\0';
@@ -616,7 +636,7 @@ static int eval_test(bstate *b, btok *t, int n)
     else if (m == 3 && !strcmp(a[1].s, "!="))
         r = strcmp(a[0].s, a[2].s) != 0;
     else if (m == 3 && a[1].s[0] == '-') {
-        long long x = atoll(a[0].s), y = atoll(a[2].s);
+        long long x = strtoll(a[0].s, NULL, 10), y = strtoll(a[2].s, NULL, 10);
         const char *op = a[1].s + 1;
         r = !strcmp(op, "eq") ? x == y : !strcmp(op, "ne") ? x != y : !strcmp(op, "lt") ? x < y
           : !strcmp(op, "le") ? x <= y : !strcmp(op, "gt") ? x > y : !strcmp(op, "ge") ? x >= y : 0;
