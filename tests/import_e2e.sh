@@ -85,6 +85,9 @@ json_check "LoRA: finetune and lora_rank listed as unsupported" \
 json_check "DeepSpeed JSON with --model and --gpus" \
     "d['plan']['zero']==2 and any(u['key']=='offload_optimizer' for u in d['unsupported']) and 'prediction' in d" \
     import "$D/deepspeed_ds_z2_offload_config.json" --model llama3-8b --gpus 8 --json
+json_check "DeepSpeed \"auto\" from the Trainer's command line" \
+    "d['plan']['mb']==2 and d['plan']['gb']==64 and d['sources']['mb']=='command line: --per_device_train_batch_size'" \
+    import "$D/deepspeed_ds_z3_config.json" --model llama3-8b --gpus 8 --per_device_train_batch_size 2 --gradient_accumulation_steps 4 --bf16 --json --no-predict
 json_check "NeMo Launcher: num_nodes x devices" \
     "d['cluster']['gpus']==1024 and d['plan']['vpp']==6" import "$D/nemo_launcher_gpt3_175b.yaml" --json --no-predict
 json_check "a checkpoint directory holding config.json" \

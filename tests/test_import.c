@@ -187,6 +187,33 @@ static void test_deepspeed_z1_fp16(void **s)
               "zero=1@F gb=256@F mb=32@V precision=fp16@F gradient_accumulation_steps=1@F");
 }
 
+static void test_deepspeed_auto_from_trainer_args(void **s)
+{
+    (void)s;
+    /* "auto" filled from the Hugging Face Trainer's command line, as its integration does */
+    const char *ov[] = {"--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "4",
+                        "--bf16", "true", "--gradient_checkpointing", "true"};
+    char path[1024];
+    snprintf(path, sizeof path, "%sdeepspeed_ds_z3_config.json", DATA);
+    mp_import_opts o = {0};
+    o.gpus = 8;
+    o.model = "llama3-8b";
+    o.overrides = ov;
+    o.noverrides = 4;
+    mp_import *imp = calloc(1, sizeof *imp);
+    mp_diag d = {0};
+    assert_int_equal(mp_import_file(path, &o, imp, &d), MP_OK);
+    const mp_import_field *f = mp_import_get(imp, "mb");
+    assert_string_equal(f->value, "2");
+    assert_int_equal(f->origin, MP_FROM_OPTION);
+    assert_string_equal(f->from, "command line: --per_device_train_batch_size");
+    assert_string_equal(mp_import_get(imp, "gb")->value, "64");
+    assert_string_equal(mp_import_get(imp, "precision")->value, "bf16");
+    assert_int_equal(mp_import_get(imp, "precision")->origin, MP_FROM_OPTION);
+    assert_string_equal(mp_import_get(imp, "recompute")->value, "full");
+    free(imp);
+}
+
 static void test_deepspeed_batch_conflict(void **s)
 {
     (void)s;
@@ -801,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_deepspeed_z2_offload),
         cmocka_unit_test(test_deepspeed_z3_auto),
         cmocka_unit_test(test_deepspeed_z1_fp16),
+        cmocka_unit_test(test_deepspeed_auto_from_trainer_args),
         cmocka_unit_test(test_deepspeed_batch_conflict),
         cmocka_unit_test(test_torchtitan_llama3_8b),
         cmocka_unit_test(test_torchtitan_llama3_70b),

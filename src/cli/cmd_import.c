@@ -146,33 +146,38 @@ static void import_text(const cli_config *c)
 }
 
 /* Split argv into the command's own options and torchtitan-style dotted overrides. */
+/* Split argv into the command's own options and the ones for the file's framework: torchtitan's
+ * "--section.key value" and the Hugging Face Trainer's "--per_device_train_batch_size 4" (an
+ * underscore in the name; meshplan's own options have dashes), which fill a DeepSpeed JSON's
+ * "auto". A Trainer flag given alone ("--bf16") is true. */
 static int split_overrides(int argc, char **argv, char **own, int *nown, const char **ov, int *nov)
 {
     *nown = 0;
     *nov = 0;
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
-        const char *dot = strchr(s, '.'), *eqs = strchr(s, '=');
-        /* "--section.key" (the dot in the name, not in an "=value": --catalog=./x.json) */
-        if (!strncmp(s, "--", 2) && dot && s[2] != '.' && (!eqs || dot < eqs)) {
-            if (*nov >= IMPORT_OVERRIDES_MAX)
-                return cli_fail("import: more than 32 overrides%s", "");
-            const char *eq = strchr(s, '=');
-            static char keys[IMPORT_OVERRIDES_MAX][128];
-            if (eq) {
-                snprintf(keys[*nov], sizeof keys[0], "%.*s", (int)(eq - s), s);
-                ov[2 * *nov] = keys[*nov];
-                ov[2 * *nov + 1] = eq + 1;
-            } else {
-                if (i + 1 >= argc)
-                    return cli_fail("import: override %s has no value", s);
-                ov[2 * *nov] = s;
-                ov[2 * *nov + 1] = argv[++i];
-            }
-            (*nov)++;
+        const char *eq = strchr(s, '=');
+        size_t namelen = eq ? (size_t)(eq - s) : strlen(s);
+        const char *dot = memchr(s, '.', namelen), *us = memchr(s, '_', namelen);
+        int trainer_flag = (namelen == 6 && (!strncmp(s, "--bf16", 6) || !strncmp(s, "--fp16", 6)));
+        if (strncmp(s, "--", 2) != 0 || !(dot || us || trainer_flag) || s[2] == '.' || s[2] == '_') {
+            own[(*nown)++] = argv[i];
             continue;
         }
-        own[(*nown)++] = argv[i];
+        if (*nov >= IMPORT_OVERRIDES_MAX)
+            return cli_fail("import: more than 32 overrides%s", "");
+        static char keys[IMPORT_OVERRIDES_MAX][128];
+        snprintf(keys[*nov], sizeof keys[0], "%.*s", (int)namelen, s);
+        ov[2 * *nov] = keys[*nov];
+        if (eq)
+            ov[2 * *nov + 1] = eq + 1;
+        else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
+            ov[2 * *nov + 1] = argv[++i];
+        else if (dot)
+            return cli_fail("import: override %s has no value", s);
+        else
+            ov[2 * *nov + 1] = "true";
+        (*nov)++;
     }
     return 0;
 }
@@ -197,7 +202,9 @@ const cli_command cli_cmd_import = {
     "from, then the prediction",
     "FILE", 1, import_opts,
     "Options \"--section.key value\" after FILE are torchtitan overrides, applied as torchtitan\n"
-    "applies them. predict, run, trace and search take --config FILE for the same job;\n"
+    "applies them; Hugging Face Trainer arguments (--per_device_train_batch_size 4,\n"
+    "--gradient_accumulation_steps 8, --bf16, --gradient_checkpointing) fill a DeepSpeed JSON's\n"
+    "\"auto\". predict, run, trace and search take --config FILE for the same job;\n"
     "search --emit FORMAT writes the best plan back in a launch format. docs/import.md.\n",
     cmd_import,
 };

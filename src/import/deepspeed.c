@@ -34,14 +34,27 @@ static int is_auto(const imp_kv *e)
     return e && e->is_string && !strcmp(e->val, "auto");
 }
 
-/* A batch field: its value, "auto" (HF Trainer default def) or absent (0). */
-static int64_t batch_field(imp_ctx *c, const char *key, int64_t auto_def, imp_kv **at, int *autov)
+/* A batch field: its value, "auto" (the Trainer's argument trainer_arg from the command line,
+ * else its default auto_def; *autov 1 for the default, 2 for the command line's, *at then the
+ * command line's entry) or absent (0). */
+static int64_t batch_field(imp_ctx *c, const char *key, const char *trainer_arg, int64_t auto_def,
+                           imp_kv **at, int *autov)
 {
     imp_kv *e = imp_find(c, key);
     *at = e;
     *autov = is_auto(e);
-    if (*autov)
+    if (*autov) {
+        char k[IMP_KEY_CAP];
+        imp_fmt(k, sizeof k, "trainer:%s", trainer_arg);
+        int64_t v = 0;
+        imp_kv *o = NULL;
+        if (imp_int(c, k, 1, (int64_t)1 << 30, &v, &o) == 1) {
+            *at = o;
+            *autov = 2;
+            return v;
+        }
         return auto_def;
+    }
     int64_t v = 0;
     return imp_int(c, key, 1, (int64_t)1 << 30, &v, NULL) == 1 ? v : 0;
 }
@@ -59,6 +72,16 @@ static void precision(imp_ctx *c)
     }
     if (fp && !is_auto(fp) && imp_bool(c, "fp16.enabled", &on, NULL) == 1 && on) {
         imp_set(c, MP_FIELD_PLAN, "precision", "fp16", fp, MP_FROM_FILE, NULL);
+        return;
+    }
+    int tb = 0;
+    imp_kv *tbe = NULL;
+    if ((is_auto(bf) || is_auto(fp)) && imp_bool(c, "trainer:bf16", &tb, &tbe) == 1 && tb) {
+        imp_set(c, MP_FIELD_PLAN, "precision", "bf16", tbe, MP_FROM_OPTION, NULL);
+        return;
+    }
+    if ((is_auto(bf) || is_auto(fp)) && imp_bool(c, "trainer:fp16", &tb, &tbe) == 1 && tb) {
+        imp_set(c, MP_FIELD_PLAN, "precision", "fp16", tbe, MP_FROM_OPTION, NULL);
         return;
     }
     imp_set(c, MP_FIELD_PLAN, "precision", "bf16", NULL, MP_FROM_DEFAULT,
@@ -95,9 +118,14 @@ void imp_deepspeed_fields(imp_ctx *c)
     int64_t world = c->out->gpus > 0 ? c->out->gpus : (c->opts ? c->opts->gpus : 0);
     imp_kv *emb, *ega, *egb;
     int amb, aga, agb;
-    int64_t mb = batch_field(c, "train_micro_batch_size_per_gpu", 8, &emb, &amb);
-    int64_t ga = batch_field(c, "gradient_accumulation_steps", 1, &ega, &aga);
-    int64_t gb = batch_field(c, "train_batch_size", 0, &egb, &agb);
+    int64_t mb = batch_field(c, "train_micro_batch_size_per_gpu", "per_device_train_batch_size", 8,
+                             &emb, &amb);
+    int64_t ga = batch_field(c, "gradient_accumulation_steps", "gradient_accumulation_steps", 1,
+                             &ega, &aga);
+    int64_t gb = batch_field(c, "train_batch_size", "train_batch_size", 0, &egb, &agb);
+    if (amb == 2) amb = 0; /* from the command line: an entry to name, not a default */
+    if (aga == 2) aga = 0;
+    if (agb == 2) agb = 0;
     if (amb && mp_import_get(c->out, "mb")) {
         /* "auto" with the batch already read (a fine-tuning YAML naming this JSON): keep it */
         precision(c);
@@ -111,13 +139,19 @@ void imp_deepspeed_fields(imp_ctx *c)
         imp_set_int(c, MP_FIELD_JOB, "gradient_accumulation_steps", ga, aga ? NULL : ega,
                     MP_FROM_DEFAULT, aga ? HFT ": 1" : "meshplan: gb = mb x GA x dp");
     }
-    if (!mb && gb && world > 0 && gb % (ga * world) == 0)
+    int derived = 0;
+    if (!mb && gb && world > 0 && gb % (ga * world) == 0) {
         mb = gb / (ga * world);
-    if (mb)
-        imp_set_int(c, MP_FIELD_PLAN, "mb", mb, amb ? NULL : emb,
-                    amb ? MP_FROM_DEFAULT : MP_FROM_DERIVED,
-                    amb ? HFT ": per_device_train_batch_size 8"
-                        : "train_batch_size / (gradient_accumulation_steps x GPUs)");
+        derived = 1;
+    }
+    if (mb && derived)
+        imp_set_int(c, MP_FIELD_PLAN, "mb", mb, NULL, MP_FROM_DERIVED,
+                    "train_batch_size / (gradient_accumulation_steps x GPUs)");
+    else if (mb && amb)
+        imp_set_int(c, MP_FIELD_PLAN, "mb", mb, NULL, MP_FROM_DEFAULT,
+                    HFT ": per_device_train_batch_size 8");
+    else if (mb)
+        imp_set_int(c, MP_FIELD_PLAN, "mb", mb, emb, MP_FROM_FILE, NULL);
     if (gb && !agb) {
         imp_set_int(c, MP_FIELD_PLAN, "gb", gb, egb, MP_FROM_FILE, NULL);
         if (mb && world > 0 && gb != mb * ga * world) {
@@ -160,9 +194,14 @@ mp_status imp_deepspeed(imp_ctx *c)
     imp_kv *ac = imp_find(c, "activation_checkpointing.partition_activations");
     if (!ac)
         ac = imp_find(c, "activation_checkpointing.contiguous_memory_optimization");
+    int gcp = 0;
+    imp_kv *gce = NULL;
     if (ac)
         imp_set(c, MP_FIELD_PLAN, "recompute", "full", ac, MP_FROM_FILE,
                 "activation_checkpointing: deepspeed.checkpointing recomputes whole layers");
+    else if (imp_bool(c, "trainer:gradient_checkpointing", &gcp, &gce) == 1)
+        imp_set(c, MP_FIELD_PLAN, "recompute", gcp ? "full" : "none", gce, MP_FROM_OPTION,
+                gcp ? "HF gradient checkpointing: every layer recomputed" : NULL);
     else
         imp_set(c, MP_FIELD_PLAN, "recompute", "none", NULL, MP_FROM_DEFAULT,
                 "the JSON does not say (HF Trainer gradient_checkpointing default False)");

@@ -74,8 +74,12 @@ int imp_is_null(const imp_kv *e)
 
 void imp_where(const imp_ctx *c, const imp_kv *e, char *buf, size_t cap)
 {
-    if (e->line <= 0) /* an override given on the command line */
-        imp_fmt(buf, cap, "command line: --%s", e->key[0] == '-' ? e->key + 2 : e->key);
+    if (e->line <= 0) { /* an override given on the command line */
+        const char *k = e->key[0] == '-' ? e->key + 2 : e->key;
+        if (!strncmp(k, "trainer:", 8))
+            k += 8;
+        imp_fmt(buf, cap, "command line: --%s", k);
+    }
     else
         imp_fmt(buf, cap, "%s:%d:%s", c->name, e->line, e->key);
 }

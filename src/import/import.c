@@ -129,6 +129,15 @@ mp_status mp_import_text(const char *name, const char *text, size_t len, const c
         break;
     case MP_IMPORT_DEEPSPEED:
         st = imp_json_flatten(&c, text, len);
+        /* the Hugging Face Trainer's arguments, which fill "auto" ("trainer:NAME", line 0) */
+        for (int i = 0; st == MP_OK && i < opts->noverrides; i++) {
+            const char *k = opts->overrides[2 * i];
+            while (*k == '-')
+                k++;
+            char key[IMP_KEY_CAP];
+            imp_fmt(key, sizeof key, "trainer:%s", k);
+            st = imp_kvs_add(&kv, key, opts->overrides[2 * i + 1], 0, 0);
+        }
         if (st == MP_OK)
             st = imp_deepspeed(&c);
         break;
