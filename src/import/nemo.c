@@ -268,6 +268,29 @@ static const char *const understood_prefix[] = {
     "dataset_config.", "rng_config.", "ddp_config.", "profiling_config.", "train_config.train_iters",
     "train_config.eval_", "train.train_iters", "train.eval_", NULL};
 
+/* Model keys of NeMo's GPT config that set numerics, fusions, initialisation or Transformer
+ * Engine knobs: read as understood (their effect on a step is within what the estimator's
+ * calibrated efficiencies already hold), so they are not listed as unknown. Prefix match. */
+static const char *const model_numerics[] = {
+    "model.mcore_gpt", "model.rampup_batch_size", "model.init_method_std",
+    "model.use_scaled_init_method", "model.ffn_dropout", "model.apply_query_key_layer_scaling",
+    "model.layernorm_epsilon", "model.do_layer_norm_weight_decay", "model.pre_process",
+    "model.post_process", "model.persist_layer_norm", "model.headscale",
+    "model.transformer_block_type", "model.openai_gelu", "model.normalize_attention_scores",
+    "model.rotary_percentage", "model.apply_rope_fusion", "model.attention_type",
+    "model.native_amp_", "model.hysteresis", "model.fp32_residual_connection",
+    "model.fp16_lm_cross_entropy", "model.megatron_amp_O2", "model.grad_allreduce_chunk_size_mb",
+    "model.grad_div_ar_fusion", "model.gradient_accumulation_fusion", "model.bias_activation_fusion",
+    "model.bias_dropout_add_fusion", "model.masked_softmax_fusion", "model.seed",
+    "model.resume_from_checkpoint", "model.restore_from_", "model.use_cpu_initialization",
+    "model.onnx_safe", "model.apex_transformer_log_level", "model.gradient_as_bucket_view",
+    "model.sync_batch_comm", "model.activations_checkpoint_", "model.num_micro_batches_with_",
+    "model.deterministic_mode", "model.cross_entropy_loss_fusion", "model.transformer_engine",
+    "model.fp8_", "model.use_emha", "model.tp_comm_", "model.skip_train", "model.overlap_p2p_comm",
+    "model.batch_p2p_comm", "model.seq_len_interpolation_factor", "model.scale_positional_embedding",
+    "model.drop_layers", "model.reset_lr", "model.fsdp_", "model.sharp", "model.gc_interval",
+    "model.nsys_profile", "model.ub_tp_comm_overlap_cfg", NULL};
+
 mp_status imp_nemo(imp_ctx *c)
 {
     resolve_all(c);
@@ -287,6 +310,17 @@ mp_status imp_nemo(imp_ctx *c)
     }
     read_plan(c, &o->model, o->have_model);
     read_cluster(c);
+    int on = 0;
+    imp_kv *e = NULL;
+    if (imp_bool(c, "model.use_flash_attention", &on, &e) == 1)
+        imp_set(c, MP_FIELD_PLAN, "flash", on ? "1" : "0", e, MP_FROM_FILE, NULL);
+    if (imp_bool(c, "model.ub_tp_comm_overlap", &on, &e) == 1 && on)
+        imp_set(c, MP_FIELD_UNSUPPORTED, "tp_comm_overlap", "1", e, MP_FROM_FILE,
+                "userbuffer TP overlap: no plan key (trace --tp-overlap simulates one)");
+    for (int i = 0; i < c->kv->n; i++)
+        for (const char *const *p = model_numerics; *p; p++)
+            if (!strncmp(c->kv->v[i].key, *p, strlen(*p)))
+                c->kv->v[i].used = 1;
     /* The model: everything under model.* with a known effect was read above; the rest of the
      * groups configure things that do not change a step's time or memory. Keys outside them
      * are listed as unknown. */
