@@ -289,7 +289,10 @@ static const char *const model_numerics[] = {
     "model.fp8_", "model.use_emha", "model.tp_comm_", "model.skip_train", "model.overlap_p2p_comm",
     "model.batch_p2p_comm", "model.seq_len_interpolation_factor", "model.scale_positional_embedding",
     "model.drop_layers", "model.reset_lr", "model.fsdp_", "model.sharp", "model.gc_interval",
-    "model.nsys_profile", "model.ub_tp_comm_overlap_cfg", NULL};
+    "model.nsys_profile", "model.ub_tp_comm_overlap_cfg", "model.dist_ckpt_",
+    "model.megatron_timer_kwargs", "model.enable_megatron_timers", "model.nccl_communicator_",
+    "model.get_attention_mask_from_fusion", "model.validation_param_sync_overlap",
+    "model.reduce_amax", "model.cpu_offloading", NULL};
 
 mp_status imp_nemo(imp_ctx *c)
 {
@@ -314,6 +317,9 @@ mp_status imp_nemo(imp_ctx *c)
     imp_kv *e = NULL;
     if (imp_bool(c, "model.use_flash_attention", &on, &e) == 1)
         imp_set(c, MP_FIELD_PLAN, "flash", on ? "1" : "0", e, MP_FROM_FILE, NULL);
+    if (imp_bool(c, "model.cpu_offloading", &on, &e) == 1 && on)
+        imp_set(c, MP_FIELD_UNSUPPORTED, "offload_activations", "cpu", e, MP_FROM_FILE,
+                "meshplan has no offload key: predicted as if on the GPU");
     if (imp_bool(c, "model.ub_tp_comm_overlap", &on, &e) == 1 && on)
         imp_set(c, MP_FIELD_UNSUPPORTED, "tp_comm_overlap", "1", e, MP_FROM_FILE,
                 "userbuffer TP overlap: no plan key (trace --tp-overlap simulates one)");
