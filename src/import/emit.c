@@ -56,8 +56,6 @@ static int common_refusals(const char *f, const mp_plan *p, mp_diag *d)
         bad |= refuse(d, "emit %s: plan.order: %s launchers place ranks in their own order", f, f);
     if (p->hsdp && strcmp(f, "torchtitan"))
         bad |= refuse(d, "emit %s: plan.hsdp: %s has no hybrid-shard key here (torchtitan has)", f, f);
-    if (p->xsync.sync != MP_SYNC_NONE)
-        bad |= refuse(d, "emit %s: plan.sync: %s trains one cluster (islands are meshplan's)", f, f);
     if (p->attn_kernel != MP_ATTN_FA2)
         bad |= refuse(d, "emit %s: plan.attn_kernel: %s picks its attention kernel itself", f, f);
     if (p->moe_capacity_factor > 0 || p->moe_imbalance > 0 || p->doc_len > 0)
