@@ -740,6 +740,10 @@ static void test_bash_launchers(void **s)
         {"GPUS_PER_NODE=4\nNNODES=3\npython pretrain_gpt.py --num-layers 2 --hidden-size 64 "
          "--num-attention-heads 4 --seq-length 128\n", 12},
         {"--num-layers 2\n--hidden-size 64\n--num-attention-heads 4\n--seq-length 128\n", 0},
+        /* a count the script computes when it runs (backticks): no count, and no error */
+        {"GPUS_PER_NODE=`python3 -c \"import torch; print(torch.cuda.device_count())\"`\n"
+         "torchrun --nproc_per_node $GPUS_PER_NODE pretrain_gpt.py --num-layers 2 "
+         "--hidden-size 64 --num-attention-heads 4 --seq-length 128\n", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mp_import *imp = calloc(1, sizeof *imp);

@@ -90,8 +90,11 @@ int cli_config_load(const mp_catalog *cat, const char *path, const mp_import_opt
         cfg->gpu_assumed = 1;
     }
     if (cfg->gpus <= 0) {
-        fprintf(stderr, "meshplan: import %s: the GPU count is stated nowhere in the file: "
-                        "expected --gpus N\n", path);
+        const mp_import_field *note = mp_import_get(imp, "gpus_note");
+        fprintf(stderr, "meshplan: import %s: the GPU count is %s: expected --gpus N\n", path,
+                note ? "computed by the script when it runs" : "stated nowhere in the file");
+        if (note)
+            fprintf(stderr, "meshplan: %s = %s\n", note->from, note->value);
         return EXIT_INPUT;
     }
     if (cfg->gpus_per_node > cfg->gpus)

@@ -500,6 +500,13 @@ static void expand(bstate *b, const char *s, size_t n, int line, bwords *out, bc
             i += len + 1;
             continue;
         }
+        if (ch == '`') { /* command substitution: not run, kept as one piece of text */
+            const char *e = memchr(s + i + 1, '`', n - i - 1);
+            size_t len = e ? (size_t)(e - s - i + 1) : n - i;
+            cur_put(c, s + i, len);
+            i += len - 1;
+            continue;
+        }
         if (ch == '"') {
             dq = !dq;
             if (!c->after_array)

@@ -340,6 +340,26 @@ static void read_plan(imp_ctx *c, const mp_model *m, int have_model)
                 ab ? NULL : MEG ": --attention-backend auto (Transformer Engine's fused attention)");
 }
 
+/* A GPU or node count of the launcher or a script variable: the entry when it is a number; a
+ * value the script computes when it runs ($(...), backticks, an unset variable) is no count
+ * (listed under assumed by the caller's absence), and neither is an error. */
+static imp_kv *count_of(imp_ctx *c, const char *key, int64_t *out)
+{
+    imp_kv *e = imp_find(c, key);
+    if (!e || !e->val[0])
+        return NULL;
+    char *end = NULL;
+    long long v = strtoll(e->val, &end, 10);
+    if (*end || v < 1 || v > (1 << 24)) {
+        if (strchr(e->val, '`') || strstr(e->val, "$("))
+            imp_set(c, MP_FIELD_CLUSTER, "gpus_note", e->val, e, MP_FROM_FILE,
+                    "computed by the script when it runs: give --gpus");
+        return NULL;
+    }
+    *out = v;
+    return e;
+}
+
 static void read_cluster(imp_ctx *c)
 {
     static const char *const nproc[] = {"launcher:--nproc_per_node", "launcher:--nproc-per-node",
@@ -353,13 +373,13 @@ static void read_cluster(imp_ctx *c)
     int64_t g = 0, n = 0;
     imp_kv *eg = NULL, *en = NULL;
     for (const char *const *k = nproc; *k && !eg; k++)
-        if (imp_int(c, *k, 1, 1 << 20, &g, &eg) != 1) eg = NULL;
+        eg = count_of(c, *k, &g);
     for (const char *const *k = gvars; *k && !eg; k++)
-        if (imp_int(c, *k, 1, 1 << 20, &g, &eg) != 1) eg = NULL;
+        eg = count_of(c, *k, &g);
     for (const char *const *k = nodes; *k && !en; k++)
-        if (imp_int(c, *k, 1, 1 << 20, &n, &en) != 1) en = NULL;
+        en = count_of(c, *k, &n);
     for (const char *const *k = nvars; *k && !en; k++)
-        if (imp_int(c, *k, 1, 1 << 20, &n, &en) != 1) en = NULL;
+        en = count_of(c, *k, &n);
     if (eg) {
         imp_set_int(c, MP_FIELD_CLUSTER, "gpus_per_node", g, eg, MP_FROM_FILE, NULL);
         c->out->gpus_per_node = g;
@@ -381,8 +401,8 @@ static void read_cluster(imp_ctx *c)
         return;
     }
     int64_t w = 0;
-    imp_kv *ew = NULL;
-    if (imp_int(c, "var:WORLD_SIZE", 1, 1 << 24, &w, &ew) == 1) {
+    imp_kv *ew = count_of(c, "var:WORLD_SIZE", &w);
+    if (ew) {
         c->out->gpus = w;
         imp_set_int(c, MP_FIELD_CLUSTER, "gpus", w, ew, MP_FROM_FILE, NULL);
     }
