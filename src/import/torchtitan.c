@@ -33,9 +33,31 @@ static int add_leaf(void *ctx, const char *key, const char *val, int line, int i
 
 mp_status imp_toml_flatten(imp_ctx *c, const char *text, size_t len)
 {
+    /* TOML is UTF-8 text (TOML v1.0.0, "Spec"): anything else is refused here, before toml++
+     * (whose v3.3 unicode tables reach an unreachable branch on some invalid bytes). */
+    size_t bad = mp_utf8_invalid_at(text, len);
+    if (bad < len) {
+        int line = 1;
+        for (size_t i = 0; i < bad; i++)
+            line += text[i] == '\n';
+        mp_diag_add(c->diag, "%s:%d: not valid TOML: byte %zu is not UTF-8 text (or is NUL)",
+                    c->name, line, bad + 1);
+        return MP_ERR_PARSE;
+    }
+    /* toml++ v3.3 reads Unicode bare keys (an unreleased TOML feature) through tables that
+     * reach an unreachable branch on some letters, even in text that is not valid TOML (found by
+     * fuzz_import). TOML 1.0 allows non-ASCII only in strings and comments, whose contents no
+     * reader here uses, so toml++ is handed a copy with every non-ASCII byte as '?' (the same
+     * length: lines and columns unchanged). */
+    char *ascii = malloc(len ? len : 1);
+    if (!ascii)
+        return MP_ERR_NOMEM;
+    for (size_t i = 0; i < len; i++)
+        ascii[i] = (unsigned char)text[i] >= 0x80 ? '?' : text[i];
     char err[400] = "";
     int line = 0;
-    int r = mp_toml_walk(text, len, add_leaf, c, err, sizeof err, &line);
+    int r = mp_toml_walk(ascii, len, add_leaf, c, err, sizeof err, &line);
+    free(ascii);
     if (r == -1) {
         mp_diag_add(c->diag, "%s:%d: not valid TOML: %s", c->name, line, err);
         return MP_ERR_PARSE;

@@ -83,6 +83,44 @@ static mp_status on_value(imp_ctx *c, ystack *s, char *pending, const char *val,
     return key[0] ? imp_kvs_add(c->kv, key, val, line, is_string) : MP_OK;
 }
 
+/* A scalar's text, decoded from its place in the source (the event's marks): plain scalars as
+ * written, single-quoted ones with '' as ', double-quoted ones with the common escapes; block
+ * scalars (| and >) as written. fy_token_get_text is not used: libfyaml 0.7.12 leaks the buffer
+ * it formats a scalar of many escape chunks into (found by fuzz_import). */
+static void scalar_text(const char *text, size_t len, struct fy_event *ev, struct fy_token *t,
+                        char *out, size_t cap)
+{
+    const struct fy_mark *a = fy_event_start_mark(ev), *b = fy_event_end_mark(ev);
+    size_t k = 0;
+    out[0] = '\0';
+    if (ev->type == FYET_ALIAS)
+        out[k++] = '*';
+    if (!a || !b || a->input_pos > b->input_pos || b->input_pos > len) {
+        out[k] = '\0';
+        return;
+    }
+    const char *p = text + a->input_pos, *e = text + b->input_pos;
+    enum fy_scalar_style st = ev->type == FYET_SCALAR && t ? fy_token_scalar_style(t) : FYSS_PLAIN;
+    char q = st == FYSS_SINGLE_QUOTED ? '\'' : st == FYSS_DOUBLE_QUOTED ? '"' : 0;
+    if (q && p < e && *p == q)
+        p++;
+    if (q && e > p && e[-1] == q)
+        e--;
+    for (; p < e && k + 1 < cap; p++) {
+        char ch = *p;
+        if (q == '\'' && ch == '\'' && p + 1 < e && p[1] == '\'')
+            p++;
+        else if (q == '"' && ch == '\\' && p + 1 < e) {
+            p++;
+            ch = *p == 'n' ? '\n' : *p == 't' ? '\t' : *p;
+        }
+        out[k++] = ch;
+    }
+    while (!q && k > 0 && (out[k - 1] == ' ' || out[k - 1] == '\t' || out[k - 1] == '\r'))
+        k--;
+    out[k] = '\0';
+}
+
 mp_status imp_yaml_flatten(imp_ctx *c, const char *text, size_t len)
 {
     ycapture cap = {{0}, 0};
@@ -146,12 +184,9 @@ mp_status imp_yaml_flatten(imp_ctx *c, const char *text, size_t len)
             break;
         case FYET_SCALAR:
         case FYET_ALIAS: {
-            size_t n = 0;
             struct fy_token *t = ev->type == FYET_SCALAR ? ev->scalar.value : ev->alias.anchor;
-            const char *v = t ? fy_token_get_text(t, &n) : "";
             char val[IMP_VAL_CAP];
-            imp_fmt(val, sizeof val, "%s%.*s", ev->type == FYET_ALIAS ? "*" : "",
-                     (int)(n < sizeof val - 2 ? n : sizeof val - 2), v ? v : "");
+            scalar_text(text, len, ev, t, val, sizeof val);
             int quoted = ev->type == FYET_SCALAR && t && fy_token_scalar_style(t) != FYSS_PLAIN;
             if (s->depth > 0 && !s->is_seq[s->depth - 1] && s->want_key[s->depth - 1]) {
                 mp_strlcpy(pending, val, sizeof pending);
