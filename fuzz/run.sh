@@ -121,6 +121,7 @@ dict_for() {
         model_json|hf_json|catalog|cluster_json|islands_json|faults_json) echo fuzz/dicts/json.dict ;;
         validate_csv) echo fuzz/dicts/csv.dict ;;
         cli) echo fuzz/dicts/cli.dict ;;
+        import) echo fuzz/dicts/import.dict ;;
     esac
 }
 maxlen_for() {
