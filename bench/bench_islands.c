@@ -31,10 +31,10 @@ int main(void)
         const char *txt = mp_cluster_preset_json(cases[k].cluster, &len);
         mp_islands *isl = NULL;
         const mp_model *m = mp_catalog_model(cat, cases[k].model);
-        mp_plan p;
-        mp_plan_init_default(&p);
+        mp_islands_plan p;
+        mp_islands_plan_init_default(&p);
         if (!txt || !m || mp_islands_from_json(cat, txt, len, cases[k].cluster, 0, NULL, &isl, &d) ||
-            mp_plan_parse(cases[k].plan, &p, &d)) {
+            mp_islands_plan_parse(cases[k].plan, &p, &d)) {
             fprintf(stderr, "setup failed: %s\n", d.text);
             return 1;
         }

@@ -56,9 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mp_diag id = {0};
     if (mp_islands_from_cluster(&c, &isl, &id) == MP_OK) {
         static mp_islands_estimate ie;
-        mp_plan p;
-        mp_plan_init_default(&p);
-        if (mp_plan_parse("mb=1,zero=1", &p, NULL) != MP_OK)
+        mp_islands_plan p;
+        mp_islands_plan_init_default(&p);
+        if (mp_islands_plan_parse("mb=1,zero=1", &p, NULL) != MP_OK)
             abort();
         mp_diag pd = {0};
         if (mp_islands_predict(m, isl, &p, NULL, &ie, &pd) == MP_OK)

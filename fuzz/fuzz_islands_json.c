@@ -33,10 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                         "sync=hsdp,mb=1,gb=4096,zero=3", "sync=pp,pp=2,mb=1,gb=4096"};
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         static mp_islands_estimate e;
-        mp_plan p;
-        mp_plan_init_default(&p);
-        if (mp_plan_parse(plans[i], &p, NULL) != MP_OK)
-            continue;
+        mp_islands_plan p;
+        mp_islands_plan_init_default(&p);
+        FZ_CHECK(mp_islands_plan_parse(plans[i], &p, NULL) == MP_OK, "plan %s does not parse", plans[i]);
         mp_diag pd = {0};
         st = mp_islands_predict(m, isl, &p, NULL, &e, &pd);
         fz_check_diag(&pd);

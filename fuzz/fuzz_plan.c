@@ -1,7 +1,8 @@
 /* fuzz/fuzz_plan.c — libFuzzer harness for plan strings: mp_plan_parse, then mp_plan_resolve
  * and mp_estimate_plan on a few catalog models and GPU counts (and on the GPU count the plan's
  * own degrees give), with the checks of fuzz_common.h. A plan that parses must also survive the
- * round trip mp_plan_format -> mp_plan_parse -> mp_plan_resolve unchanged.
+ * round trip mp_plan_format -> mp_plan_parse -> mp_plan_resolve unchanged. The same text parsed
+ * as an islands plan (mp_islands_plan_parse) must give its keys across islands back unchanged.
  *
  * Input: the plan string itself ("tp=8,pp=4,mb=1,..."). Seeds: fuzz/seeds/plan/.
  */
@@ -29,6 +30,34 @@ static void check_round_trip(const mp_plan *p, const mp_model *m, int64_t gpus)
              "round trip changed the plan: \"%s\"", buf);
 }
 
+/* The same text as an islands plan (xsync.h): the outcome checks, and when it parses, its
+ * canonical string parses back to the same keys across islands and the same plan string. */
+static void check_islands_plan(const char *text)
+{
+    mp_islands_plan ip, iq;
+    mp_islands_plan_init_default(&ip);
+    mp_diag d = {0};
+    mp_status st = mp_islands_plan_parse(text, &ip, &d);
+    fz_check_outcome(st, &d, FZ_ST(MP_ERR_INPUT) | FZ_ST(MP_ERR_PARSE));
+    if (st != MP_OK || ip.xsync.sync == MP_SYNC_NONE)
+        return;
+    char a[2048], b[2048];
+    char xa[1024] = "", xb[1024] = "";
+    size_t na = 0, nb = 0;
+    mp_xsync_format(&ip.xsync, xa, sizeof xa, &na);
+    mp_islands_plan_format(&ip, a, sizeof a);
+    /* Only the keys across islands: the plan's unset fields ("not given") do not parse. */
+    mp_islands_plan_init_default(&iq);
+    mp_diag dq = {0};
+    st = mp_islands_plan_parse(xa + 1, &iq, &dq);
+    FZ_CHECK(st == MP_OK, "islands keys \"%s\" do not parse back: %s", xa + 1, dq.text);
+    mp_xsync_format(&iq.xsync, xb, sizeof xb, &nb);
+    FZ_CHECK(!strcmp(xa, xb), "islands keys \"%s\" format back as \"%s\"", xa, xb);
+    iq.plan = ip.plan;
+    mp_islands_plan_format(&iq, b, sizeof b);
+    FZ_CHECK(!strcmp(a, b), "islands plan \"%s\" formats back as \"%s\"", a, b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 8192)
@@ -40,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mp_diag d = {0};
     mp_status st = mp_plan_parse(text, &p, &d);
     fz_check_outcome(st, &d, FZ_ST(MP_ERR_INPUT) | FZ_ST(MP_ERR_PARSE));
+    check_islands_plan(text);
     free(text);
     if (st != MP_OK)
         return 0;

@@ -37,7 +37,7 @@ void mp_text_line(const char *text, size_t len, int line, int column, char *out,
 int mp_is_blank(const char *text, size_t len);
 
 /** A plan key's value among names[0..n): its index in *out and 1, or 0 after adding to diag
- *  "plan.KEY = "VAL": expected one of a|b|c" (plan.c; the plan and island keys share it). */
+ *  "plan.KEY = "VAL": expected one of a|b|c" (plan/plan_key.c; both key tables use it). */
 int mp_plan_parse_enum(const char *key, const char *val, const char *const *names, int n, int *out,
                        mp_diag *diag);
 

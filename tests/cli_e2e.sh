@@ -733,6 +733,13 @@ run search --model llama2-7b $H100 --gpus 64:8 --gb 16
 check "search --gpus 64:8: exit 2" "rc_is 2" "stderr_has 64:8"
 run search $S7 --json --csv
 check "search --json --csv: exit 2" "rc_is 2" "stderr_has exclude"
+# Nothing can be formed (5128 = 8 x 641, 641 prime) is bad input with the reason and what would
+# work; nothing fits in memory is an answer (exit 0).
+run search --model llama3-405b $H100 --gpus 5128 --gb 2048 --json
+check "search with no formable plan: exit 2, why, nearest counts and batches" "rc_is 2" \
+    "stderr_has no plan can be formed" "stderr_has 641" "stderr_has 5120 and 5184" "stderr_has 1923 and 2564"
+run search --model llama3-405b $H100 --gpus 8 --gb 8
+check "search where nothing fits in memory: exit 0, says so" "rc_is 0" "stdout_has no plan fits in memory"
 run search $S7 --rank "tp=3"
 check "search --rank with a plan that cannot be formed: exit 2" "rc_is 2" "stderr_has heads"
 run search $S7 --fix "tp=2,recompute=full" --json --top 3
@@ -793,6 +800,46 @@ check "scale --csv" "rc_is 0" "no_nonfinite" \
     "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r) == 2 and float(r[1][\"strong_efficiency\"]) > 0' $OUT || { WHY='bad CSV'; false; }"
 run scale --model llama2-7b $H100 --gpus 8:16 --gb 32 --seq 4096 --fix recompute=none
 check "scale, text" "rc_is 0" "stdout_nonempty" "no_nonfinite"
+# --- trace: its caps, checked from the plan before anything is allocated (issue 15, defect 2) ---
+# run_rss ARGS...: run meshplan as `run` does and keep its peak resident memory (KiB) in RSS_KB.
+run_rss() {
+    CMD="meshplan $*"
+    local r
+    r=$(python3 -c 'import resource, subprocess, sys
+with open(sys.argv[1], "w") as o, open(sys.argv[2], "w") as e:
+    rc = subprocess.call(sys.argv[3:], stdout=o, stderr=e)
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$OUT" "$ERR" "$MP" "$@")
+    RC=${r% *}
+    RSS_KB=${r#* }
+}
+rss_below() {
+    [ "$RSS_KB" -lt "$1" ] || { WHY="peak resident memory $RSS_KB KiB, expected under $1 KiB"; return 1; }
+}
+no_file() {
+    [ ! -e "$1" ] || { WHY="$1 was written"; return 1; }
+}
+run_rss trace --model llama3-8b $H100 --gpus 1024 --plan "tp=8,pp=32,gb=1073741824" -o "$TMP/cap1.json"
+check "trace of 2^28 micro-batches exits 2 naming the count and max_events, allocating nothing" "rc_is 2" \
+    "stderr_has 51539607552" "stderr_has 'max_events = 10000000'" "stderr_has 'gb = 208332'" \
+    "stderr_has --max-events" "rss_below 204800" "no_file $TMP/cap1.json"
+run_rss trace --model llama3-8b $H100 --gpus 64 --plan "tp=8,pp=8,gb=16777216" -o "$TMP/cap2.json"
+check "trace of 2^24 micro-batches exits 2 before building its graph (once 2.5 GB)" "rc_is 2" \
+    "stderr_has 2415919104" "stderr_has 'gb = 69444'" "rss_below 204800" "no_file $TMP/cap2.json"
+run_rss trace --model llama3-8b $H100 --gpus 64 --plan "tp=8,pp=8,gb=65536" -o "$TMP/cap3.json"
+check "trace whose file would pass 256 MiB exits 2 before simulating (once a 2 GB file)" "rc_is 2" \
+    "stderr_has --max-trace-bytes" "stderr_has '256 MiB'" "stderr_has 1056964608" "rss_below 204800" \
+    "no_file $TMP/cap3.json"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,vpp=2,mb=1,gb=64,seq=8192,zero=1" \
+    -o "$TMP/cap4.json" --max-trace-bytes 100K
+check "trace passing --max-trace-bytes while written exits 2 and leaves no partial file" "rc_is 2" \
+    "stderr_has max_bytes" "stderr_has --max-trace-bytes" "no_file $TMP/cap4.json"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,vpp=2,mb=1,gb=64,seq=8192,zero=1" \
+    -o "$TMP/cap5.json" --max-trace-bytes 1M
+check "trace under --max-trace-bytes writes the whole trace" "rc_is 0" \
+    "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' $TMP/cap5.json || { WHY='bad trace'; false; }"
+run trace --model llama3-70b $H100 --gpus 1024 --plan "tp=8,pp=4,mb=1,gb=64,seq=8192" --max-trace-bytes 0
+check "trace --max-trace-bytes 0 exits 2" "rc_is 2" "stderr_has max-trace-bytes"
+
 
 # --- commands as tables: per-command help, --opt=value, nearest names -----------------------------
 run search --help
@@ -828,5 +875,15 @@ check "a misspelled command suggests the nearest" "rc_is 2" \
 run run --model llama2-7b $H100 --gpus 8 --plan tp=2
 check "a missing required option names it and what it is" "rc_is 2" "stderr_has 'run: --tokens T is required'" \
     "stderr_has 'training tokens'"
+
+# Plan keys (docs/plan.md): a key across islands on a one-cluster command is bad input naming it,
+# never ignored; an unknown key suggests the nearest one; help lists the keys from the tables.
+run trace --model llama3-8b $H100 --gpus 64 --plan "tp=8,gb=512,sync=diloco" -o "$TMP/sync.json"
+check "sync on a one-cluster command is bad input naming it" "rc_is 2" "stderr_has 'plan.sync = diloco'"
+run predict --model llama3-8b $H100 --gpus 64 --plan "tp=8,gb=512,schedul=zb"
+check "an unknown plan key suggests the nearest one" "rc_is 2" "stderr_has 'did you mean \"schedule\"'"
+run help
+check "help lists plan keys with values and defaults" "rc_is 0" \
+    "stdout_has '  capacity_factor  [0, 64]: '" "stdout_has '  split            speed|gpus|W1:W2:...: '"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

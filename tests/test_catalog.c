@@ -294,6 +294,40 @@ static void test_duplicate_keys(void **state)
 }
 
 /* --model FILE in the catalog schema. */
+/* Issue 15 defect 4: a rate, size or time outside its physical range (src/catalog/bounds.h) is
+ * refused when the file is read, naming the field, the value and the range — not accepted and
+ * failing later in a message that names no field. Each bound's edges are accepted. */
+static void test_physical_bounds(void **state)
+{
+    (void)state;
+    static const struct { const char *json, *word; } bad[] = {
+        {"{\"links\": [{\"key\": \"test-nic\", \"kind\": \"scaleout\", \"bw_Bps\": 1e-300, "
+         "\"latency_s\": 5e-6, \"efficiency_frac\": 0.9, \"source\": \"t\"}]}", "bw_Bps = 1e-300"},
+        {"{\"links\": [{\"key\": \"test-nic\", \"kind\": \"scaleout\", \"bw_Bps\": 5e10, "
+         "\"latency_s\": 2, \"efficiency_frac\": 0.9, \"source\": \"t\"}]}", "seconds in [0, 1]"},
+        {"{\"gpus\": [{\"key\": \"test-gpu\", \"memory_bytes\": 80e9, \"mem_bw_Bps\": 3.35e12, "
+         "\"peak_flops_per_s\": {\"bf16\": 1e-300}, \"source\": \"t\"}]}", "peak_flops_per_s.bf16 = 1e-300"},
+        {"{\"gpus\": [{\"key\": \"test-gpu\", \"memory_bytes\": 80e9, \"mem_bw_Bps\": 3.35e12, "
+         "\"peak_flops_per_s\": {\"bf16\": 2e18}, \"source\": \"t\"}]}", "FLOP/s in [1e9, 1e18]"},
+        {"{\"gpus\": [{\"key\": \"test-gpu\", \"memory_bytes\": 5e7, \"mem_bw_Bps\": 3.35e12, "
+         "\"peak_flops_per_s\": {\"bf16\": 989e12}, \"source\": \"t\"}]}", "bytes in [1e8, 1e13]"},
+        {"{\"gpus\": [{\"key\": \"test-gpu\", \"memory_bytes\": 80e9, \"mem_bw_Bps\": 1e16, "
+         "\"peak_flops_per_s\": {\"bf16\": 989e12}, \"source\": \"t\"}]}", "mem_bw_Bps = 10000000000000000.0"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_rejected(bad[i].json, MP_ERR_INPUT, bad[i].word);
+    /* The edges of each range are physical and accepted. */
+    mp_catalog *c = NULL;
+    mp_diag d = {0};
+    assert_int_equal(mp_catalog_create(&c, &d), MP_OK);
+    const char *edges = "{\"gpus\": [{\"key\": \"test-gpu\", \"memory_bytes\": 1e8, \"mem_bw_Bps\": 1e15, "
+                        "\"peak_flops_per_s\": {\"bf16\": 1e9, \"fp8\": 1e18}, \"source\": \"t\"}], "
+                        "\"links\": [{\"key\": \"test-nic\", \"kind\": \"wan\", \"bw_Bps\": 1e6, "
+                        "\"latency_s\": 1, \"efficiency_frac\": 1, \"source\": \"t\"}]}";
+    if (mp_catalog_merge_json(c, edges, strlen(edges), "edges.json", &d) != MP_OK)
+        fail_msg("edges refused: %s", d.text);
+    mp_catalog_destroy(c);
+}
+
 static void test_model_from_catalog_json(void **state)
 {
     (void)state;
@@ -330,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_unknown_top_level),
         cmocka_unit_test(test_duplicate_keys),
         cmocka_unit_test(test_model_from_catalog_json),
+        cmocka_unit_test(test_physical_bounds),
     };
     return cmocka_run_group_tests(tests, setup_cat, teardown_cat);
 }

@@ -47,12 +47,12 @@ static mp_status islands_err(mp_diag *d, const char *json)
     return st;
 }
 
-static mp_plan plan(const char *s)
+static mp_islands_plan plan(const char *s)
 {
-    mp_plan p;
-    mp_plan_init_default(&p);
+    mp_islands_plan p;
+    mp_islands_plan_init_default(&p);
     mp_diag d = {0};
-    if (mp_plan_parse(s, &p, &d) != MP_OK)
+    if (mp_islands_plan_parse(s, &p, &d) != MP_OK)
         fail_msg("plan %s: %s", s, d.text);
     return p;
 }
@@ -60,7 +60,7 @@ static mp_plan plan(const char *s)
 static mp_islands_estimate *predict(const mp_model *m, const mp_islands *isl, const char *ps)
 {
     static mp_islands_estimate e;
-    mp_plan p = plan(ps);
+    mp_islands_plan p = plan(ps);
     mp_diag d = {0};
     if (mp_islands_predict(m, isl, &p, NULL, &e, &d) != MP_OK)
         fail_msg("predict %s: %s", ps, d.text);
@@ -70,7 +70,7 @@ static mp_islands_estimate *predict(const mp_model *m, const mp_islands *isl, co
 /* The plain estimate of plan ps (with batch gb) on one island's cluster. */
 static void plain(const mp_model *m, const mp_cluster *c, const char *ps, int64_t gb, mp_estimate *e)
 {
-    mp_plan p = plan(ps);
+    mp_plan p = plan(ps).plan;
     p.gb = gb;
     mp_diag d = {0};
     if (mp_plan_resolve(&p, m, c->num_gpus, &d) != MP_OK || mp_estimate_plan(m, c, &p, NULL, e, &d) != MP_OK)
@@ -664,7 +664,7 @@ static void test_ring_orders_golden(void **state)
 static void test_plan_keys(void **state)
 {
     (void)state;
-    mp_plan p = plan("tp=1,sync=diloco,inner_steps=100,compress=topk:0.01,fragments=4,overlap=2,exchange=rotate,split=2:1:1,"
+    mp_islands_plan p = plan("tp=1,sync=diloco,inner_steps=100,compress=topk:0.01,fragments=4,overlap=2,exchange=rotate,split=2:1:1,"
                      "buckets=44,transport=rendezvous,ring=tsp");
     assert_int_equal(p.xsync.sync, MP_SYNC_DILOCO);
     assert_int_equal(p.xsync.inner_steps, 100);
@@ -681,17 +681,17 @@ static void test_plan_keys(void **state)
     /* Format (resolved) and parse again: the same keys. */
     char buf[1024];
     mp_diag rd = {0};
-    assert_int_equal(mp_plan_resolve(&p, llama8b(), 8, &rd), MP_OK);
-    mp_plan_format(&p, buf, sizeof buf);
+    assert_int_equal(mp_plan_resolve(&p.plan, llama8b(), 8, &rd), MP_OK);
+    mp_islands_plan_format(&p, buf, sizeof buf);
     assert_non_null(strstr(buf, ",sync=diloco,inner_steps=100,compress=topk:0.01,fragments=4,overlap=2,exchange=rotate,"
                                 "buckets=44,transport=rendezvous,ring=tsp,split=2:1:1"));
-    mp_plan q = plan(buf);
+    mp_islands_plan q = plan(buf);
     q.xsync.given = p.xsync.given;
     assert_memory_equal(&q.xsync, &p.xsync, sizeof p.xsync);
     /* A one-cluster plan formats as before (no xsync keys). */
-    mp_plan r = plan("tp=2");
-    assert_int_equal(mp_plan_resolve(&r, llama8b(), 8, &rd), MP_OK);
-    mp_plan_format(&r, buf, sizeof buf);
+    mp_islands_plan r = plan("tp=2");
+    assert_int_equal(mp_plan_resolve(&r.plan, llama8b(), 8, &rd), MP_OK);
+    mp_islands_plan_format(&r, buf, sizeof buf);
     assert_null(strstr(buf, "sync"));
 
     static const char *const bad[] = {"sync=foo", "compress=topk", "compress=topk:0.9", "compress=zip",
@@ -699,10 +699,10 @@ static void test_plan_keys(void **state)
                                       "exchange=mesh", "overlap=-1", "fragments=0", "buckets=0",
                                       "buckets=1e3", "transport=tcp", "ring=best", "buckets=2,buckets=3"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        mp_plan x;
-        mp_plan_init_default(&x);
+        mp_islands_plan x;
+        mp_islands_plan_init_default(&x);
         mp_diag d = {0};
-        if (mp_plan_parse(bad[i], &x, &d) == MP_OK)
+        if (mp_islands_plan_parse(bad[i], &x, &d) == MP_OK)
             fail_msg("plan \"%s\" accepted", bad[i]);
         assert_true(d.count >= 1);
     }
@@ -718,14 +718,14 @@ static void test_plan_keys(void **state)
     for (size_t i = 0; i < sizeof contra / sizeof contra[0]; i++) {
         char ps[256];
         snprintf(ps, sizeof ps, BASE ",gb=32,%s", contra[i]);
-        mp_plan x = plan(ps);
+        mp_islands_plan x = plan(ps);
         static mp_islands_estimate e;
         mp_diag d = {0};
         if (mp_islands_predict(m, isl, &x, NULL, &e, &d) != MP_ERR_INPUT)
             fail_msg("\"%s\" accepted", ps);
     }
     /* A batch too small to give each island a micro-batch per DP rank. */
-    mp_plan x = plan(BASE ",gb=8,sync=hsdp");
+    mp_islands_plan x = plan(BASE ",gb=8,sync=hsdp");
     static mp_islands_estimate e;
     mp_diag d = {0};
     assert_int_equal(mp_islands_predict(m, isl, &x, NULL, &e, &d), MP_ERR_INPUT);

@@ -14,6 +14,7 @@
 
 #include "meshplan/catalog.h"
 #include "meshplan/plan.h"
+#include "meshplan/xsync.h"
 
 
 static const mp_model *llama2_7b(void)
@@ -204,6 +205,240 @@ static void test_format_roundtrip(void **state)
     p.fsdp = 1;
     mp_plan_format(&p, buf, sizeof buf);
     assert_null(strstr(buf, "fsdp"));
+}
+
+/* ---- the key tables (plan_keys.h, xsync_keys.h) ------------------------------------------- */
+
+/* One of the two tables and how to parse and format a plan string with its keys. The island keys
+ * are written only with a scheme, so their strings get "sync=diloco," in front. */
+typedef struct {
+    const mp_plan_key *(*at)(int);
+    int islands;
+} key_table;
+
+static const key_table tables[] = {{mp_plan_key_at, 0}, {mp_islands_plan_key_at, 1}};
+
+/* Parse "key=val" (with the islands prefix) into a fresh plan; the canonical string into out. */
+static mp_status parse_kv(const key_table *t, const char *key, const char *val, mp_diag *d,
+                          char *out, size_t cap)
+{
+    char text[512];
+    snprintf(text, sizeof text, "%s%s=%s", t->islands && strcmp(key, "sync") ? "sync=diloco," : "",
+             key, val);
+    mp_diag_clear(d);
+    mp_status st;
+    if (t->islands) {
+        mp_islands_plan ip;
+        mp_islands_plan_init_default(&ip);
+        st = mp_islands_plan_parse(text, &ip, d);
+        mp_islands_plan_format(&ip, out, cap);
+    } else {
+        mp_plan p;
+        mp_plan_init_default(&p);
+        st = mp_plan_parse(text, &p, d);
+        mp_plan_format(&p, out, cap);
+    }
+    return st;
+}
+
+/* The token "key=..." of the canonical string s into tok ("" when the key is not written). */
+static void key_token(const char *s, const char *key, char *tok, size_t cap)
+{
+    size_t n = strlen(key);
+    tok[0] = '\0';
+    for (const char *at = s; at && *at; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL)
+        if (!strncmp(at, key, n) && at[n] == '=') {
+            size_t len = strcspn(at, ",");
+            snprintf(tok, cap, "%.*s", (int)len, at);
+            return;
+        }
+}
+
+/* key=val is accepted; the canonical string holds that value whenever it writes the key, and
+ * that token parses back and formats to itself (format -> parse round trip, key by key: the
+ * other fields of an unresolved plan are "not given" and do not parse). */
+static void accept(const key_table *t, const mp_plan_key *k, const char *val)
+{
+    char out[1024], tok[256], again[1024], tok2[256];
+    mp_diag d = {0};
+    if (parse_kv(t, k->name, val, &d, out, sizeof out) != MP_OK)
+        fail_msg("%s=%s rejected: %s", k->name, val, d.text);
+    key_token(out, k->name, tok, sizeof tok);
+    if (!tok[0])
+        return; /* the value is the default, which is not written */
+    size_t n = strlen(k->name) + 1;
+    if (strncmp(tok + n, val, strlen(val)))
+        fail_msg("%s=%s formats as \"%s\"", k->name, val, tok);
+    if (parse_kv(t, k->name, tok + n, &d, again, sizeof again) != MP_OK)
+        fail_msg("\"%s\" does not parse back: %s", tok, d.text);
+    key_token(again, k->name, tok2, sizeof tok2);
+    if (strcmp(tok, tok2))
+        fail_msg("\"%s\" formats back as \"%s\"", tok, tok2);
+}
+
+/* key=val is rejected with one message naming the key and the value. */
+static void reject(const key_table *t, const mp_plan_key *k, const char *val)
+{
+    char out[1024], field[64];
+    mp_diag d = {0};
+    mp_status st = parse_kv(t, k->name, val, &d, out, sizeof out);
+    snprintf(field, sizeof field, "plan.%s", k->name);
+    if (st != MP_ERR_INPUT || d.count != 1 || !strstr(d.text, field) || !strstr(d.text, val))
+        fail_msg("%s=%s: status %d, %d lines, expected one naming %s and %s:\n%s", k->name, val,
+                 (int)st, d.count, field, val, d.text);
+}
+
+/* Every key of both tables: described (help, default; names or syntax), parsed at both ends of
+ * its range and rejected just outside, every name accepted and a wrong one rejected, a key given
+ * twice refused, and each accepted value round-trips through the canonical string. */
+static void test_key_tables(void **state)
+{
+    (void)state;
+    int total = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
+        const key_table *tab = &tables[t];
+        int n = 0;
+        for (const mp_plan_key *k; (k = tab->at(n)); n++) {
+            assert_true(k->name[0] && k->help[0] && k->default_text[0]);
+            char a[64], b[64];
+            switch (k->type) {
+            case MP_PLAN_KEY_INT:
+            case MP_PLAN_KEY_BOOL:
+                assert_true(k->min <= k->max);
+                snprintf(a, sizeof a, "%lld", (long long)k->min);
+                snprintf(b, sizeof b, "%lld", (long long)k->max);
+                accept(tab, k, a);
+                accept(tab, k, b);
+                snprintf(a, sizeof a, "%lld", (long long)k->min - 1);
+                snprintf(b, sizeof b, "%lld", (long long)k->max + 1);
+                reject(tab, k, a);
+                reject(tab, k, b);
+                reject(tab, k, "x1");
+                break;
+            case MP_PLAN_KEY_REAL:
+                snprintf(a, sizeof a, "%g", k->min);
+                snprintf(b, sizeof b, "%g", k->max);
+                accept(tab, k, a);
+                accept(tab, k, b);
+                snprintf(a, sizeof a, "%g", k->min - 1);
+                snprintf(b, sizeof b, "%g", 2 * k->max + 1);
+                reject(tab, k, a);
+                reject(tab, k, b);
+                reject(tab, k, "x1");
+                break;
+            case MP_PLAN_KEY_ENUM:
+                assert_true(k->nnames > 0);
+                for (int i = 0; i < k->nnames; i++)
+                    accept(tab, k, k->names[i]);
+                reject(tab, k, "no-such-name");
+                break;
+            case MP_PLAN_KEY_TEXT:
+                assert_non_null(k->syntax);
+                assert_non_null(k->sample);
+                accept(tab, k, k->sample);
+                reject(tab, k, "no-such-value");
+                break;
+            default:
+                fail_msg("key %s: type %d", k->name, (int)k->type);
+            }
+            /* Given twice: refused, naming the key. */
+            char text[256], out[1024], word[80];
+            const char *v = k->type == MP_PLAN_KEY_ENUM ? k->names[0] : k->type == MP_PLAN_KEY_TEXT ? k->sample : "1";
+            snprintf(text, sizeof text, "%s,%s=%s", v, k->name, v);
+            mp_diag d = {0};
+            assert_int_equal(parse_kv(tab, k->name, text, &d, out, sizeof out), MP_ERR_INPUT);
+            snprintf(word, sizeof word, "key \"%s\" given twice", k->name);
+            assert_diag_has(&d, word);
+        }
+        assert_true(n >= 10);
+        assert_null(tab->at(-1));
+        total += n;
+    }
+    /* No name in both tables: a key belongs to the plan or to the islands, never both. */
+    for (int i = 0; mp_plan_key_at(i); i++)
+        for (int j = 0; mp_islands_plan_key_at(j); j++)
+            assert_string_not_equal(mp_plan_key_at(i)->name, mp_islands_plan_key_at(j)->name);
+    assert_true(total >= 35);
+}
+
+/* An unknown key suggests the nearest known one (within two edits), over both tables when the
+ * string may hold island keys; plan parsing knows no island key. */
+static void test_unknown_key_suggestion(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_plan_init_default(&p);
+    mp_diag d = {0};
+    assert_int_equal(mp_plan_parse("schedul=zb", &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "unknown key \"schedul\" (value \"zb\"): did you mean \"schedule\"?");
+    mp_diag_clear(&d);
+    assert_int_equal(mp_plan_parse("bogus=17", &p, &d), MP_ERR_INPUT);
+    assert_null(strstr(d.text, "did you mean"));
+    mp_diag_clear(&d);
+    assert_int_equal(mp_plan_parse("sync=diloco", &p, &d), MP_ERR_INPUT); /* not a plan key */
+    assert_diag_has(&d, "unknown key \"sync\"");
+    mp_islands_plan ip;
+    mp_islands_plan_init_default(&ip);
+    mp_diag_clear(&d);
+    assert_int_equal(mp_islands_plan_parse("tp=2,inner_step=5", &ip, &d), MP_ERR_INPUT);
+    assert_int_equal(d.count, 1);
+    assert_diag_has(&d, "did you mean \"inner_steps\"?");
+    assert_diag_has(&d, "expected one of tp, pp,");
+    assert_diag_has(&d, ", ring, split");
+    /* Problems of both kinds: one line each, the plan part still parsed. */
+    mp_islands_plan_init_default(&ip);
+    mp_diag_clear(&d);
+    assert_int_equal(mp_islands_plan_parse("tp=0,garbage,buckets=0,pp=2", &ip, &d), MP_ERR_INPUT);
+    assert_int_equal(d.count, 3);
+    assert_int_equal(ip.plan.pp, 2);
+    mp_islands_plan_init_default(&ip);
+    mp_diag_clear(&d);
+    assert_int_equal(mp_islands_plan_parse("garbage", &ip, &d), MP_ERR_PARSE);
+}
+
+/* For one cluster, island keys are bad input naming the key, and sync=none is a one-cluster
+ * plan stated explicitly. */
+static void test_parse_single(void **state)
+{
+    (void)state;
+    mp_plan p;
+    mp_diag d = {0};
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_islands_plan_parse_single("tp=2,sync=diloco", &p, &d), MP_ERR_INPUT);
+    assert_diag_has(&d, "plan.sync = diloco");
+    mp_diag_clear(&d);
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_islands_plan_parse_single("tp=2,inner_steps=5,ring=tsp", &p, &d), MP_ERR_INPUT);
+    assert_int_equal(d.count, 2);
+    assert_diag_has(&d, "plan.inner_steps");
+    assert_diag_has(&d, "plan.ring");
+    mp_diag_clear(&d);
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_islands_plan_parse_single("tp=2,sync=none", &p, &d), MP_OK);
+    assert_int_equal(p.tp, 2);
+}
+
+/* Help: a line per key of each table, and the length asked for first is the length written. */
+static void test_keys_help(void **state)
+{
+    (void)state;
+    int (*const help[2])(char *, size_t) = {mp_plan_keys_help, mp_islands_plan_keys_help};
+    for (int t = 0; t < 2; t++) {
+        int n = help[t](NULL, 0);
+        assert_true(n > 0 && n < 16384);
+        char buf[16384];
+        assert_int_equal(help[t](buf, sizeof buf), n);
+        assert_int_equal((int)strlen(buf), n);
+        for (int i = 0; tables[t].at(i); i++) {
+            char line[64];
+            snprintf(line, sizeof line, "\n  %-16s ", tables[t].at(i)->name);
+            if (i == 0 ? strncmp(buf, line + 1, strlen(line + 1)) != 0 : !strstr(buf, line))
+                fail_msg("help does not list %s:\n%s", tables[t].at(i)->name, buf);
+        }
+        char small[40]; /* truncated like snprintf, NUL-terminated */
+        assert_int_equal(help[t](small, sizeof small), n);
+        assert_int_equal((int)strlen(small), (int)sizeof small - 1);
+    }
 }
 
 /* ---- resolve ------------------------------------------------------------------------------ */
@@ -422,6 +657,10 @@ int main(void)
         cmocka_unit_test(test_parse_not_key_value),
         cmocka_unit_test(test_parse_duplicate_key),
         cmocka_unit_test(test_format_roundtrip),
+        cmocka_unit_test(test_key_tables),
+        cmocka_unit_test(test_unknown_key_suggestion),
+        cmocka_unit_test(test_parse_single),
+        cmocka_unit_test(test_keys_help),
         cmocka_unit_test(test_resolve_defaults),
         cmocka_unit_test(test_resolve_tp_heads),
         cmocka_unit_test(test_resolve_product),

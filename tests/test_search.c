@@ -411,6 +411,7 @@ static void test_pruning_never_drops_a_feasible_plan(void **state)
         setup_job(&jobs[k], &m, &c, &o);
         mp_search_result pruned, full;
         o.threads = 2;
+        o.parallel_min_plans = 1;
         o.prune = 1;
         search(m, &c, 1, &o, &pruned);
         o.prune = 0;
@@ -451,6 +452,7 @@ static void test_same_result_with_any_thread_count(void **state)
         for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
             mp_search_result many;
             o.threads = threads[t];
+            o.parallel_min_plans = 1; /* these spaces are small: parallel anyway */
             search(m, &c, 1, &o, &many);
             assert_true(many.threads == threads[t] || many.threads == 1); /* 1: no OpenMP */
             /* The same answer; not the same work (which communication variants a thread can
@@ -459,6 +461,56 @@ static void test_same_result_with_any_thread_count(void **state)
             mp_search_result_free(&many);
         }
         mp_search_result_free(&one);
+    }
+}
+
+/* MoE pruning (issue 15): the expert layouts are walked in descending ep*etp and, once one is
+ * proven over memory by its model states at a (sharding, vpp), the layouts sharding the experts
+ * no more are skipped (src/search/space.c). Pruned and unpruned searches must agree on every
+ * answer — top list, frontiers, ties, explanation — for MoE models whose layouts straddle the
+ * memory: Mixtral 8x7B at 80, 64 and 60 GiB, and a 6-layer DeepSeek-V3 (MLA, 64 experts of
+ * width 2048, a shared expert, one dense layer, MTP) at 80 and 40 GiB. */
+static void test_moe_pruning_agrees_with_exhaustive(void **state)
+{
+    (void)state;
+    mp_model ds = *model("deepseek-v3");
+    ds.layers = 6;
+    ds.moe_dense_layers = 1;
+    ds.moe_experts = 64;
+    static const struct { const char *model; int gib; const char *fix; } mj[] = {
+        {"mixtral-8x7b", 0, "recompute=none,zero=1"},
+        {"mixtral-8x7b", 64, "recompute=full"},
+        {"mixtral-8x7b", 60, "sp=1,zero=3"},
+        {NULL, 0, "recompute=none,zero=1,cp=1"},
+        {NULL, 40, "recompute=full,zero=3,cp=1,mb=1"}};
+    for (size_t k = 0; k < sizeof mj / sizeof mj[0]; k++) {
+        const mp_model *m = mj[k].model ? model(mj[k].model) : &ds;
+        mp_cluster c = cluster("h100-sxm5-80gb", 16);
+        if (mj[k].gib)
+            c.gpu.memory_bytes = mj[k].gib * 1073741824.0;
+        mp_search_opts o;
+        mp_search_opts_init(&o);
+        o.pin.gb = 32;
+        o.pin.seq = 4096;
+        o.top_n = 50;
+        assert_int_equal(mp_plan_parse(mj[k].fix, &o.pin, NULL), MP_OK);
+        mp_search_result pruned, full;
+        o.threads = 2;
+        o.parallel_min_plans = 1;
+        search(m, &c, 1, &o, &pruned);
+        o.prune = 0;
+        search(m, &c, 1, &o, &full);
+        assert_int_equal(full.counts.evaluated, full.counts.plans);
+        assert_same_result(&pruned, &full, 0);
+        printf("# MoE %s at %d GiB (%s): %llu plans, %llu feasible; pruned evaluated %llu, "
+               "proved %llu over memory\n", m->key, mj[k].gib ? mj[k].gib : 80, mj[k].fix,
+               (unsigned long long)full.counts.plans, (unsigned long long)full.counts.feasible,
+               (unsigned long long)pruned.counts.evaluated,
+               (unsigned long long)pruned.counts.over_memory_proven);
+        assert_true(pruned.counts.evaluated < full.counts.evaluated);
+        assert_true(full.ntop > 0);
+        mp_search_result_free(&pruned);
+        mp_search_result_free(&full);
     }
 }
 
@@ -560,6 +612,7 @@ static void test_rank_orders(void **state)
         search(mk, &c, 1, &ok, &full);
         ok.prune = 1;
         ok.threads = 3;
+        ok.parallel_min_plans = 1;
         search(mk, &c, 1, &ok, &many);
         assert_int_equal(full.counts.evaluated, full.counts.plans);
         assert_same_result(&pruned, &full, 0);
@@ -852,6 +905,72 @@ static void test_pins_and_bad_options(void **state)
     assert_int_equal(r.counts.feasible, 0);
     assert_true(r.have_least_memory);
     assert_true(r.least_memory.memory_bytes > 1e9);
+    assert_string_equal(r.unformable, ""); /* plans were formed: none fits, a different answer */
+    mp_search_result_free(&r);
+}
+
+static int count_only(void *ctx, const mp_plan *p)
+{
+    (void)ctx;
+    (void)p;
+    return 1; /* stop at the first: only the counts are wanted */
+}
+#define NULL_VISIT count_only
+
+/* Plans in the space of model m on gpus GPUs at global batch gb (the enumerator's count). */
+static uint64_t space_plans(const mp_model *m, int64_t gpus, int64_t gb)
+{
+    mp_search_opts o;
+    mp_search_opts_init(&o);
+    o.pin.gb = gb;
+    mp_search_counts k;
+    assert_int_equal(mp_search_enumerate(m, gpus, &o, NULL_VISIT, NULL, &k, NULL), MP_OK);
+    return k.plans;
+}
+
+/* Defect 5 of issue 15: with nothing formable (5,128 = 8 x 641 GPUs, 641 prime: no degree takes
+ * the factor for Llama 3 405B at gb 2048) the search said "no plan fits in memory". Now it
+ * evaluates nothing and says why (the rules, the factor 641) and the nearest GPU counts and
+ * global batches that have a plan — nearest checked against the enumerator on every value in
+ * between. "Nothing fits" (test_pins_and_bad_options) leaves unformable empty. */
+static void test_nothing_formable_says_why(void **state)
+{
+    (void)state;
+    const mp_model *m = model("llama3-405b");
+    mp_cluster c = cluster("h100-sxm5-80gb", 5128);
+    mp_search_opts o;
+    mp_search_opts_init(&o);
+    o.pin.gb = 2048;
+    mp_search_result r;
+    search(m, &c, 1, &o, &r);
+    assert_int_equal(r.counts.plans, 0);
+    assert_int_equal(r.counts.evaluated, 0);
+    assert_int_equal(r.ntop, 0);
+    assert_false(r.have_least_memory);
+    assert_true(r.counts.shapes > 0 && r.counts.shapes_rejected == r.counts.shapes);
+    const char *want[] = {"no plan can be formed", "5128 GPUs (2^3 x 641)", "prime factor 641",
+                          "gb_dp", "5120 and 5184", "1923 and 2564"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(r.unformable, want[i]))
+            fail_msg("unformable lacks \"%s\": %s", want[i], r.unformable);
+    /* The suggestions have plans, and nothing nearer does. */
+    assert_true(space_plans(m, 5120, 2048) > 0 && space_plans(m, 5184, 2048) > 0);
+    for (int64_t g = 5128; g < 5184; g += 8)
+        assert_int_equal(space_plans(m, g, 2048), 0);
+    assert_true(space_plans(m, 5128, 1923) > 0 && space_plans(m, 5128, 2564) > 0);
+    for (int64_t b = 1924; b < 2564; b++)
+        if (space_plans(m, 5128, b))
+            fail_msg("gb %lld has a plan on 5128 GPUs: nearer than the suggestions", (long long)b);
+    mp_search_result_free(&r);
+    /* Pins that leave nothing below the shapes: said so, with a batch that has a plan. */
+    c = cluster("h100-sxm5-80gb", 8);
+    mp_search_opts_init(&o);
+    o.pin.gb = 64;
+    o.pin.mb = 3;
+    search(model("llama3-8b"), &c, 1, &o, &r);
+    assert_int_equal(r.counts.plans, 0);
+    assert_non_null(strstr(r.unformable, "the pinned keys leave no plan"));
+    assert_non_null(strstr(r.unformable, "63 and 66"));
     mp_search_result_free(&r);
 }
 
@@ -862,12 +981,14 @@ int main(void)
         cmocka_unit_test(test_moe_space_is_what_resolve_accepts),
         cmocka_unit_test(test_pruning_never_drops_a_feasible_plan),
         cmocka_unit_test(test_same_result_with_any_thread_count),
+        cmocka_unit_test(test_moe_pruning_agrees_with_exhaustive),
         cmocka_unit_test(test_rank_orders),
         cmocka_unit_test(test_top_is_sorted_and_ranks_agree),
         cmocka_unit_test(test_objectives_by_hand),
         cmocka_unit_test(test_energy_hook),
         cmocka_unit_test(test_explanation_names_the_largest_difference),
         cmocka_unit_test(test_pins_and_bad_options),
+        cmocka_unit_test(test_nothing_formable_says_why),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -2,7 +2,9 @@
  * synthetic pipeline (hand-derived below), the differential test against the analytical
  * estimator on real plans of every schedule, contention and stragglers on hand-derived cases,
  * the event cap, determinism, scale by symmetry, and the Chrome trace (parsed with jansson,
- * slices of one thread never overlap). */
+ * slices of one thread never overlap), and the size bound that refuses a step over the caps
+ * before anything is allocated (src/sim/size.c). */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +20,9 @@
 #include "test_util.h"
 
 #include "meshplan/meshplan.h"
+#include "sim/sim_internal.h" /* SIM_TRACE_MIN_SLICE_BYTES */
+
+#include <sys/resource.h>
 
 typedef struct {
     mp_model m;
@@ -53,10 +58,7 @@ static mp_sim_result run(job *j, const mp_sim_opts *o, mp_sim **out)
     if (st != MP_OK)
         fail_msg("simulation failed (%s): %s", mp_status_str(st), d.text);
     /* The parts of the critical stage's timeline add up to the step. */
-    const mp_time *t = &r.time;
-    double sum = t->compute + t->recompute + t->tp_comm + t->cp_comm + t->ep_comm + t->pp_comm +
-                 t->pp_bubble + t->dp_comm_exposed + t->optimizer;
-    assert_close(sum, r.step_s, 1e-9);
+    assert_close(mp_time_step_sum_s(&r.time), r.step_s, 1e-9);
     return r;
 }
 
@@ -478,6 +480,202 @@ static void test_deterministic(void **state)
     free(j);
 }
 
+/* ---- the size bound (src/sim/size.c) --------------------------------------------------------- */
+
+/* Bytes of each slice in a trace text: the ",\n" before it and the line, as trace.c writes it. */
+static void check_slice_sizes(const char *text)
+{
+    for (const char *l = text; (l = strstr(l, "\n{\"ph\":\"X\"")) != NULL; l++) {
+        const char *end = strchr(l + 1, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l); /* the "\n" and the line, "," after it */
+        if (end && end[-1] == ',')
+            len--;
+        len += 1; /* the "," before the "\n" */
+        if (len < SIM_TRACE_MIN_SLICE_BYTES)
+            fail_msg("a slice of %zu bytes, under SIM_TRACE_MIN_SLICE_BYTES = %d: %.*s", len,
+                     SIM_TRACE_MIN_SLICE_BYTES, (int)len, l);
+    }
+}
+
+/* The bound is a bound (tasks, events and trace bytes never below it) and not a loose one, on
+ * plans of every schedule, ZeRO stage, CP, MoE, FSDP2, overlap and the analytical rules. */
+static void test_size_bound_holds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model;
+        int64_t gpus;
+        const char *plan;
+        int rules, tp_overlap;
+    } c[] = {
+        {"llama3-70b", 1024, "tp=8,pp=4,vpp=5,mb=1,gb=256,seq=8192,zero=1,sp=1,recompute=selective", 0, 0},
+        {"llama3-70b", 1024, "tp=8,pp=4,mb=1,gb=256,seq=8192,zero=3,schedule=zb", 0, 1},
+        {"llama3-70b", 1024, "tp=8,pp=4,mb=1,gb=256,seq=8192,zero=3,schedule=zb", 1, 0},
+        {"llama3-70b", 1024, "tp=8,pp=2,cp=2,mb=1,gb=128,seq=8192,zero=2,recompute=full,schedule=gpipe", 0, 0},
+        {"llama3-70b", 1024, "tp=8,pp=8,vpp=2,mb=1,gb=256,seq=8192,zero=1,schedule=interleaved", 1, 0},
+        {"llama3-8b", 64, "tp=8,pp=8,gb=64", 0, 0},
+        {"llama3-8b", 8, "tp=1,pp=1,gb=64,zero=0", 0, 0},
+        {"llama3-8b", 64, "tp=1,pp=1,gb=64,zero=3,hsdp=8", 0, 0},
+        {"mixtral-8x7b", 64, "tp=2,pp=4,ep=8,gb=64,seq=4096", 0, 0},
+        {"mixtral-8x7b", 8, "zero=3,ep=8,fsdp=2,gb=64,seq=4096", 0, 0},
+        {"deepseek-v3", 1024, "tp=1,pp=16,ep=64,mb=1,gb=256,seq=4096,zero=1", 0, 0},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        job *j = make_job(c[k].model, "h100-sxm5-80gb", c[k].gpus, c[k].plan);
+        mp_sim_opts o;
+        mp_sim_opts_init(&o);
+        o.analytical_rules = c[k].rules;
+        o.tp_overlap = c[k].tp_overlap;
+        mp_sim_size z;
+        mp_sim_size_bound(&j->m, &j->p, &j->e, &o, &z);
+        mp_sim_result r;
+        char *t = trace_text(j, &o, &r);
+        int64_t bytes = (int64_t)strlen(t);
+        if (z.tasks_min > r.tasks || z.tasks_min > r.events || z.trace_bytes_min > bytes)
+            fail_msg("%s %s: bound %lld tasks / %lld bytes over the %lld tasks, %lld events, %lld bytes simulated",
+                     c[k].model, c[k].plan, (long long)z.tasks_min, (long long)z.trace_bytes_min,
+                     (long long)r.tasks, (long long)r.events, (long long)bytes);
+        /* Not loose: the DP/ZeRO collectives it leaves out are at most about half the tasks
+         * (ZeRO-3 at tp = 1: a gather before each pass and a reduce-scatter after the backward). */
+        if (3 * z.tasks_min < r.tasks)
+            fail_msg("%s %s: bound %lld is under a third of the %lld tasks", c[k].model, c[k].plan,
+                     (long long)z.tasks_min, (long long)r.tasks);
+        assert_int_equal(z.tasks_min, z.tasks_per_microbatch * j->e.microbatches);
+        assert_int_equal(z.microbatches, j->e.microbatches);
+        check_slice_sizes(t);
+        free(t);
+        free(j);
+    }
+}
+
+static long maxrss_kib(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss;
+}
+
+/* Issue 15, defect 2: these steps used to allocate before the cap was checked (34 GB for the
+ * pass table of the first: out of memory; 2.5 GB of graph for the second before refusing; the
+ * third wrote a 2 GB trace). Llama 3 8B at tp = 8 on 8 stages has 4 layers per stage and, per
+ * micro-batch, 32 x (forward, backward, TP after each) = 128 tasks, the LM head's forward and
+ * backward 2, and 2 x (8 - 1) = 14 sends: 144 (the simulator makes exactly these, plus one
+ * optimizer step per stage). Now refused from the count, allocating nothing. */
+static void test_over_the_cap_refused_before_allocating(void **state)
+{
+    (void)state;
+    long rss0 = maxrss_kib();
+    static const struct {
+        int64_t gpus;
+        const char *plan;
+        int64_t microbatches, per_mb;
+    } c[] = {
+        {1024, "tp=8,pp=32,gb=1073741824", 268435456, 192}, /* 32 x 4 + 2 + 2 x 31 */
+        {64, "tp=8,pp=8,gb=16777216", 16777216, 144},
+    };
+    for (size_t k = 0; k < 2; k++) {
+        job *j = make_job("llama3-8b", "h100-sxm5-80gb", c[k].gpus, c[k].plan);
+        mp_sim_size z;
+        mp_sim_size_bound(&j->m, &j->p, &j->e, NULL, &z);
+        assert_int_equal(z.microbatches, c[k].microbatches);
+        assert_int_equal(z.tasks_per_microbatch, c[k].per_mb);
+        assert_int_equal(z.tasks_min, c[k].microbatches * c[k].per_mb);
+        /* max_gb: the most micro-batches within 10^7 tasks, times mb x dp sequences. */
+        assert_int_equal(z.max_gb, (MP_SIM_DEFAULT_MAX_EVENTS / c[k].per_mb) * j->p.mb * j->p.dp);
+        mp_diag d = {0};
+        mp_sim_result r;
+        mp_sim *s = NULL;
+        assert_int_equal(mp_sim_run(&j->m, &j->c, &j->p, &j->e, NULL, &s, &r, &d), MP_ERR_RANGE);
+        assert_null(s);
+        char count[32];
+        snprintf(count, sizeof count, "%lld", (long long)z.tasks_min);
+        if (!strstr(d.text, count) || !strstr(d.text, "max_events = 10000000") || !strstr(d.text, "gb = "))
+            fail_msg("the refusal names the count, the cap and the batch that fits: %s", d.text);
+        free(j);
+    }
+    /* gb = 65536 fits the event cap (9,437,184 tasks by the bound; 9,437,192 simulated) but not
+     * a 256 MiB trace: at least 112 bytes a slice is 1.06 GB. */
+    job *j = make_job("llama3-8b", "h100-sxm5-80gb", 64, "tp=8,pp=8,gb=65536");
+    mp_sim_size z;
+    mp_sim_size_bound(&j->m, &j->p, &j->e, NULL, &z);
+    assert_int_equal(z.tasks_min, 65536LL * 144);
+    assert_true(z.tasks_min <= MP_SIM_DEFAULT_MAX_EVENTS);
+    assert_true(z.trace_bytes_min > MP_SIM_DEFAULT_MAX_TRACE_BYTES);
+    free(j);
+    /* A small step of the same plan: the bound is exact but for the 8 optimizer steps. */
+    j = make_job("llama3-8b", "h100-sxm5-80gb", 64, "tp=8,pp=8,gb=64");
+    mp_sim_size_bound(&j->m, &j->p, &j->e, NULL, &z);
+    mp_sim_result r = run(j, NULL, NULL);
+    assert_int_equal(r.tasks, 64 * 144 + 8);
+    assert_int_equal(z.tasks_min, 64 * 144);
+    free(j);
+    long grew = maxrss_kib() - rss0;
+    if (grew > 64 * 1024)
+        fail_msg("peak memory grew by %ld KiB while refusing", grew);
+}
+
+/* The writer's cap: it stops before the event that would pass it, says so, and writes exactly
+ * what mp_sim_write_trace writes when the cap is not reached. */
+static void test_trace_byte_cap(void **state)
+{
+    (void)state;
+    job *j = make_job("llama3-70b", "h100-sxm5-80gb", 1024, "tp=8,pp=4,vpp=2,mb=1,gb=64,seq=8192,zero=1");
+    mp_sim_opts o;
+    mp_sim_opts_init(&o);
+    mp_sim_result r;
+    char *full = trace_text(j, &o, &r);
+    const int64_t size = (int64_t)strlen(full);
+    mp_sim *s = NULL;
+    mp_diag d = {0};
+    assert_int_equal(mp_sim_run(&j->m, &j->c, &j->p, &j->e, &o, &s, &r, &d), MP_OK);
+    const int64_t caps[] = {size, size + 1, size - 1, size / 2, 10};
+    for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        assert_non_null(f);
+        int64_t written = -1;
+        mp_diag_clear(&d);
+        mp_status st = mp_sim_write_trace_max(s, f, "test \"job\"", caps[k], &written, &d);
+        fclose(f);
+        assert_int_equal(written, (int64_t)len);
+        assert_true(written <= caps[k]);
+        if (caps[k] >= size) {
+            assert_int_equal(st, MP_OK);
+            assert_string_equal(buf, full);
+        } else {
+            assert_int_equal(st, MP_ERR_RANGE);
+            if (!strstr(d.text, "max_bytes") || !strstr(d.text, "slices"))
+                fail_msg("the cap's message: %s", d.text);
+        }
+        free(buf);
+    }
+    /* A caller's title longer than the writer's event buffer goes out whole, escaped. */
+    char title[3001];
+    for (int k = 0; k < 3000; k++)
+        title[k] = "ab\"\\\n"[k % 5];
+    title[3000] = '\0';
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mp_diag_clear(&d);
+    assert_int_equal(mp_sim_write_trace_max(s, f, title, INT64_MAX, NULL, &d), MP_OK);
+    fclose(f);
+    json_error_t err;
+    json_t *root = json_loads(buf, 0, &err);
+    if (!root)
+        fail_msg("trace with a long title does not parse: %s", err.text);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "otherData"), "title")), title);
+    json_decref(root);
+    free(buf);
+    mp_diag_clear(&d);
+    assert_int_equal(mp_sim_write_trace_max(s, stdout, NULL, 0, NULL, &d), MP_ERR_INPUT);
+    mp_sim_destroy(s);
+    free(full);
+    free(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +689,9 @@ int main(void)
         cmocka_unit_test(test_scale_by_symmetry),
         cmocka_unit_test(test_trace_parses_and_threads_do_not_overlap),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_size_bound_holds),
+        cmocka_unit_test(test_over_the_cap_refused_before_allocating),
+        cmocka_unit_test(test_trace_byte_cap),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -314,10 +314,52 @@ static void test_reader(void **state)
     mp_catalog_destroy(cat);
 }
 
+/* Defect 3 of issue 15: a measured cell that is NaN, infinite, zero, negative, not a number or
+ * outside the physical range of its quantity (tests/data/validate_bad_measured.csv: an MFU of
+ * 40 written as a percentage, 2,500 TFLOP/s on an H100, 1e-300 s steps, 500 GiB on an 80 GB
+ * GPU), and a row without a global batch, are skipped with a reason naming the column and the
+ * value; before, they were dropped in silence or compared (error_pct 4e307). The good row of the
+ * file is compared. */
+static void test_bad_measured_cells(void **state)
+{
+    (void)state;
+    mp_catalog *cat = NULL;
+    mp_validation v;
+    assert_true(validate_file(MESHPLAN_SOURCE_DIR "/tests/data/validate_bad_measured.csv", &cat, &v));
+    static const struct { const char *id, *col, *value; } want[] = {
+        {"mfu_nan", "measured_mfu", "\"nan\""}, {"mfu_inf", "measured_mfu", "\"inf\""},
+        {"mfu_zero", "measured_mfu", "\"0\""}, {"mfu_negative", "measured_mfu", "\"-0.4\""},
+        {"mfu_percent", "measured_mfu", "\"40\""}, {"hfu_text", "measured_hfu", "\"high\""},
+        {"tflops_tiny", "measured_tflops_per_gpu", "\"1e-300\""},
+        {"tflops_above_peak", "measured_tflops_per_gpu", "\"2500\""},
+        {"tokens_negative", "measured_tokens_per_s_per_gpu", "\"-7000\""},
+        {"step_tiny", "measured_step_s", "\"1e-300\""},
+        {"mem_above_hbm", "measured_mem_gib", "\"500\""}, {"mem_zero", "measured_mem_gib", "\"0\""},
+        {"no_global_batch", "global_batch", "empty"}};
+    const size_t nwant = sizeof want / sizeof want[0];
+    assert_int_equal(v.ninput, nwant + 1);
+    assert_int_equal(v.nskips, nwant);
+    for (size_t k = 0; k < nwant; k++) {
+        const mp_val_skip *s = &v.skips[k];
+        assert_string_equal(s->id, want[k].id);
+        if (!strstr(s->reason, want[k].col) || !strstr(s->reason, want[k].value))
+            fail_msg("%s: reason \"%s\" does not name %s = %s", s->id, s->reason, want[k].col,
+                     want[k].value);
+    }
+    /* Only the good row is compared, and no skipped id appears among the rows. */
+    assert_int_equal(v.nrows, 1);
+    assert_string_equal(v.rows[0].id, "good");
+    assert_string_equal(v.rows[0].metric, "mfu");
+    assert_true(isfinite(v.rows[0].error_pct) && fabs(v.rows[0].error_pct) < 100.0);
+    mp_validation_free(&v);
+    mp_catalog_destroy(cat);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_bad_measured_cells),
         cmocka_unit_test(test_runs_csv),
         cmocka_unit_test(test_runs_csv_subsets),
         cmocka_unit_test(test_torchtitan_h100_2412),

@@ -9,7 +9,7 @@
  * also read as identical islands joined by that tier.
  *
  * mp_islands_predict runs the plan inside every island with the estimator (estimate.h) and adds
- * what crosses the WAN for the scheme the plan's xsync keys name (xsync.h): synchronous data
+ * what crosses the WAN for the scheme the islands plan's keys name (xsync.h): synchronous data
  * parallelism over the WAN (HSDP), pipeline stages in different islands, DiLoCo (blocking or
  * streaming in fragments), federated groups through an aggregator, and ring / rotating / star
  * exchanges; with fp32, bf16, fp8, int8 or top-k on the wire. It reports per island and in total
@@ -204,10 +204,10 @@ typedef struct {
     double tokens_per_s_at_quality; /* tokens_per_s / quality_factor: NOT measured throughput */
 } mp_islands_estimate;
 
-/** Predict plan p of model m on the islands. p is the plan string's plan (mp_plan_parse), not
- *  resolved: each island resolves its own copy for its GPU count and batch share (dp derived per
- *  island; tp, pp, cp, zero, hsdp, mb, seq, recompute... as given). gb is the global batch per
- *  (inner) step, split across islands by p->xsync.split. sync none is taken as hsdp on several
+/** Predict the islands plan ip of model m on the islands. ip->plan is the plan string's plan
+ *  (mp_islands_plan_parse, xsync.h), not resolved: each island resolves its own copy for its GPU
+ *  count and batch share (dp derived per island; tp, pp, cp, zero, hsdp, mb, seq, recompute... as
+ *  given). gb is the global batch per (inner) step, split across islands by ip->xsync.split. sync none is taken as hsdp on several
  *  islands and as the plain estimate on one. opts may be NULL.
  *  With one island every scheme is the plain single-cluster prediction (no WAN, no
  *  synchronization). Every WAN message costs (1 + h) one-way latencies plus its transfer, at the
@@ -218,7 +218,7 @@ typedef struct {
  *  (inner_steps with hsdp, rotate with hsdp, overlap * fragments > inner_steps, split weights
  *  count, buckets with pp, a ring order without a ring exchange...), the batch cannot be split (each island needs at least mb x its dp sequences), or
  *  the exchange needs a link that does not exist; MP_ERR_RANGE if a result is not finite. */
-mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_plan *p,
+mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
                              const mp_islands_opts *opts, mp_islands_estimate *out, mp_diag *diag);
 
 #endif

@@ -1,20 +1,25 @@
 /* meshplan/plan.h — a parallel training plan, its parsing and its validity.
  *
- * Plan string: comma-separated key=value pairs with the field's standard names:
+ * Plan string: comma-separated key=value pairs with the field's standard names. One table
+ * (src/plan/plan_keys.h) lists every key with its type, range, default and meaning; parsing,
+ * the messages, mp_plan_format, `meshplan help` (mp_plan_keys_help) and the README's list all come
+ * from it or are tested against it (docs/plan.md: adding a key is one line of that table):
  *   tp, pp, vpp, dp, cp, ep, sp (0/1), mb, gb, seq, zero (0-3), hsdp (shard group size),
  *   recompute (none|selective|full), precision (bf16|fp16|fp8), flash (0/1),
- *   schedule (1f1b|interleaved|gpipe|zb),
+ *   schedule (1f1b|interleaved|gpipe|zb), order (rank order, innermost first, e.g.
+ *   tp-cp-ep-dp-pp — the default, Megatron-LM's; dimensions not listed follow, outermost, in the
+ *   default order, and must have degree 1),
  *   and for MoE / long context / FP8: etp (expert tensor parallelism, default tp),
  *   cp_algo (ring|allgather), capacity_factor (0 = dropless; else each expert's buffer holds
  *   capacity_factor x its balanced share), imbalance (busiest GPU's routed tokens / mean, >= 1),
  *   fp8_comm (0/1: MoE dispatch and ZeRO parameter all-gathers travel in fp8),
- *   attn_kernel (fa2|fa3|flex: fused-attention kernel generation),
- *   fsdp (1|2: how ZeRO-3 holds the parameters, flat buffers or per-parameter sharding).
- *   schedule (1f1b|interleaved|gpipe|zb), order (rank order, innermost first, e.g.
- *   tp-cp-ep-dp-pp — the default, Megatron-LM's; dimensions not listed follow, outermost, in the
- *   default order, and must have degree 1).
- *   Across islands joined by WAN links: sync, inner_steps, compress, fragments, overlap,
- *   exchange, split (xsync.h; predicted by mp_islands_predict, islands.h).
+ *   attn_kernel (fa2|fa3|flex: fused-attention kernel generation), doc_len (mean document length
+ *   of packed documents), fsdp (1|2: how ZeRO-3 holds the parameters, flat buffers or
+ *   per-parameter sharding).
+ * Across islands joined by WAN links the plan string also takes sync, inner_steps, compress,
+ * fragments, overlap, exchange, split, buckets, transport and ring: they belong to an islands
+ * plan, which holds a plan (mp_islands_plan, xsync.h; predicted by mp_islands_predict, islands.h),
+ * and are not keys of mp_plan_parse.
  * A plan that cannot be formed (a degree that does not divide heads, KV heads or layers; degrees
  * whose product is not the GPU count; a batch not divisible by mb*dp) is bad input: every reason
  * is listed. Memory fit is not checked here — that is an answer of the estimator.
@@ -27,7 +32,6 @@
 #include "meshplan/model.h"
 #include "meshplan/status.h"
 #include "meshplan/topo.h"
-#include "meshplan/xsync.h"
 
 /** The parallel dimensions, as named in the rank order. */
 typedef enum { MP_DIM_TP, MP_DIM_CP, MP_DIM_EP, MP_DIM_DP, MP_DIM_PP, MP_DIM_COUNT } mp_dim;
@@ -96,18 +100,31 @@ typedef struct {
                                    compute stream at every gather (mp_fsdp_copy_out_s) */
     mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
     unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
-    /* Added later: synchronization across islands joined by WAN links (plan keys sync,
-     * inner_steps, compress, fragments, overlap, exchange, split: xsync.h, islands.h). Zero =
-     * sync none: a plan for one cluster, which the estimator predicts as before. */
-    mp_xsync xsync;
+    /* Set to MP_PLAN_INIT_MAGIC by mp_plan_init_default and checked by mp_plan_parse,
+     * mp_plan_resolve and mp_estimate_plan (mp_plan_check_init): a plan declared and filled by
+     * hand, or zeroed, lacks defaults that are not zero (flash = 1, sp = -1, the rank order) and
+     * would be priced silently wrong (0.371 MFU instead of 0.507 for the default job). Copies of
+     * an initialised plan keep it. Not a plan key; never set it yourself. */
+    uint32_t init_magic;
 } mp_plan;
 
-/** Defaults: everything "not given", recompute none, bf16, flash on, 1F1B. */
+/** The value mp_plan_init_default writes into mp_plan.init_magic ("mppl"). */
+#define MP_PLAN_INIT_MAGIC 0x6d70706cu
+
+/** Defaults: everything "not given", recompute none, bf16, flash on, 1F1B; sets init_magic. */
 void mp_plan_init_default(mp_plan *p);
 
+/** MP_OK when p was set up by mp_plan_init_default (p->init_magic == MP_PLAN_INIT_MAGIC), else
+ *  MP_ERR_INPUT after adding "plan.init_magic = 0x...: expected 0x6d70706c: call
+ *  mp_plan_init_default(&plan) before setting fields or parsing" to diag (may be NULL). p NULL is
+ *  MP_ERR_INPUT too. */
+mp_status mp_plan_check_init(const mp_plan *p, mp_diag *diag);
+
 /** Parse a plan string into p (fields not mentioned keep their value). Errors: MP_ERR_PARSE
- *  (not key=value), MP_ERR_INPUT (unknown key, non-numeric, zero or negative value, value out of
- *  range) — one diag line per problem, naming the key and the value. */
+ *  (not key=value), MP_ERR_INPUT (unknown key — the nearest known key is suggested —, a key given
+ *  twice, non-numeric, zero or negative value, value out of range) — one diag line per problem,
+ *  naming the key and the value. The keys across islands are not keys here
+ *  (mp_islands_plan_parse, xsync.h). */
 mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag);
 
 /** Fill the unset fields from the model and GPU count, then check that the plan can be formed:
@@ -123,9 +140,38 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag);
  *  MP_ERR_INPUT listing every reason. */
 mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag);
 
-/** Write the plan back as a canonical plan string (all fields). Returns chars written as
- *  snprintf does. */
+/** Write the plan back as a canonical plan string: the keys in table order, the later ones
+ *  (hsdp, order, etp ... fsdp) only where they differ from their defaults. Returns chars written
+ *  as snprintf does. */
 int mp_plan_format(const mp_plan *p, char *buf, size_t cap);
+
+/** What a plan key takes. BOOL is 0/1; TEXT has its own syntax (order). */
+typedef enum {
+    MP_PLAN_KEY_INT, MP_PLAN_KEY_BOOL, MP_PLAN_KEY_REAL, MP_PLAN_KEY_ENUM, MP_PLAN_KEY_TEXT,
+    MP_PLAN_KEY_TYPE_COUNT
+} mp_plan_key_type;
+
+/** One key of a plan table, as parsing checks it and help shows it. */
+typedef struct {
+    const char *name;
+    mp_plan_key_type type;
+    double min, max;          /* INT, BOOL, REAL: the accepted range, both ends included */
+    const char *const *names; /* ENUM: the accepted names (nnames of them) */
+    int nnames;
+    const char *syntax;       /* TEXT: the value's syntax in words, e.g. "tp-cp-ep-dp-pp" */
+    const char *sample;       /* TEXT: a value that parses */
+    const char *default_text; /* the default in words ("1", "gpus/(tp*pp*cp)") */
+    const char *help;         /* one line: what the key means, with its unit */
+} mp_plan_key;
+
+/** The i-th key of the plan table (0-based, in the order mp_plan_format writes them); NULL when
+ *  i is out of range. The keys across islands: mp_islands_plan_key_at (xsync.h). */
+const mp_plan_key *mp_plan_key_at(int i);
+
+/** The plan keys' help, one line per key ("  tp  1..16777216: tensor-parallel degree (default
+ *  1)"), written into buf of capacity cap as snprintf does (returns the length the whole text
+ *  needs; buf may be NULL with cap 0 to ask for it). */
+int mp_plan_keys_help(char *buf, size_t cap);
 
 /** The plan's rank order as text: "default" when the order key was not given, else the listed
  *  dimensions innermost first joined by '-' ("tp-dp-cp-pp"), written into buf (cap bytes; 32

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include "meshplan/estimate.h"
+#include "meshplan/run.h"
 #include "meshplan/validate.h"
 
 /** The predict --json object as a malloc'd NUL-terminated string (caller frees), or NULL when
@@ -23,5 +24,15 @@ char *mp_report_validation_json(const mp_validation *v);
 
 /** Per-row table, skipped rows, per-source summary and the overall summary. */
 void mp_report_validation_text(FILE *f, const mp_validation *v);
+
+/** run --json: the priced run r of plan p (model m, cluster c, step e) under options o, as
+ *  mp_run_plan returned it (malloc'd; caller frees; NULL when out of memory). Keys: model, gpu,
+ *  num_gpus, plan, feasible, reasons, tokens, steps, step_s, step_uncapped_s, phase_s,
+ *  phase_power_W, energy_J_per_step(_by_level), energy_J_per_mtoken(_by_level), power_W{...},
+ *  power_model, energy_MWh, co2e_t, grid_gco2_per_kwh, gpu_hours(_billed), cost_usd,
+ *  cost_usd_per_mtoken, cost{...}, failures{...}, checkpoint{...}, restart_s, goodput,
+ *  goodput_expected, goodput_mc{...}, wall_clock_s{...}, time_s{...}, trials, seed. */
+char *mp_report_run_json(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                         const mp_estimate *e, const mp_run_opts *o, const mp_run_result *r);
 
 #endif

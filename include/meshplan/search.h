@@ -18,7 +18,8 @@
  * subtree of a degree shape when the model states of its first plan already exceed the capacity
  * (weights, gradients, optimizer and buffers do not depend on sp, recompute, the CP algorithm or
  * mb), and the larger micro-batches of a line once one does not fit (memory is non-decreasing in
- * mb); and skips, without evaluating, CP-algorithm and rank-order variants of a plan (same
+ * mb), and the expert layouts with no larger ep*etp than one proven so (the states never grow
+ * with ep*etp; the layouts are walked in descending ep*etp); and skips, without evaluating, CP-algorithm and rank-order variants of a plan (same
  * memory, same compute) whose best possible step cannot enter the top list, a frontier or the
  * rank (counts.order_skipped; docs/search.md). Results are identical with pruning off and with any thread count: top plans and
  * frontiers are merged under one total order (mp_search_entry_cmp). tests/test_search.c checks
@@ -44,8 +45,11 @@
 /** Most points kept on one Pareto frontier (a cap; result.truncated says when it was hit). */
 #define MP_SEARCH_MAX_FRONTIER 65536
 /** Most plans in one space (about 10 minutes on two cores); larger spaces are refused with
- *  MP_ERR_RANGE — pin some keys. */
+ *  MP_ERR_RANGE — pin some keys. A build may set a smaller cap (the fuzz build does:
+ *  fuzz/CMakeLists.txt, so that no input searches for longer than the fuzzer's timeout). */
+#ifndef MP_SEARCH_MAX_PLANS
 #define MP_SEARCH_MAX_PLANS 1000000000ULL
+#endif
 /** Most GPU counts searched at once. */
 #define MP_SEARCH_MAX_CLUSTERS 64
 
@@ -125,7 +129,17 @@ typedef struct {
     int rank_cluster;                /* index of the cluster rank_plan runs on */
     mp_progress_fn progress;         /* optional */
     void *progress_ctx;
+    /* Added later. */
+    int64_t parallel_min_plans;      /* spaces with fewer plans run on one thread whatever
+                                        `threads` says (starting a team costs more than it
+                                        gains there; results never depend on it); 0 = the
+                                        default, MP_SEARCH_PARALLEL_MIN_PLANS; 1 = always
+                                        `threads` (the tests' thread-independence checks) */
 } mp_search_opts;
+
+/** Default of mp_search_opts.parallel_min_plans: a space this small is tens of milliseconds of
+ *  work on one core (bench/search_speed.sh measures both sides). */
+#define MP_SEARCH_PARALLEL_MIN_PLANS 50000
 
 /** Defaults: pin = the free plan above, objective throughput, top 10, all threads, pruning on. */
 void mp_search_opts_init(mp_search_opts *o);
@@ -207,6 +221,12 @@ typedef struct {
     mp_search_entry rank_entry;
     double wall_s;                   /* search time */
     int threads;                     /* threads used */
+    /* Added later. */
+    char unformable[1024];           /* counts.plans == 0 (no plan can be formed at all, as
+                                        opposed to none fitting in memory): why — the rules every
+                                        degree shape breaks, or the pins — and the nearest GPU
+                                        counts (in steps of clusters[0]'s node) and global batches
+                                        near clusters[0] that have a plan; "" otherwise */
 } mp_search_result;
 
 /** Search the plans of model m on each of the clusters (1..MP_SEARCH_MAX_CLUSTERS, e.g. one GPU
@@ -214,7 +234,10 @@ typedef struct {
  *  or precision unsupported, the energy objective without opts.energy: "energy objective needs
  *  the energy model (issue 6)"), MP_ERR_RANGE (more than MP_SEARCH_MAX_PLANS plans), MP_ERR_NOMEM.
  *  A space with no feasible plan is an answer
- *  (ntop == 0, have_least_memory). Free with mp_search_result_free. */
+ *  (ntop == 0, have_least_memory). A space with no plan at all (counts.plans == 0: every degree
+ *  shape breaks a rule, or the pins leave nothing) returns MP_OK with nothing evaluated and
+ *  result.unformable saying why and what would have a plan; the CLI treats it as bad input
+ *  (exit 2), as DESIGN.md treats a plan that cannot be formed. Free with mp_search_result_free. */
 mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters,
                     const mp_search_opts *opts, mp_search_result *out, mp_diag *diag);
 

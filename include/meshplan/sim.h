@@ -58,6 +58,12 @@
  *  on 16,384 GPUs, pp 16, 128 micro-batches takes ~70 thousand (ZeRO-3: ~150 thousand). */
 #define MP_SIM_DEFAULT_MAX_EVENTS 10000000
 
+/** Default cap on a Chrome trace file, bytes: 256 MiB (meshplan trace --max-trace-bytes). chrome://tracing
+ *  reads the whole file into one JavaScript string, and V8 caps a string at 2^29 - 24 characters
+ *  on 64-bit hosts (String::kMaxLength, v8/include/v8-primitive.h), about 512 MiB: half of that
+ *  opens there and in Perfetto's UI with room to spare; about 1.5 million slices. */
+#define MP_SIM_DEFAULT_MAX_TRACE_BYTES (256LL << 20)
+
 /** Options. mp_sim_opts_init sets the defaults given beside each field. */
 typedef struct {
     /* Compute runs (1 + f) times slower while any communication task (TP, CP, PP, DP/ZeRO) runs
@@ -105,6 +111,26 @@ typedef struct {
     int straggler_stage;    /* the straggler's stage, -1 none */
 } mp_sim_result;
 
+/** How large the simulation of a plan is at least, worked out before it is built
+ *  (mp_sim_size_bound). Lower bounds: the tasks every pass certainly has (src/sim/size.c). */
+typedef struct {
+    int64_t tasks_min;            /* tasks, and events (each task ends in one); mp_sim_run refuses
+                                     a step with more than opts.max_events */
+    int64_t tasks_per_microbatch; /* of which each micro-batch's, all stages together */
+    int64_t microbatches;         /* per DP rank per step */
+    int64_t memory_bytes_min;     /* memory the tasks take (edges and queues come on top) */
+    int64_t trace_bytes_min;      /* bytes of its Chrome trace (every task is a slice) */
+    int64_t trace_bytes_per_microbatch; /* of which each micro-batch's */
+    int64_t max_gb;               /* the largest global batch, sequences, whose bound stays within
+                                     opts.max_events (0 when none does or nothing is counted) */
+} mp_sim_size;
+
+/** Bound the size of simulating plan p from its estimate e (as mp_sim_run takes them; opts may be
+ *  NULL). Allocates nothing and takes microseconds: call it before mp_sim_run and before writing
+ *  a trace to refuse a step that would not fit. Writes zeros when p or e is not resolved. */
+void mp_sim_size_bound(const mp_model *m, const mp_plan *p, const mp_estimate *e, const mp_sim_opts *opts,
+                       mp_sim_size *out);
+
 /** A simulated step, kept for writing its trace. */
 typedef struct mp_sim mp_sim;
 
@@ -126,6 +152,14 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
  *  slices with args bytes, algorithm and group size. Slices of one thread never overlap.
  *  title names the job in the metadata (may be NULL). Returns MP_OK or MP_ERR_IO. */
 mp_status mp_sim_write_trace(const mp_sim *s, FILE *f, const char *title, mp_diag *diag);
+
+/** mp_sim_write_trace, writing at most max_bytes (>= 1; MP_SIM_DEFAULT_MAX_TRACE_BYTES is the
+ *  CLI's default). Checked before every event is written: when the next one would pass the cap
+ *  it stops and returns MP_ERR_RANGE, the diag naming the cap, the slices written and the size the
+ *  whole trace would have (extrapolated); f then holds an incomplete trace the caller should
+ *  remove. *bytes (may be NULL) receives the bytes written. MP_ERR_IO on a write error. */
+mp_status mp_sim_write_trace_max(const mp_sim *s, FILE *f, const char *title, int64_t max_bytes,
+                                 int64_t *bytes, mp_diag *diag);
 
 /** Free a simulated step; s may be NULL. */
 void mp_sim_destroy(mp_sim *s);

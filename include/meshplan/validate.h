@@ -4,7 +4,14 @@
  * row with the model dims and a plan is predicted; a row that cannot be (no dims, an MoE model
  * before MoE support, an unknown GPU, a plan that cannot be formed) is skipped with its reason.
  * Missing plan cells are filled with stated assumptions (micro-batch 1, recompute none, sp on
- * with tp > 1, 1F1B when vpp is not stated) and the row carries a note saying so.
+ * with tp > 1, 1F1B when vpp is not stated) and the row carries a note saying so. A row without
+ * a global batch is skipped (the step is the global batch; there is nothing to assume).
+ * A stated measured cell must be a finite number in the physical range of its quantity on the
+ * row's GPU, else the row is skipped naming the column, the value and the range:
+ * measured_mfu, measured_hfu in [1e-4, 1]; measured_tflops_per_gpu in [1e-4, 1] x the dense peak
+ * at the row's precision; measured_tokens_per_s_per_gpu and measured_step_s at an implied model
+ * FLOP/s (meshplan's FLOPs per token) in [1e-4, 1.5] x that peak; measured_mem_gib in
+ * [0.1, HBM bytes / 1e9] (src/validate/validate.c gives the reasons for each bound).
  */
 #ifndef MESHPLAN_VALIDATE_H
 #define MESHPLAN_VALIDATE_H

@@ -1,7 +1,8 @@
 /* meshplan/xsync.h — how islands of GPUs joined by slow (WAN) links synchronize: the plan keys of
  * decentralized and heterogeneous training (islands.h predicts them).
  *
- * Plan keys (added to the plan string, plan.h):
+ * Plan keys (added to the plan string, plan.h; an islands plan holds the plan of one cluster and
+ * these settings, mp_islands_plan below; the table of these keys is src/islands/xsync_keys.h):
  *   sync=hsdp|diloco|pp|fl   the scheme across islands (none: the plan is for one cluster)
  *       hsdp    synchronous data parallelism over the WAN: the plan inside each island (e.g.
  *               zero=3), the gradients all-reduced across islands every step (HSDP: shard
@@ -58,8 +59,10 @@
 #ifndef MESHPLAN_XSYNC_H
 #define MESHPLAN_XSYNC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "meshplan/plan.h"
 #include "meshplan/status.h"
 
 typedef enum { MP_SYNC_NONE, MP_SYNC_HSDP, MP_SYNC_DILOCO, MP_SYNC_PP, MP_SYNC_FL, MP_SYNC_COUNT } mp_sync;
@@ -99,10 +102,43 @@ const char *mp_exchange_name(mp_exchange e); /* "default", "ring", "rotate", "st
 const char *mp_transport_name(mp_transport t); /* "stream", "rendezvous" */
 const char *mp_ring_name(mp_ring r);           /* "bottleneck" (also for the default), "tsp", "listed" */
 
+/** A plan across islands: the plan every island runs (its own copy resolved for its GPU count
+ *  and batch share: mp_islands_predict) and how the islands synchronize. */
+typedef struct {
+    mp_plan plan;
+    mp_xsync xsync;
+} mp_islands_plan;
+
+/** Defaults: mp_plan_init_default for the plan, sync none and every island key not given. */
+void mp_islands_plan_init_default(mp_islands_plan *ip);
+
+/** Parse a plan string with keys of both kinds into ip (fields not mentioned keep their value):
+ *  the keys above into ip->xsync, the others through mp_plan_parse into ip->plan. Errors as
+ *  mp_plan_parse: MP_ERR_PARSE (a token not key=value), MP_ERR_INPUT (an unknown key, with the
+ *  nearest key of either kind suggested; a key given twice; a value out of range), one diag line
+ *  per problem naming the key and the value. */
+mp_status mp_islands_plan_parse(const char *text, mp_islands_plan *ip, mp_diag *diag);
+
+/** Parse a plan string for one cluster into p (as mp_plan_parse), naming each key across islands
+ *  it holds as bad input (MP_ERR_INPUT: "plan.sync = diloco: a key across islands ...");
+ *  sync=none is accepted. For commands that predict one cluster, so that a key across islands is
+ *  never silently ignored nor reported as unknown. */
+mp_status mp_islands_plan_parse_single(const char *text, mp_plan *p, mp_diag *diag);
+
+/** The canonical plan string of ip: mp_plan_format, then the keys above (only with sync not
+ *  none; each only when given). Returns chars written as snprintf does. */
+int mp_islands_plan_format(const mp_islands_plan *ip, char *buf, size_t cap);
+
+/** The i-th key across islands (0-based, table order); NULL when i is out of range. */
+const mp_plan_key *mp_islands_plan_key_at(int i);
+
+/** Help lines of the keys across islands, as mp_plan_keys_help. */
+int mp_islands_plan_keys_help(char *buf, size_t cap);
+
 /** Parse one key=value of the plan string when the key is one of the keys above. Returns 1 if
  *  the key is one of them (then *ok is 1, or 0 with a diag line naming the key, the value and
  *  what was expected; a key given twice is an error), 0 if the key is not one of them. Called by
- *  mp_plan_parse. */
+ *  mp_islands_plan_parse. */
 int mp_xsync_parse_key(const char *key, const char *val, mp_xsync *x, int *ok, mp_diag *diag);
 
 /** For a plan on one cluster (sync not given or none): one diag line per key of this header

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/bounds.h"
 #include "internal.h"
 #include "json_reader.h"
 #include "meshplan/catalog.h"
@@ -72,6 +73,29 @@ static double get_num(reader *r, const json_t *o, const char *field, int require
     double x = json_number_value(v);
     if (!isfinite(x) || x < 0 || (positive && x <= 0) || x > 1e30) {
         bad(r, field, v, positive ? "a positive finite number" : "a finite number >= 0");
+        return def;
+    }
+    return x;
+}
+
+/* A physical quantity (src/catalog/bounds.h): a number in [lo, hi] (lo > 0: positive), looked up
+ * as o[key] and named `field` in the message, which states the range ("expected a positive finite
+ * number: bytes/s in [1e6, 1e15] ..."). Absent or null gives def (required fails). */
+static double get_phys(reader *r, const json_t *o, const char *key, const char *field, int required,
+                       double lo, double hi, const char *range, double def)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s: %s", lo > 0 ? "a positive finite number" : "a finite number >= 0",
+             range);
+    const json_t *v = member(r, o, key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            bad(r, field, NULL, what);
+        return def;
+    }
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    if (!isfinite(x) || x < lo || x > hi) {
+        bad(r, field, v, what);
         return def;
     }
     return x;
@@ -180,7 +204,8 @@ static void get_dtype_map(reader *r, const json_t *o, const char *field, double 
         }
         if (json_is_null(v))
             continue;
-        out[idx] = get_num(r, m, k, 0, 1, 0);
+        out[idx] = get_phys(r, m, k, fname, 0, MP_BOUND_FLOPS_MIN, MP_BOUND_FLOPS_MAX,
+                            MP_BOUND_FLOPS_TEXT, 0);
     }
 }
 
@@ -190,13 +215,17 @@ static void parse_gpu(reader *r, const json_t *o, mp_gpu *g)
 {
     memset(g, 0, sizeof *g);
     get_str(r, o, "name", 0, g->name, sizeof g->name);
-    g->memory_bytes = get_num(r, o, "memory_bytes", 1, 1, 0);
-    g->mem_bw_Bps = get_num(r, o, "mem_bw_Bps", 1, 1, 0);
-    g->measured_mem_bw_Bps = get_num(r, o, "measured_mem_bw_Bps", 0, 1, 0);
+    g->memory_bytes = get_phys(r, o, "memory_bytes", "memory_bytes", 1, MP_BOUND_MEM_MIN_B,
+                               MP_BOUND_MEM_MAX_B, MP_BOUND_MEM_TEXT, 0);
+    g->mem_bw_Bps = get_phys(r, o, "mem_bw_Bps", "mem_bw_Bps", 1, MP_BOUND_BW_MIN_BPS,
+                             MP_BOUND_BW_MAX_BPS, MP_BOUND_BW_TEXT, 0);
+    g->measured_mem_bw_Bps = get_phys(r, o, "measured_mem_bw_Bps", "measured_mem_bw_Bps", 0,
+                                      MP_BOUND_BW_MIN_BPS, MP_BOUND_BW_MAX_BPS, MP_BOUND_BW_TEXT, 0);
     get_dtype_map(r, o, "peak_flops_per_s", g->peak_flops_per_s);
     get_dtype_map(r, o, "measured_matmul_flops_per_s", g->measured_matmul_flops_per_s);
     g->sm_count = (int)get_int(r, o, "sm_count", 0, 1, 0);
-    g->tdp_W = get_num(r, o, "tdp_W", 0, 1, 0);
+    g->tdp_W = get_phys(r, o, "tdp_W", "tdp_W", 0, MP_BOUND_GPU_POWER_MIN_W, MP_BOUND_GPU_POWER_MAX_W,
+                        MP_BOUND_GPU_POWER_TEXT, 0);
     g->attention_flops_frac = get_num(r, o, "attention_flops_frac", 0, 1, 0);
     if (g->attention_flops_frac > 1)
         bad(r, "attention_flops_frac", json_object_get(o, "attention_flops_frac"),
@@ -225,8 +254,10 @@ static void parse_link(reader *r, const json_t *o, mp_link *l)
         l->kind = MP_LINK_WAN;
     else if (kind[0])
         bad(r, "kind", json_object_get(o, "kind"), "scaleup, scaleout or wan");
-    l->bw_Bps = get_num(r, o, "bw_Bps", 1, 1, 0);
-    l->latency_s = get_num(r, o, "latency_s", 1, 0, 0);
+    l->bw_Bps = get_phys(r, o, "bw_Bps", "bw_Bps", 1, MP_BOUND_BW_MIN_BPS, MP_BOUND_BW_MAX_BPS,
+                         MP_BOUND_BW_TEXT, 0);
+    l->latency_s = get_phys(r, o, "latency_s", "latency_s", 1, 0, MP_BOUND_LATENCY_MAX_S,
+                            MP_BOUND_LATENCY_TEXT, 0);
     l->efficiency_frac = get_num(r, o, "efficiency_frac", 1, 1, 1);
     if (l->efficiency_frac > 1)
         bad(r, "efficiency_frac", json_object_get(o, "efficiency_frac"), "a fraction in (0, 1]");
@@ -258,7 +289,8 @@ static void parse_node(reader *r, const json_t *o, mp_node *n)
         bad(r, "scaleup_topology", json_object_get(o, "scaleup_topology"), "switch, mesh or pcie");
     get_str(r, o, "scaleout_link", 1, n->scaleout_link, sizeof n->scaleout_link);
     n->nics_per_node = (int)get_int(r, o, "nics_per_node_count", 1, 1, 1);
-    n->power_overhead_W = get_num(r, o, "power_overhead_W", 0, 1, 0);
+    n->power_overhead_W = get_phys(r, o, "power_overhead_W", "power_overhead_W", 0, 0,
+                                   MP_BOUND_OVERHEAD_POWER_MAX_W, MP_BOUND_OVERHEAD_POWER_TEXT, 0);
     get_source(r, o, n->source, sizeof n->source);
 }
 

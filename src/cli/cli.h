@@ -98,9 +98,6 @@ const cli_command *const *cli_commands(int *n);
  *  writes up to cap of the closest (ties kept, in list order) that are near enough to be a
  *  plausible typo, and returns how many. */
 int cli_nearest(const char *s, const char *const *names, int n, const char **out, int cap);
-/** The plan keys' help, printed by `meshplan help` and by each command taking a plan. ONE place:
- *  swap it for the plan-key table's listing when that lands. */
-extern const char cli_plan_keys_help[];
 
 /** Parse argv against NULL-terminated lists of option names (with their "--") and of flags:
  *  the form before the tables, kept for commands not yet moved to one (prefer cli_parse_cmd).
@@ -176,6 +173,10 @@ void cli_progress_init(cli_progress *p, const char *label);
 void cli_progress_cb(void *ctx, double frac, uint64_t done); /* an mp_progress_fn */
 void cli_progress_done(cli_progress *p);
 
+/** The plan keys with their values, defaults and meaning, from the library's tables, for help
+ *  (cli_plan_keys.c). */
+void cli_print_plan_keys(FILE *f);
+
 /* Islands joined by WAN links (cli_islands.c). */
 /** 1 if --cluster names a shipped preset or file holding an islands description. */
 int cli_cluster_is_islands(const char *spec);
@@ -188,10 +189,10 @@ int cli_load_islands(const mp_catalog *cat, const char *spec, long long island_g
 int cli_predict_islands(const mp_catalog *cat, const mp_model *m, const char *spec,
                         const mp_cluster *cl, const char *plan_text, int json, double quality);
 /** The text report and the JSON object (caller json_decref's it) of an islands prediction. */
-void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const mp_plan *p,
+void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
                       const mp_islands_estimate *e);
 struct json_t;
-struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan *p,
+struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
                                 const mp_islands_estimate *e);
 
 /** The whole command: argv[0] is the program name, argv[1] the command. Returns the exit code.

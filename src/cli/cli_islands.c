@@ -70,16 +70,17 @@ static const char *human_bytes(double b, char *buf, size_t cap)
     return buf;
 }
 
-static const char *split_name(const mp_plan *p)
+static const char *split_name(const mp_xsync *x)
 {
-    return p->xsync.split == MP_SPLIT_GPUS ? "in proportion to GPUs"
-         : p->xsync.split == MP_SPLIT_WEIGHTS ? "by the given weights"
+    return x->split == MP_SPLIT_GPUS ? "in proportion to GPUs"
+         : x->split == MP_SPLIT_WEIGHTS ? "by the given weights"
          : "in proportion to speed";
 }
 
-void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const mp_plan *p,
+void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
                       const mp_islands_estimate *e)
 {
+    const mp_plan *p = &ip->plan;
     char b1[32], b2[32], b3[32];
     int64_t ngpus = 0;
     for (int i = 0; i < isl->n; i++)
@@ -117,7 +118,7 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
     else
         fprintf(f, "         global batch %lld sequences per %sstep (plan gb %lld), split %s\n",
                 (long long)e->global_batch_seqs, e->steps_per_period > 1 ? "inner " : "",
-                (long long)p->gb, split_name(p));
+                (long long)p->gb, split_name(&ip->xsync));
     fprintf(f, "\n%s\n\n", e->feasible ? "FEASIBLE: every island's plan fits in memory"
                                        : "NOT FEASIBLE:");
     for (int i = 0; i < e->nreasons; i++)
@@ -200,13 +201,14 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
 
 /* The in-island prediction of island i (its plan with its batch, or with sync=pp its block of
  * layers), as `predict --json` writes it for one cluster; NULL if it cannot be redone. */
-static json_t *island_estimate_json(const mp_model *m, const mp_island *x, const mp_plan *p,
+static json_t *island_estimate_json(const mp_model *m, const mp_island *x, const mp_islands_plan *ip,
                                     const mp_island_result *r, int pp)
 {
     mp_model sub = *m;
     if (pp)
         sub.layers = r->layers;
-    mp_plan q = *p;
+    mp_islands_plan iq = *ip;
+    mp_plan q = ip->plan;
     q.gb = r->batch_seqs;
     mp_diag d = {0};
     mp_estimate *est = malloc(sizeof *est);
@@ -219,12 +221,18 @@ static json_t *island_estimate_json(const mp_model *m, const mp_island *x, const
             j = json_loads(txt, 0, &err);
             free(txt);
         }
+        /* The island's plan string with the keys across islands, as the islands plan says it. */
+        char ps[1024];
+        iq.plan = q;
+        mp_islands_plan_format(&iq, ps, sizeof ps);
+        if (j)
+            json_object_set_new(j, "plan", json_string(ps));
     }
     free(est);
     return j;
 }
 
-json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan *p,
+json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
                          const mp_islands_estimate *e)
 {
     json_t *o = json_object();
@@ -291,7 +299,7 @@ json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_plan
         /* The island's own prediction (no WAN); the DESIGN.md keys memory_bytes and time_s at the
          * top are the most loaded island's and the slowest island's, time_s with the exposed WAN
          * time per step added as wan_exposed. */
-        json_t *est = island_estimate_json(m, &isl->island[i], p, r, e->sync == MP_SYNC_PP);
+        json_t *est = island_estimate_json(m, &isl->island[i], ip, r, e->sync == MP_SYNC_PP);
         if (est) {
             if (r->memory_bytes > worst_mem && json_object_get(est, "memory_bytes")) {
                 worst_mem = r->memory_bytes;
@@ -368,9 +376,9 @@ int cli_predict_islands(const mp_catalog *cat, const mp_model *m, const char *sp
             return cli_exit_for(st);
         }
     }
-    mp_plan p;
-    mp_plan_init_default(&p);
-    mp_status st = mp_plan_parse(plan_text, &p, &d);
+    mp_islands_plan p;
+    mp_islands_plan_init_default(&p);
+    mp_status st = mp_islands_plan_parse(plan_text, &p, &d);
     if (st != MP_OK) {
         fprintf(stderr, "meshplan: the plan cannot be formed:\n");
         rc = cli_exit_for(st);

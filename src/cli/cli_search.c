@@ -88,7 +88,7 @@ int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
     const char *fix = cli_opt(a, "--fix");
     if (fix) {
         mp_diag d = {0};
-        mp_status st = mp_plan_parse(fix, &o->pin, &d);
+        mp_status st = mp_islands_plan_parse_single(fix, &o->pin, &d); /* island keys: bad input */
         if (st != MP_OK) {
             fprintf(stderr, "meshplan: --fix \"%s\":\n", fix);
             cli_print_diag(&d);

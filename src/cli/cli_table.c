@@ -11,26 +11,10 @@
 #define HELP_WIDTH 100 /* columns the help is wrapped to */
 #define NAME_CAP 64    /* longest option or command name compared for suggestions */
 
-/* The plan keys (DESIGN.md "Plan keys" and the keys added since). Kept as its own constant, in
- * this one place, until the plan-key table's listing replaces it. */
-const char cli_plan_keys_help[] =
-    "plan keys: tp pp vpp dp cp ep sp mb gb seq zero hsdp recompute(none|selective|full)\n"
-    "           precision(bf16|fp16|fp8) flash(0|1) schedule(1f1b|interleaved|gpipe|zb)\n"
-    "           order(rank order, innermost first; default tp-cp-ep-dp-pp)\n"
-    "           doc_len(mean tokens per document when sequences pack documents under a\n"
-    "           document mask; default: one causal sequence)\n"
-    "           etp cp_algo(ring|allgather) capacity_factor imbalance fp8_comm(0|1)\n"
-    "           attn_kernel(fa2|fa3|flex) fsdp(1|2: ZeRO-3 as flat parameters, or as PyTorch\n"
-    "           FSDP2, whose gathers are copied out on the compute stream)\n"
-    "           across islands (--cluster ISLANDS, docs/islands.md): sync(hsdp|diloco|pp|fl)\n"
-    "           inner_steps compress(none|bf16|fp8|int8|topk:F) fragments overlap\n"
-    "           exchange(ring|rotate|star) split(speed|gpus|W1:W2:...) buckets\n"
-    "           transport(stream|rendezvous) ring(bottleneck|tsp|listed); predict --quality-factor F\n";
-
-/* Where every help prints the plan keys: the one line to change when they come from a table. */
+/* Where every help prints the plan keys: from the library's key tables (cli_plan_keys.c). */
 static void print_plan_keys(FILE *f)
 {
-    fputs(cli_plan_keys_help, f);
+    cli_print_plan_keys(f);
 }
 
 static const char clusters_help[] =

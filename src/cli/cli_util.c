@@ -91,9 +91,7 @@ int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_
                       int64_t ngpus, mp_plan *p, mp_estimate **e, mp_diag *d)
 {
     mp_plan_init_default(p);
-    mp_status st = mp_plan_parse(plan_text, p, d);
-    if (st == MP_OK && mp_xsync_check_single(&p->xsync, d))
-        st = MP_ERR_INPUT;
+    mp_status st = mp_islands_plan_parse_single(plan_text, p, d); /* island keys: bad input */
     if (st == MP_OK)
         st = mp_plan_resolve(p, m, ngpus, d);
     if (st != MP_OK) {

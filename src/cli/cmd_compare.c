@@ -27,23 +27,140 @@ typedef struct {
     int tier;
 } result;
 
+/* The exposed communication that costs most (the communication parts of parts.h), and the
+ * tier that bounds it. */
 static void bound(result *r)
 {
     const mp_estimate *e = r->e;
-    struct { const char *kind; double t; int tier; } k[] = {
-        {"tp", e->time.tp_comm, e->tp_tier}, {"cp", e->time.cp_comm, e->cp_tier},
-        {"ep", e->time.ep_comm, -1}, {"pp", e->time.pp_comm, e->pp_tier},
-        {"dp", e->time.dp_comm_exposed, e->dp_tier},
-    };
     r->kind = NULL;
     r->kind_s = 0.0;
     r->tier = -1;
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (k[i].t > r->kind_s) {
-            r->kind = k[i].kind;
-            r->kind_s = k[i].t;
-            r->tier = k[i].tier;
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++) {
+        double t = mp_time_part_s(&e->time, (mp_time_part)k);
+        if (mp_time_parts[k].kind == MP_TIME_KIND_COMM && t > r->kind_s) {
+            r->kind = mp_time_parts[k].group;
+            r->kind_s = t;
+            r->tier = mp_time_part_tier(e, (mp_time_part)k);
         }
+    }
+}
+
+/* The CSV's part columns: the exposed communication parts, then the waits, each in table order.
+ * Returns the count. */
+static int csv_parts(int cols[MP_TIME_PART_COUNT])
+{
+    int n = 0;
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_COMM)
+            cols[n++] = k;
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_WAIT)
+            cols[n++] = k;
+    return n;
+}
+
+/* A part's CSV column: its key without "_comm", then "_s" (tp_s, dp_exposed_s, pp_bubble_s). */
+static void csv_column(int k)
+{
+    const char *key = mp_time_parts[k].key, *c = strstr(key, "_comm");
+    if (c)
+        printf(",%.*s%s_s", (int)(c - key), key, c + 5);
+    else
+        printf(",%s_s", key);
+}
+
+static json_t *row_json(const result *r)
+{
+    const mp_estimate *e = r->e;
+    json_t *b = json_pack("{s:s?,s:f,s:i,s:s?,s:s?}", "kind", r->kind, "exposed_s", r->kind_s, "tier",
+                          r->tier, "tier_name", r->tier >= 0 ? r->c.tier[r->tier].name : NULL, "link",
+                          r->tier >= 0 ? r->c.tier[r->tier].link : NULL);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:f,s:f,s:f,s:f}", "cluster", r->spec, "name", r->c.name, "gpu",
+                          r->c.gpu.key, "feasible", e->feasible, "step_s", e->step_s, "tokens_per_s",
+                          e->tokens_per_s, "mfu", e->mfu, "memory_gib", e->memory.total / 1073741824.0);
+    /* exposed_comm_s by parallel dimension; each wait as KEY_s. */
+    json_t *comm = json_object();
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_COMM)
+            json_object_set_new(comm, mp_time_parts[k].group, json_real(mp_time_part_s(&e->time, (mp_time_part)k)));
+    json_object_set_new(o, "exposed_comm_s", comm);
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_WAIT) {
+            char key[64];
+            snprintf(key, sizeof key, "%s_s", mp_time_parts[k].key);
+            json_object_set_new(o, key, json_real(mp_time_part_s(&e->time, (mp_time_part)k)));
+        }
+    json_object_set_new(o, "bound", b);
+    json_object_set_new(o, "bottleneck", json_string(e->bottleneck));
+    return o;
+}
+
+/* compare --csv: one row per cluster, empty cells for one that cannot be predicted. */
+static void print_csv(const result *res, int nres)
+{
+    int cols[MP_TIME_PART_COUNT], ncols = csv_parts(cols);
+    printf("cluster,gpu,feasible,step_s,tokens_per_s,mfu");
+    for (int i = 0; i < ncols; i++)
+        csv_column(cols[i]);
+    printf(",bound_kind,bound_tier,bound_link\n");
+    for (int i = 0; i < nres; i++) {
+        const result *r = &res[i];
+        printf("%s", r->spec);
+        if (!r->ok) {
+            printf(",,,,,");
+            for (int j = 0; j < ncols; j++)
+                printf(",");
+            printf(",,,\n");
+            continue;
+        }
+        const mp_estimate *e = r->e;
+        printf(",%s,%d,%.6g,%.6g,%.4f", r->c.gpu.key, e->feasible, e->step_s, e->tokens_per_s, e->mfu);
+        for (int j = 0; j < ncols; j++)
+            printf(",%.6g", mp_time_part_s(&e->time, (mp_time_part)cols[j]));
+        printf(",%s,%d,%s\n", r->kind ? r->kind : "", r->tier, r->tier >= 0 ? r->c.tier[r->tier].link : "");
+    }
+}
+
+/* compare's table, then each cluster's bottleneck in words. */
+static void print_text(const mp_model *m, long long ngpus, const char *plan, const result *res, int nres)
+{
+    printf("%s on %lld GPUs, plan \"%s\"\n", m->key, ngpus, plan ? plan : "");
+    char head[96] = "exposed comm s:";
+    for (int k = 0, n = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_COMM)
+            snprintf(head + strlen(head), sizeof head - strlen(head), "%s%s", n++ ? " / " : " ",
+                     mp_time_parts[k].group);
+    printf("%-28s %-15s %8s %10s %6s   %-40s", "cluster", "gpu", "step s", "tokens/s", "MFU", head);
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_WAIT)
+            printf(" %9s", mp_time_parts[k].key);
+    printf("  %s\n", "comm bound by");
+    for (int i = 0; i < nres; i++) {
+        const result *r = &res[i];
+        if (!r->ok) {
+            printf("%-28s (cannot be predicted, see above)\n", r->spec);
+            continue;
+        }
+        const mp_estimate *e = r->e;
+        char comm[128] = "", by[160] = "-";
+        for (int k = 0, n = 0; k < MP_TIME_PART_COUNT; k++)
+            if (mp_time_parts[k].kind == MP_TIME_KIND_COMM)
+                snprintf(comm + strlen(comm), sizeof comm - strlen(comm), "%s%.3f", n++ ? " / " : "",
+                         mp_time_part_s(&e->time, (mp_time_part)k));
+        if (r->kind && r->tier >= 0)
+            snprintf(by, sizeof by, "%s: tier %d %s (%s)", r->kind, r->tier,
+                     r->c.tier[r->tier].name, r->c.tier[r->tier].link);
+        printf("%-28s %-15s %8.3f %10.0f %5.1f%%   %-40s", r->spec, r->c.gpu.key, e->step_s,
+               e->tokens_per_s, 100.0 * e->mfu, comm);
+        for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+            if (mp_time_parts[k].kind == MP_TIME_KIND_WAIT)
+                printf(" %9.3f", mp_time_part_s(&e->time, (mp_time_part)k));
+        printf("  %s%s\n", by, e->feasible ? "" : "  [does not fit in memory]");
+    }
+    printf("bottleneck:\n");
+    for (int i = 0; i < nres; i++)
+        if (res[i].ok)
+            printf("  %-26s %s\n", res[i].spec, res[i].e->bottleneck);
 }
 
 static const cli_option compare_opts[] = {
@@ -108,9 +225,7 @@ int cmd_compare(int argc, char **argv)
         mp_plan p;
         mp_plan_init_default(&p);
         mp_diag d = {0};
-        mp_status st = mp_plan_parse(plan, &p, &d);
-        if (st == MP_OK && mp_xsync_check_single(&p.xsync, &d))
-            st = MP_ERR_INPUT;
+        mp_status st = mp_islands_plan_parse_single(plan, &p, &d); /* island keys: bad input */
         if (st == MP_OK)
             st = mp_plan_resolve(&p, &m, r->c.num_gpus, &d);
         if (st != MP_OK) {
@@ -144,65 +259,16 @@ int cmd_compare(int argc, char **argv)
                                                       "cannot be predicted (see stderr)"));
                 continue;
             }
-            const mp_estimate *e = r->e;
-            json_t *b = json_pack("{s:s?,s:f,s:i,s:s?,s:s?}", "kind", r->kind, "exposed_s",
-                                  r->kind_s, "tier", r->tier, "tier_name",
-                                  r->tier >= 0 ? r->c.tier[r->tier].name : NULL, "link",
-                                  r->tier >= 0 ? r->c.tier[r->tier].link : NULL);
-            json_array_append_new(rows, json_pack(
-                "{s:s,s:s,s:s,s:b,s:f,s:f,s:f,s:f,s:{s:f,s:f,s:f,s:f,s:f},s:f,s:o,s:s}",
-                "cluster", r->spec, "name", r->c.name, "gpu", r->c.gpu.key, "feasible", e->feasible,
-                "step_s", e->step_s, "tokens_per_s", e->tokens_per_s, "mfu", e->mfu,
-                "memory_gib", e->memory.total / 1073741824.0, "exposed_comm_s", "tp",
-                e->time.tp_comm, "cp", e->time.cp_comm, "ep", e->time.ep_comm, "pp",
-                e->time.pp_comm, "dp", e->time.dp_comm_exposed, "pp_bubble_s", e->time.pp_bubble,
-                "bound", b, "bottleneck", e->bottleneck));
+            json_array_append_new(rows, row_json(r));
         }
         json_t *o = json_pack("{s:s,s:s,s:I,s:o}", "model", m.key, "plan", plan ? plan : "",
                               "gpus", (json_int_t)ngpus, "rows", rows);
         if ((rc = cli_print_json(o, JSON_INDENT(1) | JSON_REAL_PRECISION(10))))
             goto done;
     } else if (csv) {
-        printf("cluster,gpu,feasible,step_s,tokens_per_s,mfu,tp_s,cp_s,ep_s,pp_s,dp_exposed_s,"
-               "pp_bubble_s,bound_kind,bound_tier,bound_link\n");
-        for (int i = 0; i < nres; i++) {
-            const result *r = &res[i];
-            if (!r->ok) {
-                printf("%s,,,,,,,,,,,,,,\n", r->spec);
-                continue;
-            }
-            const mp_estimate *e = r->e;
-            printf("%s,%s,%d,%.6g,%.6g,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%d,%s\n", r->spec,
-                   r->c.gpu.key, e->feasible, e->step_s, e->tokens_per_s, e->mfu, e->time.tp_comm,
-                   e->time.cp_comm, e->time.ep_comm, e->time.pp_comm, e->time.dp_comm_exposed,
-                   e->time.pp_bubble, r->kind ? r->kind : "", r->tier,
-                   r->tier >= 0 ? r->c.tier[r->tier].link : "");
-        }
+        print_csv(res, nres);
     } else {
-        printf("%s on %lld GPUs, plan \"%s\"\n", m.key, ngpus, plan ? plan : "");
-        printf("%-28s %-15s %8s %10s %6s   %-40s %8s  %s\n", "cluster", "gpu", "step s", "tokens/s",
-               "MFU", "exposed comm s: tp / cp / ep / pp / dp", "bubble", "comm bound by");
-        for (int i = 0; i < nres; i++) {
-            const result *r = &res[i];
-            if (!r->ok) {
-                printf("%-28s (cannot be predicted, see above)\n", r->spec);
-                continue;
-            }
-            const mp_estimate *e = r->e;
-            char comm[64], by[160] = "-";
-            snprintf(comm, sizeof comm, "%.3f / %.3f / %.3f / %.3f / %.3f", e->time.tp_comm,
-                     e->time.cp_comm, e->time.ep_comm, e->time.pp_comm, e->time.dp_comm_exposed);
-            if (r->kind && r->tier >= 0)
-                snprintf(by, sizeof by, "%s: tier %d %s (%s)", r->kind, r->tier,
-                         r->c.tier[r->tier].name, r->c.tier[r->tier].link);
-            printf("%-28s %-15s %8.3f %10.0f %5.1f%%   %-40s %8.3f  %s%s\n", r->spec, r->c.gpu.key,
-                   e->step_s, e->tokens_per_s, 100.0 * e->mfu, comm, e->time.pp_bubble, by,
-                   e->feasible ? "" : "  [does not fit in memory]");
-        }
-        printf("bottleneck:\n");
-        for (int i = 0; i < nres; i++)
-            if (res[i].ok)
-                printf("  %-26s %s\n", res[i].spec, res[i].e->bottleneck);
+        print_text(&m, ngpus, plan, res, nres);
     }
     rc = failed;
 done:

@@ -91,7 +91,7 @@ int cmd_islands_scale(int argc, char **argv)
     if ((rc = cli_load_catalog(&args, &cat)))
         return rc;
     mp_model m;
-    mp_plan p0;
+    mp_islands_plan p0;
     mp_diag d = {0};
     row *rows = calloc(MAX_ROWS, sizeof *rows);
     mp_islands_estimate *e = malloc(sizeof *e);
@@ -102,8 +102,8 @@ int cmd_islands_scale(int argc, char **argv)
     }
     if ((rc = cli_load_model(cat, model, &m)))
         goto done;
-    mp_plan_init_default(&p0);
-    if (mp_plan_parse(plan, &p0, &d) != MP_OK) {
+    mp_islands_plan_init_default(&p0);
+    if (mp_islands_plan_parse(plan, &p0, &d) != MP_OK) {
         fprintf(stderr, "meshplan: the plan cannot be formed:\n");
         rc = EXIT_INPUT;
         goto done;
@@ -119,10 +119,10 @@ int cmd_islands_scale(int argc, char **argv)
             r->total_gpus += isl->island[i].cluster.num_gpus;
         if (n == 0)
             first_total = r->total_gpus;
-        mp_plan p = p0;
+        mp_islands_plan p = p0;
         if (weak && first_total > 0)
-            p.gb = (int64_t)llround((double)p0.gb * (double)r->total_gpus / (double)first_total);
-        r->gb = p.gb;
+            p.plan.gb = (int64_t)llround((double)p0.plan.gb * (double)r->total_gpus / (double)first_total);
+        r->gb = p.plan.gb;
         mp_islands_opts o;
         mp_islands_opts_init(&o);
         o.quality_factor = quality;

@@ -120,14 +120,16 @@ int cmd_predict(int argc, char **argv)
         rc = cli_exit_for(st);
         goto done;
     }
-    mp_plan_init_default(&p);
-    st = mp_plan_parse(a.plan, &p, &d);
-    if (st == MP_OK && (p.xsync.sync != MP_SYNC_NONE || quality > 0)) {
+    mp_islands_plan ip; /* the plan string may name keys across islands (xsync.h) */
+    mp_islands_plan_init_default(&ip);
+    st = mp_islands_plan_parse(a.plan, &ip, &d);
+    if (st == MP_OK && (ip.xsync.sync != MP_SYNC_NONE || quality > 0)) {
         rc = cli_predict_islands(cat, &m, NULL, &cl, a.plan, a.json, quality);
         goto done;
     }
-    if (st == MP_OK && mp_xsync_check_single(&p.xsync, &d))
+    if (st == MP_OK && mp_xsync_check_single(&ip.xsync, &d))
         st = MP_ERR_INPUT;
+    p = ip.plan;
     if (st == MP_OK)
         st = mp_plan_resolve(&p, &m, ngpus, &d);
     if (st != MP_OK) {

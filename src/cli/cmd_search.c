@@ -20,7 +20,7 @@ static int rank_plan(const char *text, const mp_model *m, const mp_search_opts *
         p->flash = o->pin.flash;
         p->doc_len = o->pin.doc_len;
         mp_diag di = {0};
-        mp_status st = mp_plan_parse(text, p, &di);
+        mp_status st = mp_islands_plan_parse_single(text, p, &di); /* island keys: bad input */
         if (st == MP_OK)
             st = mp_plan_resolve(p, m, clusters[i].num_gpus, &di);
         if (st == MP_OK) {
@@ -114,6 +114,12 @@ int cmd_search(int argc, char **argv)
     cli_progress_done(&prog);
     if (st != MP_OK) {
         rc = cli_exit_for(st);
+        goto done;
+    }
+    if (r.unformable[0]) {
+        /* No plan can be formed: bad input (DESIGN.md), unlike a space where none fits. */
+        fprintf(stderr, "meshplan: search: %s\n", r.unformable);
+        rc = EXIT_INPUT;
         goto done;
     }
     if (cli_opt(&a, "--emit")) {

@@ -24,22 +24,193 @@ static double now_s(void)
 static json_t *time_json(const mp_time *t)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "compute", json_real(t->compute));
-    json_object_set_new(o, "recompute", json_real(t->recompute));
-    json_object_set_new(o, "tp_comm", json_real(t->tp_comm));
-    json_object_set_new(o, "cp_comm", json_real(t->cp_comm));
-    json_object_set_new(o, "ep_comm", json_real(t->ep_comm));
-    json_object_set_new(o, "pp_comm", json_real(t->pp_comm));
-    json_object_set_new(o, "pp_bubble", json_real(t->pp_bubble));
-    json_object_set_new(o, "dp_comm_exposed", json_real(t->dp_comm_exposed));
-    json_object_set_new(o, "optimizer", json_real(t->optimizer));
-    json_object_set_new(o, "dp_comm_total", json_real(t->dp_comm_total));
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        json_object_set_new(o, mp_time_parts[k].key, json_real(mp_time_part_s(t, (mp_time_part)k)));
     return o;
 }
 
 static void row(const char *what, double sim, double ana)
 {
     printf("  %-30s %12.4f %12.4f\n", what, sim, ana);
+}
+
+/* The parts side by side (include/meshplan/parts.h): those in the step, the step, then those
+ * beside it. Each column of the first group adds up to its step. */
+static void parts_table(const mp_time *s, double sim_step_s, const mp_time *a, double ana_step_s)
+{
+    printf("\nstep time parts (s)              %12s %12s\n", "simulated", "analytical");
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind != MP_TIME_KIND_BESIDE)
+            row(mp_time_parts[k].label, mp_time_part_s(s, (mp_time_part)k), mp_time_part_s(a, (mp_time_part)k));
+    row("step", sim_step_s, ana_step_s);
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        if (mp_time_parts[k].kind == MP_TIME_KIND_BESIDE)
+            row(mp_time_parts[k].label, mp_time_part_s(s, (mp_time_part)k), mp_time_part_s(a, (mp_time_part)k));
+}
+
+/* Refuse, before anything is simulated, a step whose trace certainly passes --max-trace-bytes
+ * (mp_sim_size_bound: a lower bound). A step over --max-events is left to mp_sim_run, which
+ * refuses it from the same bound before it allocates. 0 or EXIT_INPUT. */
+static int check_size(const mp_model *m, const mp_plan *p, const mp_estimate *e, const mp_sim_opts *so,
+                      const char *outpath, int64_t max_trace)
+{
+    mp_sim_size z;
+    mp_sim_size_bound(m, p, e, so, &z);
+    char fix[160];
+    if (z.tasks_min > so->max_events)
+        return 0;
+    if (outpath && z.trace_bytes_min > max_trace) {
+        /* The gb that keeps the trace under the cap: tasks scale with the micro-batches. */
+        double g = floor((double)max_trace / (double)z.trace_bytes_per_microbatch);
+        if (g >= 1)
+            snprintf(fix, sizeof fix, "it needs a global batch of gb=%lld or less (likely less: that is a lower bound)",
+                     (long long)(g * (double)p->mb * (double)p->dp));
+        else
+            snprintf(fix, sizeof fix, "even one micro-batch per DP rank takes %lld bytes",
+                     (long long)z.trace_bytes_per_microbatch);
+        fprintf(stderr, "meshplan: trace: the trace of this step takes at least %lld bytes (%.4g MB, %lld slices), over "
+                        "--max-trace-bytes %lld%s; %s, or raise --max-trace-bytes; nothing was simulated or written\n",
+                (long long)z.trace_bytes_min, (double)z.trace_bytes_min / 1e6, (long long)z.tasks_min,
+                (long long)max_trace, max_trace == MP_SIM_DEFAULT_MAX_TRACE_BYTES ? " (the default, 256 MiB)" : "",
+                fix);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
+/* The simulator's options and the trace's size cap from the command line; 0 or EXIT_INPUT. */
+static int sim_options(const cli_args *args, long long ngpus, mp_sim_opts *so, double *max_trace)
+{
+    int rc;
+    const char *v;
+    mp_sim_opts_init(so);
+    so->tp_overlap = cli_flag(args, "--tp-overlap");
+    so->p2p_overlap = cli_flag(args, "--p2p-overlap");
+    so->analytical_rules = cli_flag(args, "--analytical-rules");
+    if (so->analytical_rules)
+        so->contention_frac = 0.0; /* the estimator's default interference; --contention overrides */
+    if ((v = cli_opt(args, "--contention")) && (rc = cli_parse_real("contention", v, 0.0, 10.0, &so->contention_frac)))
+        return rc;
+    if ((v = cli_opt(args, "--straggler-compute")) &&
+        (rc = cli_parse_real("straggler-compute", v, 1.0, 1000.0, &so->straggler_compute_factor)))
+        return rc;
+    if ((v = cli_opt(args, "--straggler-link")) &&
+        (rc = cli_parse_real("straggler-link", v, 1.0, 1000.0, &so->straggler_link_factor)))
+        return rc;
+    long long ll;
+    if ((v = cli_opt(args, "--straggler-rank"))) {
+        if ((rc = cli_parse_count("straggler-rank", v, 0, ngpus - 1, &ll)))
+            return rc;
+        so->straggler_rank = ll;
+    } else if (so->straggler_compute_factor > 1.0 || so->straggler_link_factor > 1.0) {
+        so->straggler_rank = 0; /* a factor without a rank: rank 0 */
+    }
+    if ((v = cli_opt(args, "--max-events"))) {
+        if ((rc = cli_parse_count("max-events", v, 1, 1LL << 40, &ll)))
+            return rc;
+        so->max_events = ll;
+    }
+    *max_trace = (double)MP_SIM_DEFAULT_MAX_TRACE_BYTES;
+    if ((v = cli_opt(args, "--max-trace-bytes"))) {
+        if ((rc = cli_parse_bytes("max-trace-bytes", v, max_trace)))
+            return rc;
+        if (*max_trace < 1)
+            return cli_fail("trace: --max-trace-bytes = %s: expected at least 1 byte", v);
+    }
+    return 0;
+}
+
+/* Write the trace to path under the cap, leaving no partial file; 0, EXIT_INPUT (cannot open
+ * path, over the cap) or EXIT_INTERNAL. *bytes: the size written. */
+static int write_trace(const mp_sim *sim, const char *path, const char *title, double max_trace, long *bytes,
+                       mp_diag *d)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "meshplan: -o %s: %s\n", path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    int64_t nbytes = 0;
+    mp_status st = mp_sim_write_trace_max(sim, f, title, (int64_t)max_trace, &nbytes, d);
+    *bytes = (long)nbytes;
+    if (fclose(f) != 0 && st == MP_OK) {
+        mp_diag_add(d, "-o %s: %s", path, strerror(errno));
+        st = MP_ERR_IO;
+    }
+    if (st == MP_ERR_RANGE) {
+        remove(path);
+        mp_diag_add(d, "trace: nothing written to %s; raise --max-trace-bytes (now %.0f bytes) or trace fewer "
+                       "micro-batches (a smaller gb)", path, max_trace);
+        return EXIT_INPUT;
+    }
+    return st == MP_OK ? 0 : EXIT_INTERNAL;
+}
+
+/* trace --json. */
+static json_t *result_json(const mp_sim_result *r, const mp_estimate *e, const mp_sim_opts *so, double wall,
+                           const char *pstr, const char *outpath)
+{
+    json_t *o = json_object();
+    json_t *js = json_object();
+    json_object_set_new(js, "step_s", json_real(r->step_s));
+    json_object_set_new(js, "time_s", time_json(&r->time));
+    json_object_set_new(js, "bubble_frac", json_real(r->bubble_frac));
+    json_object_set_new(js, "critical_stage", json_integer(r->critical_stage));
+    json_object_set_new(js, "tasks", json_integer(r->tasks));
+    json_object_set_new(js, "events", json_integer(r->events));
+    json_object_set_new(js, "wall_s", json_real(wall));
+    json_object_set_new(o, "simulated", js);
+    json_t *ja = json_object();
+    json_object_set_new(ja, "step_s", json_real(e->step_s));
+    json_object_set_new(ja, "time_s", time_json(&e->time));
+    json_object_set_new(o, "analytical", ja);
+    json_object_set_new(o, "difference_pct", json_real(100.0 * (r->step_s - e->step_s) / e->step_s));
+    json_t *jo = json_object();
+    json_object_set_new(jo, "contention_frac", json_real(so->contention_frac));
+    json_object_set_new(jo, "analytical_rules", json_boolean(so->analytical_rules));
+    json_object_set_new(jo, "tp_overlap", json_boolean(so->tp_overlap));
+    json_object_set_new(jo, "p2p_overlap", json_boolean(so->p2p_overlap));
+    json_object_set_new(jo, "straggler_rank", json_integer(so->straggler_rank));
+    json_object_set_new(jo, "straggler_stage", json_integer(r->straggler_stage));
+    json_object_set_new(jo, "straggler_compute_factor", json_real(so->straggler_compute_factor));
+    json_object_set_new(jo, "straggler_link_factor", json_real(so->straggler_link_factor));
+    json_object_set_new(o, "options", jo);
+    json_object_set_new(o, "plan", json_string(pstr));
+    json_object_set_new(o, "trace", outpath ? json_string(outpath) : json_null());
+    return o;
+}
+
+/* trace's text: the job, the parts side by side, the step and the options in words. */
+static void print_text(const mp_model *m, const mp_plan *p, const mp_estimate *e, const mp_sim_result *r,
+                       const mp_sim_opts *so, double wall, const char *title, const char *outpath, long trace_bytes)
+{
+    printf("trace    %s\n", title);
+    printf("         %s schedule, %d stages x %lld ranks, %d micro-batches; simulated one rank per "
+           "stage:\n         %lld tasks, %lld events in %.3f s\n",
+           mp_schedule_name(p->schedule), r->nstages, (long long)(p->tp * p->cp * p->dp), e->microbatches,
+           (long long)r->tasks, (long long)r->events, wall);
+    if (outpath)
+        printf("         wrote %s (%.1f MB): open it in https://ui.perfetto.dev or chrome://tracing\n",
+               outpath, trace_bytes / 1e6);
+    parts_table(&r->time, r->step_s, &e->time, e->step_s);
+    printf("\nsimulated step %.4f s, analytical %.4f s (%+.1f%%); bubble %.1f%% of the step; "
+           "critical stage %d\n", r->step_s, e->step_s, 100.0 * (r->step_s - e->step_s) / e->step_s,
+           100.0 * r->bubble_frac, r->critical_stage);
+    printf("contention: compute x%.3f while communication runs on the GPU%s\n", 1.0 + so->contention_frac,
+           so->contention_frac == MP_SIM_DEFAULT_CONTENTION_FRAC
+               ? " (default: mean measured slowdown, arXiv:2507.03114)" : "");
+    if (r->straggler_stage >= 0)
+        printf("straggler: rank %lld (stage %d), compute x%.2f, off-node links x%.2f\n",
+               (long long)so->straggler_rank, r->straggler_stage, so->straggler_compute_factor,
+               so->straggler_link_factor);
+    if (so->analytical_rules)
+        printf("analytical rules: every stage runs as the slowest; DP reduction may start with the "
+               "backward pass that completes the gradients\n");
+    if (mp_model_is_moe(m) || m->mtp_layers > 0)
+        printf("not simulated (docs/sim.md): %s%s%s; the analytical column has them\n",
+               mp_model_is_moe(m) ? "MoE layers run as dense layers (no experts, routing or EP all-to-all)" : "",
+               mp_model_is_moe(m) && m->mtp_layers > 0 ? ", and " : "",
+               m->mtp_layers > 0 ? "the multi-token-prediction modules are left out" : "");
 }
 
 static const cli_option trace_opts[] = {
@@ -62,7 +233,10 @@ static const cli_option trace_opts[] = {
     CLI_OPT("--straggler-rank", "R", "the rank that straggles (default 0 with a factor)"),
     CLI_OPT("--straggler-compute", "X", "its compute takes X times longer, [1, 1000]"),
     CLI_OPT("--straggler-link", "X", "its traffic leaving the node takes X times longer, [1, 1000]"),
-    CLI_OPT("--max-events", "N", "most events simulated (default 1e7)"),
+    CLI_OPT("--max-events", "N", "most tasks and events simulated (default 1e7); a step certain to need "
+            "more is refused before anything is allocated"),
+    CLI_OPT("--max-trace-bytes", "B", "largest trace file, bytes with K, M, G (default 256M); a trace "
+            "certain to be larger is refused before simulating, and no partial file is left"),
     CLI_OPT_JSON,
     CLI_END,
 };
@@ -92,34 +266,9 @@ int cmd_trace(int argc, char **argv)
         (rc = cli_parse_count("gpus-per-node", cli_opt(&args, "--gpus-per-node"), 1, 1 << 20, &gpn)))
         return rc;
     mp_sim_opts so;
-    mp_sim_opts_init(&so);
-    so.tp_overlap = cli_flag(&args, "--tp-overlap");
-    so.p2p_overlap = cli_flag(&args, "--p2p-overlap");
-    so.analytical_rules = cli_flag(&args, "--analytical-rules");
-    if (so.analytical_rules)
-        so.contention_frac = 0.0; /* the estimator's default interference; --contention overrides */
-    const char *v;
-    if ((v = cli_opt(&args, "--contention")) && (rc = cli_parse_real("contention", v, 0.0, 10.0, &so.contention_frac)))
+    double max_trace;
+    if ((rc = sim_options(&args, ngpus, &so, &max_trace)))
         return rc;
-    if ((v = cli_opt(&args, "--straggler-compute")) &&
-        (rc = cli_parse_real("straggler-compute", v, 1.0, 1000.0, &so.straggler_compute_factor)))
-        return rc;
-    if ((v = cli_opt(&args, "--straggler-link")) &&
-        (rc = cli_parse_real("straggler-link", v, 1.0, 1000.0, &so.straggler_link_factor)))
-        return rc;
-    long long ll;
-    if ((v = cli_opt(&args, "--straggler-rank"))) {
-        if ((rc = cli_parse_count("straggler-rank", v, 0, ngpus - 1, &ll)))
-            return rc;
-        so.straggler_rank = ll;
-    } else if (so.straggler_compute_factor > 1.0 || so.straggler_link_factor > 1.0) {
-        so.straggler_rank = 0; /* a factor without a rank: rank 0 */
-    }
-    if ((v = cli_opt(&args, "--max-events"))) {
-        if ((rc = cli_parse_count("max-events", v, 1, 1LL << 40, &ll)))
-            return rc;
-        so.max_events = ll;
-    }
 
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))
@@ -133,11 +282,16 @@ int cmd_trace(int argc, char **argv)
     if ((rc = cli_job_estimate(cat, model, gpu, ngpus, gpn, cli_opt(&args, "--scale-out"), plan, &m, &cl, &p,
                                &e, &d)))
         goto done;
+    if ((rc = check_size(&m, &p, e, &so, outpath, (int64_t)max_trace)))
+        goto done;
     mp_sim_result r;
     double t0 = now_s();
     mp_status st = mp_sim_run(&m, &cl, &p, e, &so, &sim, &r, &d);
     double wall = now_s() - t0;
     if (st != MP_OK) {
+        if (st == MP_ERR_RANGE)
+            mp_diag_add(&d, "trace: --max-events sets max_events (now %lld, default %lld)", (long long)so.max_events,
+                        (long long)MP_SIM_DEFAULT_MAX_EVENTS);
         rc = cli_exit_for(st);
         goto done;
     }
@@ -145,94 +299,14 @@ int cmd_trace(int argc, char **argv)
     mp_plan_format(&p, pstr, sizeof pstr);
     snprintf(title, sizeof title, "%s on %lld x %s: %s", m.key, ngpus, cl.gpu.key, pstr);
     long trace_bytes = -1;
-    if (outpath) {
-        FILE *f = fopen(outpath, "w");
-        if (!f) {
-            fprintf(stderr, "meshplan: -o %s: %s\n", outpath, strerror(errno));
-            rc = EXIT_INPUT;
-            goto done;
-        }
-        st = mp_sim_write_trace(sim, f, title, &d);
-        trace_bytes = ftell(f);
-        if (fclose(f) != 0 && st == MP_OK) {
-            mp_diag_add(&d, "-o %s: %s", outpath, strerror(errno));
-            st = MP_ERR_IO;
-        }
-        if (st != MP_OK) {
-            rc = EXIT_INTERNAL;
-            goto done;
-        }
-    }
-    const mp_time *a = &e->time, *s = &r.time;
-    double diff_pct = 100.0 * (r.step_s - e->step_s) / e->step_s;
+    if (outpath && (rc = write_trace(sim, outpath, title, max_trace, &trace_bytes, &d)))
+        goto done;
     if (cli_flag(&args, "--json")) {
-        json_t *o = json_object();
-        json_t *js = json_object();
-        json_object_set_new(js, "step_s", json_real(r.step_s));
-        json_object_set_new(js, "time_s", time_json(s));
-        json_object_set_new(js, "bubble_frac", json_real(r.bubble_frac));
-        json_object_set_new(js, "critical_stage", json_integer(r.critical_stage));
-        json_object_set_new(js, "tasks", json_integer(r.tasks));
-        json_object_set_new(js, "events", json_integer(r.events));
-        json_object_set_new(js, "wall_s", json_real(wall));
-        json_object_set_new(o, "simulated", js);
-        json_t *ja = json_object();
-        json_object_set_new(ja, "step_s", json_real(e->step_s));
-        json_object_set_new(ja, "time_s", time_json(a));
-        json_object_set_new(o, "analytical", ja);
-        json_object_set_new(o, "difference_pct", json_real(diff_pct));
-        json_t *jo = json_object();
-        json_object_set_new(jo, "contention_frac", json_real(so.contention_frac));
-        json_object_set_new(jo, "analytical_rules", json_boolean(so.analytical_rules));
-        json_object_set_new(jo, "tp_overlap", json_boolean(so.tp_overlap));
-        json_object_set_new(jo, "p2p_overlap", json_boolean(so.p2p_overlap));
-        json_object_set_new(jo, "straggler_rank", json_integer(so.straggler_rank));
-        json_object_set_new(jo, "straggler_stage", json_integer(r.straggler_stage));
-        json_object_set_new(jo, "straggler_compute_factor", json_real(so.straggler_compute_factor));
-        json_object_set_new(jo, "straggler_link_factor", json_real(so.straggler_link_factor));
-        json_object_set_new(o, "options", jo);
-        json_object_set_new(o, "plan", json_string(pstr));
-        json_object_set_new(o, "trace", outpath ? json_string(outpath) : json_null());
+        json_t *o = result_json(&r, e, &so, wall, pstr, outpath);
         if ((rc = cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
             goto done;
     } else {
-        printf("trace    %s\n", title);
-        printf("         %s schedule, %d stages x %lld ranks, %d micro-batches; simulated one rank per "
-               "stage:\n         %lld tasks, %lld events in %.3f s\n",
-               mp_schedule_name(p.schedule), r.nstages, (long long)(p.tp * p.cp * p.dp), e->microbatches,
-               (long long)r.tasks, (long long)r.events, wall);
-        if (outpath)
-            printf("         wrote %s (%.1f MB): open it in https://ui.perfetto.dev or chrome://tracing\n",
-                   outpath, trace_bytes / 1e6);
-        printf("\nstep time parts (s)              %12s %12s\n", "simulated", "analytical");
-        row("compute", s->compute, a->compute);
-        row("recompute", s->recompute, a->recompute);
-        row("TP communication", s->tp_comm, a->tp_comm);
-        row("CP communication", s->cp_comm, a->cp_comm);
-        row("pipeline send/recv", s->pp_comm, a->pp_comm);
-        row("pipeline bubble", s->pp_bubble, a->pp_bubble);
-        row("exposed DP/ZeRO communication", s->dp_comm_exposed, a->dp_comm_exposed);
-        row("optimizer step", s->optimizer, a->optimizer);
-        row("step", r.step_s, e->step_s);
-        row("DP/ZeRO communication, all", s->dp_comm_total, a->dp_comm_total);
-        printf("\nsimulated step %.4f s, analytical %.4f s (%+.1f%%); bubble %.1f%% of the step; "
-               "critical stage %d\n",
-               r.step_s, e->step_s, diff_pct, 100.0 * r.bubble_frac, r.critical_stage);
-        printf("contention: compute x%.3f while communication runs on the GPU%s\n", 1.0 + so.contention_frac,
-               so.contention_frac == MP_SIM_DEFAULT_CONTENTION_FRAC
-                   ? " (default: mean measured slowdown, arXiv:2507.03114)" : "");
-        if (r.straggler_stage >= 0)
-            printf("straggler: rank %lld (stage %d), compute x%.2f, off-node links x%.2f\n",
-                   (long long)so.straggler_rank, r.straggler_stage, so.straggler_compute_factor,
-                   so.straggler_link_factor);
-        if (so.analytical_rules)
-            printf("analytical rules: every stage runs as the slowest; DP reduction may start with the "
-                   "backward pass that completes the gradients\n");
-        if (mp_model_is_moe(&m) || m.mtp_layers > 0)
-            printf("not simulated (docs/sim.md): %s%s%s; the analytical column has them\n",
-                   mp_model_is_moe(&m) ? "MoE layers run as dense layers (no experts, routing or EP all-to-all)" : "",
-                   mp_model_is_moe(&m) && m.mtp_layers > 0 ? ", and " : "",
-                   m.mtp_layers > 0 ? "the multi-token-prediction modules are left out" : "");
+        print_text(&m, &p, e, &r, &so, wall, title, outpath, trace_bytes);
     }
     rc = 0;
 done:

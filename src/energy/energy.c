@@ -34,6 +34,7 @@
 
 #include "internal.h"
 #include "meshplan/energy.h"
+#include "meshplan/parts.h"
 
 static const char *const phase_names[] = {
 #define MP_X(n, s) s,
@@ -197,17 +198,18 @@ mp_status mp_energy_step(const mp_cluster *c, const mp_plan *p, const mp_estimat
     out->cap_W = cap;
 
     /* --- phases of the step (uncapped) ------------------------------------------------------ */
+    /* The step-time parts by kind (include/meshplan/parts.h). */
     const mp_time *t = &e->time;
-    const double compute_s = t->compute + t->recompute;
+    const double compute_s = mp_time_kind_s(t, MP_TIME_KIND_COMPUTE);
     const double flops_gpu = e->hardware_flops_per_step / (double)c->num_gpus;
     const double gemm_frac = fmin(1.0, fmax(0.0, eo->gemm_sustained_frac));
     const double rate_best = matmul_rate(g, p->precision);
     const double rate_sust = rate_best * gemm_frac;
     double ph_s[MP_PHASE_COUNT];
     ph_s[MP_PHASE_TENSOR] = rate_sust > 0 ? fmin(compute_s, flops_gpu / rate_sust) : 0.0;
-    ph_s[MP_PHASE_MEMORY] = compute_s - ph_s[MP_PHASE_TENSOR] + t->optimizer;
-    ph_s[MP_PHASE_COMM] = t->tp_comm + t->cp_comm + t->ep_comm + t->pp_comm + t->dp_comm_exposed;
-    ph_s[MP_PHASE_WAIT] = t->pp_bubble;
+    ph_s[MP_PHASE_MEMORY] = compute_s - ph_s[MP_PHASE_TENSOR] + mp_time_kind_s(t, MP_TIME_KIND_UPDATE);
+    ph_s[MP_PHASE_COMM] = mp_time_kind_s(t, MP_TIME_KIND_COMM);
+    ph_s[MP_PHASE_WAIT] = mp_time_kind_s(t, MP_TIME_KIND_WAIT);
     double sum = 0.0;
     for (int i = 0; i < MP_PHASE_COUNT; i++)
         sum += ph_s[i];

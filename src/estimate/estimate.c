@@ -336,6 +336,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         opts = &defaults;
     }
     memset(e, 0, offsetof(mp_estimate, per_stage));
+    if (mp_plan_check_init(p, diag) != MP_OK)
+        return MP_ERR_INPUT;
     e->tp_tier = e->cp_tier = e->pp_tier = e->dp_tier = -1;
     const int moe = mp_model_is_moe(m);
     const int64_t etp_i = p->etp > 0 ? p->etp : (moe ? p->tp : 1);

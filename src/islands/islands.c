@@ -581,7 +581,7 @@ static void quality_default(mp_sync s, mp_exchange x, mp_compress c, double *f, 
 
 /* ---- the prediction ----------------------------------------------------------------------- */
 
-mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_plan *p,
+mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
                              const mp_islands_opts *opts, mp_islands_estimate *out, mp_diag *diag)
 {
     mp_islands_opts dopt;
@@ -602,7 +602,8 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
         return MP_ERR_INPUT;
     }
     const int k = isl->n;
-    const mp_xsync *xs = &p->xsync;
+    const mp_plan *p = &ip->plan;
+    const mp_xsync *xs = &ip->xsync;
 
     /* Resolve the scheme and check the keys against it. */
     mp_sync sync = xs->sync == MP_SYNC_NONE ? MP_SYNC_HSDP : xs->sync;

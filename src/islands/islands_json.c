@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "meshplan/islands.h"
 
+#include "catalog/bounds.h"
 #include "json_reader.h"
 
 typedef mp_jreader ireader; /* nf: MP_ERR_NOT_FOUND when a key was unknown */
@@ -67,8 +68,10 @@ static void parse_link(ireader *r, const mp_catalog *cat, const json_t *o, mp_wa
             mp_strlcpy(w->link, l->key, sizeof w->link);
         }
     }
-    int has_bw = inum(r, o, "link_bw_Bps", 0, 1, 1e15, &port, "a positive number of bytes/s per link (<= 1e15)");
-    int has_lat = inum(r, o, "latency_s", 0, 0, 10, &lat, "a one-way latency in seconds, [0, 10]");
+    int has_bw = inum(r, o, "link_bw_Bps", MP_BOUND_BW_MIN_BPS, 0, MP_BOUND_BW_MAX_BPS, &port,
+                      "a positive number per link of " MP_BOUND_BW_TEXT);
+    int has_lat = inum(r, o, "latency_s", 0, 0, MP_BOUND_LATENCY_MAX_S, &lat,
+                       "a one-way latency in " MP_BOUND_LATENCY_TEXT);
     int has_eff = inum(r, o, "efficiency_frac", 0, 1, 1, &eff, "a fraction in (0, 1]");
     if (!key[0]) {
         mp_strlcpy(w->link, "custom", sizeof w->link);
@@ -250,8 +253,8 @@ mp_status mp_islands_from_json(const mp_catalog *cat, const char *text, size_t l
         proto.straggler_factor = 1.0;
         inum(&r, o, "straggler_factor", 1, 0, 100, &proto.straggler_factor,
              "a step-time multiplier in [1, 100] (1 = as predicted)");
-        inum(&r, o, "uplink_Bps", 0, 1, 1e15, &proto.uplink_Bps,
-             "the island's WAN capacity in bytes/s per direction (> 0)");
+        inum(&r, o, "uplink_Bps", MP_BOUND_BW_MIN_BPS, 0, MP_BOUND_BW_MAX_BPS, &proto.uplink_Bps,
+             "the island's WAN capacity per direction in " MP_BOUND_BW_TEXT);
         const json_t *ag = json_object_get(o, "aggregator");
         if (ag && !json_is_boolean(ag))
             ibad(&r, "aggregator", ag, "true or false");

@@ -1,24 +1,28 @@
-/* src/plan/plan.c — parse a plan string, fill its defaults, and check it can be formed. */
-#include <errno.h>
+/* src/plan/plan.c — parse a plan string, fill its defaults, and check it can be formed. The keys
+ * are the table in plan_keys.h; this file holds the hooks of the few keys the table's types cannot
+ * say alone (schedule, order, etp, capacity_factor, fsdp). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "meshplan/plan.h"
+#include "plan/plan_key.h"
+#include "plan/plan_keys.h"
 
 static const char *const sched_names[MP_SCHED_COUNT] = {"1f1b", "interleaved", "gpipe", "zb"};
 static const char *const rc_names[MP_RC_COUNT] = {"none", "selective", "full"};
 static const char *const cp_algo_names[MP_CP_ALGO_COUNT] = {"ring", "allgather"};
-
-const char *mp_cp_algo_name(mp_cp_algo a) { return ((int)a >= 0 && a < MP_CP_ALGO_COUNT) ? cp_algo_names[a] : "?"; }
 static const char *const attn_kernel_names[MP_ATTN_KERNEL_COUNT] = {"fa2", "fa3", "flex"};
-const char *mp_attn_kernel_name(mp_attn_kernel k) { return ((int)k >= 0 && k < MP_ATTN_KERNEL_COUNT) ? attn_kernel_names[k] : "?"; }
-
+/* The GEMM precisions a plan may name, in mp_dtype order (MP_DT_BF16 = 0, FP16, FP8). */
+static const char *const precision_names[] = {"bf16", "fp16", "fp8"};
+_Static_assert(MP_DT_BF16 == 0 && MP_DT_FP16 == 1 && MP_DT_FP8 == 2,
+               "precision_names follows mp_dtype");
 static const char *const dim_names[MP_DIM_COUNT] = {"tp", "cp", "ep", "dp", "pp"};
 
+const char *mp_cp_algo_name(mp_cp_algo a) { return ((int)a >= 0 && a < MP_CP_ALGO_COUNT) ? cp_algo_names[a] : "?"; }
+const char *mp_attn_kernel_name(mp_attn_kernel k) { return ((int)k >= 0 && k < MP_ATTN_KERNEL_COUNT) ? attn_kernel_names[k] : "?"; }
 const char *mp_dim_name(mp_dim d) { return ((int)d >= 0 && d < MP_DIM_COUNT) ? dim_names[d] : "?"; }
-
 const char *mp_schedule_name(mp_schedule s) { return ((int)s >= 0 && s < MP_SCHED_COUNT) ? sched_names[s] : "?"; }
 const char *mp_recompute_name(mp_recompute r) { return ((int)r >= 0 && r < MP_RC_COUNT) ? rc_names[r] : "?"; }
 
@@ -34,12 +38,45 @@ void mp_plan_init_default(mp_plan *p)
     for (int i = 0; i < MP_DIM_COUNT; i++)
         p->order[i] = (mp_dim)i;
     p->order_listed = 0;
+    p->init_magic = MP_PLAN_INIT_MAGIC;
 }
+
+mp_status mp_plan_check_init(const mp_plan *p, mp_diag *diag)
+{
+    if (p && p->init_magic == MP_PLAN_INIT_MAGIC)
+        return MP_OK;
+    if (!p)
+        mp_diag_add(diag, "plan = NULL: expected a plan set up by mp_plan_init_default");
+    else
+        mp_diag_add(diag, "plan.init_magic = 0x%08x: expected 0x%08x: call mp_plan_init_default(&plan) "
+                    "before setting fields or parsing (a plan filled by hand lacks the defaults "
+                    "flash = 1, sp = -1 and the rank order)", (unsigned)p->init_magic,
+                    (unsigned)MP_PLAN_INIT_MAGIC);
+    return MP_ERR_INPUT;
+}
+
+/* Largest accepted degree or batch: far beyond any cluster, small enough that products of a
+ * few stay inside int64. */
+#define MP_PLAN_MAX ((int64_t)1 << 24)
+
+/* Largest global batch (the gb key's range; a derived gb = dp*mb must stay inside it too, so the
+ * canonical plan string of a resolved plan always parses back). */
+#define MP_PLAN_GB_MAX ((int64_t)1 << 30)
+
+/* a*b for a, b >= 1, saturating at INT64_MAX (degrees up to 2^24 each: three of them overflow). */
+static int64_t mul_sat(int64_t a, int64_t b)
+{
+    return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
+/* ---- the hooks of the keys the table's types cannot say alone --------------------------- */
 
 /* order=tp-cp-ep-dp-pp: distinct dimension names joined by '-', innermost first; the ones not
  * named follow in the default order. */
-static int parse_order(const char *val, mp_plan *p, mp_diag *diag)
+static int parse_order(const mp_plan_key_def *k, const char *val, void *obj, mp_diag *diag)
 {
+    (void)k;
+    mp_plan *p = obj;
     mp_dim ord[MP_DIM_COUNT];
     unsigned seen = 0;
     int n = 0;
@@ -76,196 +113,159 @@ static int parse_order(const char *val, mp_plan *p, mp_diag *diag)
     return 1;
 }
 
-/* Largest accepted degree or batch: far beyond any cluster, small enough that products of a
- * few stay inside int64. */
-#define MP_PLAN_MAX ((int64_t)1 << 24)
+#define APPEND(...)                                                                             \
+    do {                                                                                        \
+        int w_ = snprintf(*len < cap ? buf + *len : NULL, *len < cap ? cap - *len : 0,          \
+                          __VA_ARGS__);                                                         \
+        if (w_ > 0)                                                                             \
+            *len += (size_t)w_;                                                                 \
+    } while (0)
 
-/* Largest global batch (the gb key's range; a derived gb = dp*mb must stay inside it too, so the
- * canonical plan string of a resolved plan always parses back). */
-#define MP_PLAN_GB_MAX ((int64_t)1 << 30)
-
-/* a*b for a, b >= 1, saturating at INT64_MAX (degrees up to 2^24 each: three of them overflow). */
-static int64_t mul_sat(int64_t a, int64_t b)
+/* Written only when given, so default plans format as before; all five dimensions. */
+static void format_order(const mp_plan_key_def *k, const void *obj, char *buf, size_t cap, size_t *len)
 {
-    return a > INT64_MAX / b ? INT64_MAX : a * b;
+    (void)k;
+    const mp_plan *p = obj;
+    if (p->order_listed)
+        APPEND(",order=%s-%s-%s-%s-%s", mp_dim_name(p->order[0]), mp_dim_name(p->order[1]),
+               mp_dim_name(p->order[2]), mp_dim_name(p->order[3]), mp_dim_name(p->order[4]));
 }
 
-static int parse_int(const char *key, const char *val, int64_t min, int64_t max, int64_t *out,
-                     mp_diag *diag)
+/* etp: written when it differs from its default (tp), and etp=1 when that default would differ. */
+static void format_etp(const mp_plan_key_def *k, const void *obj, char *buf, size_t cap, size_t *len)
 {
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(val, &end, 10);
-    if (!val[0] || *end) {
-        mp_diag_add(diag, "plan.%s = \"%s\": expected an integer", key, val);
+    (void)k;
+    const mp_plan *p = obj;
+    if (p->etp > 1 && p->etp != p->tp)
+        APPEND(",etp=%lld", (long long)p->etp);
+    else if (p->etp == 1 && p->tp > 1 && p->ep > 1)
+        APPEND(",etp=1");
+}
+
+/* fsdp=1 is the default (flat parameters) and is not written. */
+static void format_fsdp(const mp_plan_key_def *k, const void *obj, char *buf, size_t cap, size_t *len)
+{
+    (void)k;
+    if (((const mp_plan *)obj)->fsdp == 2)
+        APPEND(",fsdp=2");
+}
+#undef APPEND
+
+static int parse_schedule(const mp_plan_key_def *k, const char *val, void *obj, mp_diag *diag)
+{
+    if (!mp_plan_key_parse_generic(k, val, obj, diag))
         return 0;
-    }
-    if (errno == ERANGE) {
-        mp_diag_add(diag, "plan.%s = %s: expected an integer in [%lld, %lld]", key, val,
-                    (long long)min, (long long)max);
-        return 0;
-    }
-    if (x < min || x > max) {
-        mp_diag_add(diag, "plan.%s = %lld: expected an integer in [%lld, %lld]", key, x,
-                    (long long)min, (long long)max);
-        return 0;
-    }
-    *out = x;
+    ((mp_plan *)obj)->schedule_given = 1;
     return 1;
 }
 
-/* A real number in [min, max]. */
-static int parse_real(const char *key, const char *val, double min, double max, double *out,
-                      mp_diag *diag)
+/* Capacity factors in use run 1.0-2.0 (Fedus et al. 2021 Table 1; Lepikhin et al. 2020 use 2);
+ * below 1 drops tokens even when balanced, which we still allow down to 0.1. */
+static int parse_capacity(const mp_plan_key_def *k, const char *val, void *obj, mp_diag *diag)
 {
-    char *end = NULL;
-    errno = 0;
-    double x = strtod(val, &end);
-    if (!val[0] || *end || errno == ERANGE || x != x) {
-        mp_diag_add(diag, "plan.%s = \"%s\": expected a number", key, val);
+    mp_plan *p = obj;
+    double keep = p->moe_capacity_factor;
+    if (!mp_plan_key_parse_generic(k, val, obj, diag))
+        return 0;
+    double cf = p->moe_capacity_factor;
+    if (cf > 0 && cf < 0.1) {
+        mp_diag_add(diag, "plan.capacity_factor = %g: expected 0 (dropless) or a number in [0.1, 64]", cf);
+        p->moe_capacity_factor = keep;
         return 0;
     }
-    if (x < min || x > max) {
-        mp_diag_add(diag, "plan.%s = %g: expected a number in [%g, %g]", key, x, min, max);
-        return 0;
-    }
-    *out = x;
     return 1;
 }
 
-int mp_plan_parse_enum(const char *key, const char *val, const char *const *names, int n, int *out,
-                       mp_diag *diag)
+static const mp_plan_key_ops schedule_ops = {parse_schedule, NULL};
+static const mp_plan_key_ops order_ops = {parse_order, format_order};
+static const mp_plan_key_ops etp_ops = {NULL, format_etp};
+static const mp_plan_key_ops capacity_ops = {parse_capacity, NULL};
+static const mp_plan_key_ops fsdp_ops = {NULL, format_fsdp};
+
+/* ---- the table ------------------------------------------------------------------------- */
+
+#define PLAN_ROW(...) MP_PLAN_KEY_ROW(mp_plan, __VA_ARGS__)
+static const mp_plan_key_def plan_keys[] = {MP_PLAN_KEYS(PLAN_ROW)};
+#undef PLAN_ROW
+enum { N_PLAN_KEYS = (int)(sizeof plan_keys / sizeof plan_keys[0]) };
+_Static_assert(N_PLAN_KEYS <= 64, "the duplicate check keeps one bit per key");
+
+const mp_plan_key *mp_plan_key_at(int i)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(val, names[i]) == 0) {
-            *out = i;
-            return 1;
-        }
-    char list[128] = "";
-    for (int i = 0; i < n; i++) {
-        strncat(list, names[i], sizeof list - strlen(list) - 1);
-        if (i + 1 < n)
-            strncat(list, "|", sizeof list - strlen(list) - 1);
+    return i >= 0 && i < N_PLAN_KEYS ? &plan_keys[i].pub : NULL;
+}
+
+const mp_plan_key_def *mp_plan_key_defs(int *n)
+{
+    *n = N_PLAN_KEYS;
+    return plan_keys;
+}
+
+int mp_plan_keys_help(char *buf, size_t cap)
+{
+    return mp_plan_key_help(plan_keys, N_PLAN_KEYS, buf, cap);
+}
+
+/* ---- parse and format ------------------------------------------------------------------- */
+
+typedef struct {
+    mp_plan *p;
+    mp_diag *diag;
+    uint64_t seen; /* bit i: plan_keys[i] already given */
+    int errors, parse_errors;
+} parse_state;
+
+static void parse_token(char *key, char *val, void *ctx)
+{
+    parse_state *s = ctx;
+    if (!val) {
+        mp_diag_add(s->diag, "plan: \"%s\": expected key=value", key);
+        s->parse_errors++;
+        return;
     }
-    mp_diag_add(diag, "plan.%s = \"%s\": expected one of %s", key, val, list);
-    return 0;
+    int k = mp_plan_key_find(plan_keys, N_PLAN_KEYS, key);
+    if (k < 0) {
+        const mp_plan_key_def *tabs[1] = {plan_keys};
+        const int ns[1] = {N_PLAN_KEYS};
+        mp_plan_key_unknown(key, val, tabs, ns, 1, s->diag);
+        s->errors++;
+        return;
+    }
+    /* A key given twice is a mistake, not an override. */
+    if (s->seen & ((uint64_t)1 << k)) {
+        mp_diag_add(s->diag, "plan: key \"%s\" given twice (second value \"%s\")", key, val);
+        s->errors++;
+        return;
+    }
+    s->seen |= (uint64_t)1 << k;
+    if (!mp_plan_key_parse(&plan_keys[k], val, s->p, s->diag))
+        s->errors++;
 }
 
 mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
 {
+    if (mp_plan_check_init(p, diag) != MP_OK)
+        return MP_ERR_INPUT;
     if (!text)
         return MP_OK;
     size_t n = strlen(text);
-    if (n > 4096) {
-        mp_diag_add(diag, "plan: %zu characters: expected at most 4096", n);
+    if (n > MP_PLAN_TEXT_MAX) {
+        mp_diag_add(diag, "plan: %zu characters: expected at most %d", n, MP_PLAN_TEXT_MAX);
         return MP_ERR_INPUT;
     }
-    char buf[4097];
-    memcpy(buf, text, n + 1);
-    int errors = 0, parse_errors = 0;
-    unsigned seen = 0; /* bit i: known key i already given */
-    for (char *tok = buf, *next; tok; tok = next) {
-        next = strchr(tok, ',');
-        if (next)
-            *next++ = '\0';
-        while (*tok == ' ')
-            tok++;
-        if (!*tok)
-            continue;
-        char *eq = strchr(tok, '=');
-        if (!eq) {
-            mp_diag_add(diag, "plan: \"%s\": expected key=value", tok);
-            parse_errors++;
-            continue;
-        }
-        *eq = '\0';
-        char *key = tok, *val = eq + 1;
-        for (char *e = key + strlen(key); e > key && e[-1] == ' '; e--)
-            e[-1] = '\0';
-        while (*val == ' ')
-            val++;
-        for (char *e = val + strlen(val); e > val && e[-1] == ' '; e--)
-            e[-1] = '\0';
-        int64_t x = 0;
-        int ok = 1, e = 0;
-        /* A key given twice is a mistake, not an override. */
-        {
-            static const char *const known[] = {"tp", "pp", "vpp", "dp", "cp", "ep", "mb", "gb", "seq",
-                                                "hsdp", "sp", "flash", "zero", "recompute",
-                                                "schedule", "precision", "etp", "cp_algo",
-                                                "capacity_factor", "imbalance", "fp8_comm",
-                                                "attn_kernel", "order", "doc_len", "fsdp"};
-            int dup = 0;
-            for (unsigned i = 0; i < sizeof known / sizeof known[0]; i++)
-                if (!strcmp(key, known[i])) {
-                    dup = (seen >> i) & 1u;
-                    seen |= 1u << i;
-                }
-            if (dup) {
-                mp_diag_add(diag, "plan: key \"%s\" given twice (second value \"%s\")", key, val);
-                errors++;
-                continue;
-            }
-        }
-        if (!strcmp(key, "tp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->tp, diag);
-        else if (!strcmp(key, "pp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->pp, diag);
-        else if (!strcmp(key, "vpp")) ok = parse_int(key, val, 1, 4096, &p->vpp, diag);
-        else if (!strcmp(key, "dp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->dp, diag);
-        else if (!strcmp(key, "cp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->cp, diag);
-        else if (!strcmp(key, "ep")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->ep, diag);
-        else if (!strcmp(key, "mb")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->mb, diag);
-        else if (!strcmp(key, "gb")) ok = parse_int(key, val, 1, MP_PLAN_GB_MAX, &p->gb, diag);
-        else if (!strcmp(key, "seq")) ok = parse_int(key, val, 1, (int64_t)1 << 26, &p->seq, diag);
-        else if (!strcmp(key, "hsdp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->hsdp, diag);
-        else if (!strcmp(key, "sp")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->sp = (int)x; }
-        else if (!strcmp(key, "flash")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->flash = (int)x; }
-        else if (!strcmp(key, "zero")) { ok = parse_int(key, val, 0, 3, &x, diag); if (ok) p->zero = (int)x; }
-        else if (!strcmp(key, "recompute")) { ok = mp_plan_parse_enum(key, val, rc_names, MP_RC_COUNT, &e, diag); if (ok) p->recompute = (mp_recompute)e; }
-        else if (!strcmp(key, "schedule")) { ok = mp_plan_parse_enum(key, val, sched_names, MP_SCHED_COUNT, &e, diag); if (ok) { p->schedule = (mp_schedule)e; p->schedule_given = 1; } }
-        else if (!strcmp(key, "precision")) {
-            static const char *const pn[] = {"bf16", "fp16", "fp8"};
-            ok = mp_plan_parse_enum(key, val, pn, 3, &e, diag);
-            if (ok) p->precision = e == 0 ? MP_DT_BF16 : e == 1 ? MP_DT_FP16 : MP_DT_FP8;
-        } else if (!strcmp(key, "etp")) ok = parse_int(key, val, 1, MP_PLAN_MAX, &p->etp, diag);
-        else if (!strcmp(key, "cp_algo")) { ok = mp_plan_parse_enum(key, val, cp_algo_names, MP_CP_ALGO_COUNT, &e, diag); if (ok) p->cp_algo = (mp_cp_algo)e; }
-        /* Capacity factors in use run 1.0-2.0 (Fedus et al. 2021 Table 1; Lepikhin et al. 2020
-         * use 2); below 1 drops tokens even when balanced, which we still allow down to 0.1. */
-        else if (!strcmp(key, "capacity_factor")) {
-            double cf = 0;
-            ok = parse_real(key, val, 0.0, 64.0, &cf, diag);
-            if (ok && cf > 0 && cf < 0.1) {
-                mp_diag_add(diag, "plan.capacity_factor = %g: expected 0 (dropless) or a number in [0.1, 64]", cf);
-                ok = 0;
-            }
-            if (ok) p->moe_capacity_factor = cf;
-        }
-        else if (!strcmp(key, "imbalance")) ok = parse_real(key, val, 1.0, 64.0, &p->moe_imbalance, diag);
-        else if (!strcmp(key, "fp8_comm")) { ok = parse_int(key, val, 0, 1, &x, diag); if (ok) p->fp8_comm = (int)x; }
-        else if (!strcmp(key, "attn_kernel")) { ok = mp_plan_parse_enum(key, val, attn_kernel_names, MP_ATTN_KERNEL_COUNT, &e, diag); if (ok) p->attn_kernel = (mp_attn_kernel)e; }
-        else if (!strcmp(key, "order")) ok = parse_order(val, p, diag);
-        else if (!strcmp(key, "doc_len")) ok = parse_int(key, val, 1, (int64_t)1 << 40, &p->doc_len, diag);
-        else if (!strcmp(key, "fsdp")) { ok = parse_int(key, val, 1, 2, &x, diag); if (ok) p->fsdp = (int)x; }
-        else if (mp_xsync_parse_key(key, val, &p->xsync, &ok, diag)) { /* islands: xsync.h */ }
-        else {
-            mp_diag_add(diag, "plan: unknown key \"%s\" (value \"%s\"): expected one of tp, pp, vpp, "
-                        "dp, cp, ep, etp, sp, mb, gb, seq, zero, hsdp, recompute, precision, flash, schedule, "
-                        "cp_algo, capacity_factor, imbalance, fp8_comm, attn_kernel, order, doc_len, fsdp, sync, inner_steps, "
-                        "compress, fragments, overlap, exchange, split, buckets, transport, ring",
-                        key, val);
-            ok = 0;
-        }
-        if (!ok)
-            errors++;
-    }
-    if (parse_errors && !errors)
+    parse_state s = {p, diag, 0, 0, 0};
+    mp_plan_key_tokens(text, parse_token, &s);
+    if (s.parse_errors && !s.errors)
         return MP_ERR_PARSE;
-    return (errors || parse_errors) ? MP_ERR_INPUT : MP_OK;
+    return (s.errors || s.parse_errors) ? MP_ERR_INPUT : MP_OK;
 }
 
 mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag)
 {
     int bad = 0;
 #define FAIL(...) do { mp_diag_add(diag, __VA_ARGS__); bad++; } while (0)
+    if (mp_plan_check_init(p, diag) != MP_OK)
+        return MP_ERR_INPUT;
     if (num_gpus < 1 || num_gpus > MP_PLAN_MAX) {
         FAIL("gpus = %lld: expected an integer in [1, 2^24]", (long long)num_gpus);
         return MP_ERR_INPUT;
@@ -373,44 +373,17 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
 
 int mp_plan_format(const mp_plan *p, char *buf, size_t cap)
 {
-    char hsdp[48] = "", extra[200] = "", order[48] = "";
-    if (p->hsdp)
-        snprintf(hsdp, sizeof hsdp, "hsdp=%lld,", (long long)p->hsdp);
-    /* The later keys only when they differ from their defaults, so dense plans print as
-     * before. */
-    size_t n = 0;
-    if (p->etp > 1 && p->etp != p->tp)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, ",etp=%lld", (long long)p->etp);
-    else if (p->etp == 1 && p->tp > 1 && p->ep > 1)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, ",etp=1");
-    if (p->cp_algo != MP_CP_RING && n < sizeof extra)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, ",cp_algo=%s", mp_cp_algo_name(p->cp_algo));
-    if (p->moe_capacity_factor > 0 && n < sizeof extra)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, ",capacity_factor=%g", p->moe_capacity_factor);
-    if (p->moe_imbalance > 0 && n < sizeof extra)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, ",imbalance=%g", p->moe_imbalance);
-    if (p->fp8_comm && n < sizeof extra)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, ",fp8_comm=1");
-    if (p->attn_kernel != MP_ATTN_FA2 && n < sizeof extra)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, ",attn_kernel=%s", mp_attn_kernel_name(p->attn_kernel));
-    if (p->doc_len > 0 && n < sizeof extra)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, ",doc_len=%lld", (long long)p->doc_len);
-    if (p->fsdp == 2 && n < sizeof extra)
-        snprintf(extra + n, sizeof extra - n, ",fsdp=2");
-    if (p->order_listed) /* written only when given, so default plans format as before */
-        snprintf(order, sizeof order, ",order=%s-%s-%s-%s-%s", mp_dim_name(p->order[0]),
-                 mp_dim_name(p->order[1]), mp_dim_name(p->order[2]), mp_dim_name(p->order[3]),
-                 mp_dim_name(p->order[4]));
-    char xs[256] = "";
-    size_t xn = 0;
-    mp_xsync_format(&p->xsync, xs, sizeof xs, &xn); /* empty for a one-cluster plan */
-    return snprintf(buf, cap,
-                    "tp=%lld,pp=%lld,vpp=%lld,dp=%lld,cp=%lld,ep=%lld,sp=%d,mb=%lld,gb=%lld,seq=%lld,"
-                    "zero=%d,%srecompute=%s,precision=%s,flash=%d,schedule=%s%s%s%s",
-                    (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp,
-                    (long long)p->cp, (long long)p->ep, p->sp, (long long)p->mb, (long long)p->gb,
-                    (long long)p->seq, p->zero, hsdp, mp_recompute_name(p->recompute),
-                    mp_dtype_name(p->precision), p->flash, mp_schedule_name(p->schedule), order, extra, xs);
+    size_t len = 0;
+    if (cap)
+        buf[0] = '\0';
+    for (int i = 0; i < N_PLAN_KEYS; i++) /* each key writes ",key=value" */
+        mp_plan_key_format(&plan_keys[i], p, buf, cap, &len);
+    if (len > 0) { /* the first key without its comma */
+        if (cap > 0 && buf[0] == ',')
+            memmove(buf, buf + 1, strlen(buf));
+        len--;
+    }
+    return (int)len;
 }
 
 const char *mp_plan_order_text(const mp_plan *p, char *buf, size_t cap)

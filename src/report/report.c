@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshplan/parts.h"
 #include "meshplan/report.h"
 
 #define GiB 1073741824.0
@@ -17,15 +18,17 @@ static json_t *bytes_json(double b)
 static json_t *mem_json(const mp_memory *m)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "weights", bytes_json(m->weights));
-    json_object_set_new(o, "gradients", bytes_json(m->gradients));
-    json_object_set_new(o, "optimizer", bytes_json(m->optimizer));
-    json_object_set_new(o, "activations", bytes_json(m->activations));
-    json_object_set_new(o, "logits", bytes_json(m->logits));
-    json_object_set_new(o, "buffers", bytes_json(m->buffers));
-    json_object_set_new(o, "total", bytes_json(m->total));
-    json_object_set_new(o, "capacity", bytes_json(m->capacity));
-    json_object_set_new(o, "allocator_margin", bytes_json(m->allocator_margin));
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++)
+        json_object_set_new(o, mp_memory_parts[k].key, bytes_json(mp_memory_part_bytes(m, (mp_memory_part)k)));
+    return o;
+}
+
+/* time_s: every step-time part, those beside the step (dp_comm_total) included. */
+static json_t *time_json(const mp_time *t)
+{
+    json_t *o = json_object();
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
+        json_object_set_new(o, mp_time_parts[k].key, json_real(mp_time_part_s(t, (mp_time_part)k)));
     return o;
 }
 
@@ -46,16 +49,10 @@ char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_p
     json_object_set_new(mem, "per_stage", stages);
     json_object_set_new(o, "memory_bytes", mem);
     json_object_set_new(o, "step_s", json_real(e->step_s));
-    json_object_set_new(o, "time_s",
-                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "compute",
-                                  e->time.compute, "recompute", e->time.recompute, "tp_comm",
-                                  e->time.tp_comm, "cp_comm", e->time.cp_comm, "ep_comm",
-                                  e->time.ep_comm, "pp_comm", e->time.pp_comm, "pp_bubble",
-                                  e->time.pp_bubble, "dp_comm_exposed", e->time.dp_comm_exposed,
-                                  "optimizer", e->time.optimizer, "dp_comm_total",
-                                  e->time.dp_comm_total));
-    /* Part of time_s.compute: FSDP2's copy-outs after the parameter gathers (plan fsdp = 2). */
-    json_object_set_new(o, "fsdp_copy_out_s", json_real(e->microbatches * e->parts.fsdp_copy_out_s));
+    json_object_set_new(o, "time_s", time_json(&e->time));
+    /* Shares of time_s.compute (FSDP2's copy-outs after the parameter gathers), beside time_s. */
+    for (int k = 0; k < MP_TIME_DETAIL_COUNT; k++)
+        json_object_set_new(o, mp_time_details[k].key, json_real(mp_time_detail_s(e, (mp_time_detail)k)));
     json_object_set_new(o, "tokens_per_step", json_real(e->tokens_per_step));
     json_object_set_new(o, "tokens_per_s", json_real(e->tokens_per_s));
     json_object_set_new(o, "tokens_per_s_per_gpu", json_real(e->tokens_per_s_per_gpu));
@@ -110,11 +107,63 @@ char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_p
     return s;
 }
 
+/* The memory table: one column per part of the total, then total / capacity. */
+static void mem_header(FILE *f)
+{
+    fprintf(f, "\nmemory per GPU (GiB)\n  %-10s", "");
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++)
+        if (mp_memory_parts[k].kind == MP_MEM_KIND_PART)
+            fprintf(f, " %8s", mp_memory_parts[k].label);
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++)
+        if (mp_memory_parts[k].kind == MP_MEM_KIND_TOTAL)
+            fprintf(f, " %9s", mp_memory_parts[k].label);
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++)
+        if (mp_memory_parts[k].kind == MP_MEM_KIND_CAPACITY)
+            fprintf(f, "/%s", mp_memory_parts[k].label);
+    fprintf(f, "\n");
+}
+
 static void mem_row(FILE *f, const char *label, const mp_memory *m)
 {
-    fprintf(f, "  %-10s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %9.2f / %.2f\n", label, m->weights / GiB,
-            m->gradients / GiB, m->optimizer / GiB, m->activations / GiB, m->logits / GiB,
-            m->buffers / GiB, m->total / GiB, m->capacity / GiB);
+    fprintf(f, "  %-10s", label);
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++)
+        if (mp_memory_parts[k].kind == MP_MEM_KIND_PART)
+            fprintf(f, " %8.2f", mp_memory_part_bytes(m, (mp_memory_part)k) / GiB);
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++)
+        if (mp_memory_parts[k].kind == MP_MEM_KIND_TOTAL)
+            fprintf(f, " %9.2f", mp_memory_part_bytes(m, (mp_memory_part)k) / GiB);
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++)
+        if (mp_memory_parts[k].kind == MP_MEM_KIND_CAPACITY)
+            fprintf(f, " / %.2f", mp_memory_part_bytes(m, (mp_memory_part)k) / GiB);
+    fprintf(f, "\n");
+}
+
+/* The step-time table: key, seconds, share of the step and the part in words; the parts beside
+ * the step after it, then the shares of compute the estimate names. */
+static void time_table(FILE *f, const mp_estimate *e)
+{
+    const mp_time *t = &e->time;
+    fprintf(f, "\nstep time %.4f s\n", e->step_s);
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++) {
+        const mp_time_part_info *q = &mp_time_parts[k];
+        double v = mp_time_part_s(t, (mp_time_part)k);
+        if (q->kind != MP_TIME_KIND_BESIDE)
+            fprintf(f, "  %-16s %10.4f s %6.1f%%  %s\n", q->key, v, 100.0 * v / e->step_s, q->label);
+    }
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++) {
+        const mp_time_part_info *q = &mp_time_parts[k];
+        if (q->kind != MP_TIME_KIND_BESIDE)
+            continue;
+        fprintf(f, "  (%s %.4f s: %s", q->key, mp_time_part_s(t, (mp_time_part)k), q->label);
+        if (k == MP_TIME_dp_comm_total)
+            fprintf(f, ", %.4f s of it hidden behind compute", t->dp_comm_total - t->dp_comm_exposed);
+        fprintf(f, ")\n");
+    }
+    for (int k = 0; k < MP_TIME_DETAIL_COUNT; k++) {
+        double v = mp_time_detail_s(e, (mp_time_detail)k);
+        if (v > 0)
+            fprintf(f, "  (of compute, %s %.4f s %s)\n", mp_time_details[k].key, v, mp_time_details[k].desc);
+    }
 }
 
 void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, const mp_plan *p,
@@ -147,8 +196,7 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
     fprintf(f, "%s", e->feasible ? "FEASIBLE: fits in memory\n" : "INFEASIBLE\n");
     for (int i = 0; i < e->nreasons; i++)
         fprintf(f, "  - %s\n", e->reasons[i]);
-    fprintf(f, "\nmemory per GPU (GiB)\n  %-10s %8s %8s %8s %8s %8s %8s %9s\n", "", "weights",
-            "grads", "optim", "activ", "logits", "buffers", "total/cap");
+    mem_header(f);
     mem_row(f, "max", &e->memory);
     int ns = e->nstages < MP_MAX_STAGES ? e->nstages : MP_MAX_STAGES;
     if (ns > 1)
@@ -162,21 +210,11 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
             snprintf(label, sizeof label, "stage %d", i);
             mem_row(f, label, &e->per_stage[i]);
         }
-    fprintf(f, "  caching-allocator margin (not in total): %.2f GiB\n", e->memory.allocator_margin / GiB);
-    const mp_time *t = &e->time;
-    fprintf(f, "\nstep time %.4f s\n", e->step_s);
-    struct { const char *k; double v; } parts[] = {
-        {"compute", t->compute}, {"recompute", t->recompute}, {"tp_comm", t->tp_comm},
-        {"cp_comm", t->cp_comm}, {"ep_comm", t->ep_comm}, {"pp_comm", t->pp_comm},
-        {"pp_bubble", t->pp_bubble}, {"dp_comm_exposed", t->dp_comm_exposed},
-        {"optimizer", t->optimizer}};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        fprintf(f, "  %-16s %10.4f s %6.1f%%\n", parts[i].k, parts[i].v, 100.0 * parts[i].v / e->step_s);
-    fprintf(f, "  (DP/ZeRO communication in all: %.4f s, %.4f s of it hidden behind compute)\n",
-            t->dp_comm_total, t->dp_comm_total - t->dp_comm_exposed);
-    if (e->parts.fsdp_copy_out_s > 0)
-        fprintf(f, "  (of compute, %.4f s copies the gathered parameters out of FSDP2's all-gather buffers)\n",
-                e->microbatches * e->parts.fsdp_copy_out_s);
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++)
+        if (mp_memory_parts[k].kind == MP_MEM_KIND_BESIDE)
+            fprintf(f, "  %s (%s, not in total): %.2f GiB\n", mp_memory_parts[k].label, mp_memory_parts[k].key,
+                    mp_memory_part_bytes(&e->memory, (mp_memory_part)k) / GiB);
+    time_table(f, e);
     fprintf(f, "\nthroughput\n  tokens/s          %.4g\n  tokens/s per GPU  %.4g\n", e->tokens_per_s,
             e->tokens_per_s_per_gpu);
     fprintf(f, "  model TFLOP/s per GPU     %.1f\n  hardware TFLOP/s per GPU  %.1f\n",

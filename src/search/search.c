@@ -27,6 +27,7 @@
 #include <omp.h>
 #endif
 
+#include "meshplan/parts.h"
 #include "search_internal.h"
 
 static const char *const obj_names[] = {
@@ -452,10 +453,18 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Shapes largest first (dynamic scheduling then ends with small pieces); ties by position. */
+/* Work items: one sharding (ZeRO/HSDP value) of one shape, so that a large shape is shared by
+ * the threads and dynamic scheduling ends with small pieces (a whole shape of DeepSeek-V3 on
+ * 16,384 GPUs is up to 3% of the space; one of its shardings a few hundredths of that). Sorted
+ * by the shape's size, largest first, then shape, then sharding: the shardings of a shape are
+ * consecutive, so a thread's consecutive items mostly share a shape and its axes (computed once
+ * per run of them), and one thread walks the plans in the order of a whole-shape walk (the
+ * order the top list fills in, on which the variants' pruning depends). */
 typedef struct {
-    uint64_t size;
-    size_t idx;
+    uint64_t size;  /* plans of the shape (the sort key) */
+    uint64_t plans; /* plans of this item */
+    size_t idx;     /* shape */
+    int shard;      /* index into the shape's sharding values */
 } order_item;
 
 static int order_cmp(const void *a, const void *b)
@@ -463,7 +472,56 @@ static int order_cmp(const void *a, const void *b)
     const order_item *x = a, *y = b;
     if (x->size != y->size)
         return x->size < y->size ? 1 : -1;
-    return (x->idx > y->idx) - (x->idx < y->idx);
+    if (x->idx != y->idx)
+        return (x->idx > y->idx) - (x->idx < y->idx);
+    return (x->shard > y->shard) - (x->shard < y->shard);
+}
+
+/* Below opts.parallel_min_plans (MP_SEARCH_PARALLEL_MIN_PLANS) the search runs on one thread:
+ * a few tens of milliseconds of work, where starting and joining a team (and, on a loaded
+ * machine, a woken thread waiting for a core while the other spins at the barrier) cost more
+ * than the second thread gains; measured with bench/search_speed.sh (two threads 2-3x slower
+ * than one on the 20,268 plans of Llama 2 7B on 8 H100). Results do not depend on it. */
+
+/* The work items of the shapes, sorted (order_cmp); *order malloc'd. */
+static mp_status work_items(const sp_space *space, const sp_shape *shapes, size_t nshapes,
+                            order_item **order, size_t *n)
+{
+    *order = NULL;
+    *n = 0;
+    sp_axes *ax = malloc(sizeof *ax);
+    size_t cap = nshapes + 1;
+    order_item *o = malloc(cap * sizeof *o);
+    if (!ax || !o) {
+        free(ax);
+        free(o);
+        return MP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nshapes; i++) {
+        sp_shape_axes(space, &shapes[i], ax);
+        const int ns = ax->nshard > 0 ? ax->nshard : 1;
+        if (*n + (size_t)ns > cap) {
+            size_t nc = 2 * cap + (size_t)ns;
+            order_item *g = realloc(o, nc * sizeof *g);
+            if (!g) {
+                free(ax);
+                free(o);
+                return MP_ERR_NOMEM;
+            }
+            o = g;
+            cap = nc;
+        }
+        /* Every sharding has the same number of plans below it (the other axes do not depend
+         * on it); the first takes the remainder of a saturated count. */
+        const uint64_t each = shapes[i].size / (uint64_t)ns;
+        for (int k = 0; k < ns; k++)
+            o[(*n)++] = (order_item){shapes[i].size,
+                                     k ? each : shapes[i].size - each * (uint64_t)(ns - 1), i, k};
+    }
+    free(ax);
+    qsort(o, *n, sizeof *o, order_cmp);
+    *order = o;
+    return MP_OK;
 }
 
 static mp_status evaluate_full(const mp_model *m, const mp_cluster *c, int ci,
@@ -547,105 +605,45 @@ static mp_status merge_frontier(tstate *ts, int nt, int kind, mp_search_entry **
     return MP_OK;
 }
 
-mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters,
-                    const mp_search_opts *o, mp_search_result *out, mp_diag *diag)
+/* The job must be one the estimator takes (precision on this GPU, ...): ask it once per
+ * cluster with the first plan of its first shape, so the error names the problem. */
+static mp_status check_job(const sp_space *space, const mp_cluster *clusters, const sp_shape *shapes,
+                           size_t nshapes, mp_estimate *scratch, mp_diag *diag)
 {
-    memset(out, 0, sizeof *out);
-    const double t0 = now_s();
-    if (nclusters < 1 || nclusters > MP_SEARCH_MAX_CLUSTERS) {
-        mp_diag_add(diag, "search: %d GPU counts: expected 1..%d", nclusters, MP_SEARCH_MAX_CLUSTERS);
-        return MP_ERR_INPUT;
-    }
-    mp_status st = mp_model_check(m, diag);
-    if (st != MP_OK)
-        return st;
-    sp_space space;
-    if ((st = sp_space_init(&space, m, o, diag)) != MP_OK)
-        return st;
-    if (o->rank_plan && (o->rank_cluster < 0 || o->rank_cluster >= nclusters)) {
-        mp_diag_add(diag, "search: rank_cluster = %d: expected 0..%d", o->rank_cluster, nclusters - 1);
-        return MP_ERR_INPUT;
-    }
-
-    /* The shapes of every cluster. */
-    sp_shape *shapes = NULL;
-    size_t nshapes = 0, cap = 0;
-    for (int ci = 0; ci < nclusters && st == MP_OK; ci++)
-        st = sp_shapes(&space, ci, clusters[ci].num_gpus, &shapes, &nshapes, &cap, &out->counts);
-    if (st == MP_OK && out->counts.plans > MP_SEARCH_MAX_PLANS) {
-        mp_diag_add(diag, "search: the space has %llu plans, more than %llu: pin some keys (--fix)",
-                    (unsigned long long)out->counts.plans, (unsigned long long)MP_SEARCH_MAX_PLANS);
-        st = MP_ERR_RANGE;
-    }
-    mp_estimate *scratch = malloc(sizeof *scratch);
-    order_item *order = malloc((nshapes + 1) * sizeof *order);
-    if (st == MP_OK && (!scratch || !order))
-        st = MP_ERR_NOMEM;
-    if (st != MP_OK)
-        goto fail;
-
-    /* The job must be one the estimator takes (precision on this GPU, ...): ask it once per
-     * cluster with the first plan of its first shape, so the error names the problem. */
-    {
-        sp_axes *ax = malloc(sizeof *ax);
-        if (!ax) {
-            st = MP_ERR_NOMEM;
-            goto fail;
-        }
-        int checked[MP_SEARCH_MAX_CLUSTERS] = {0};
-        for (size_t i = 0; i < nshapes && st == MP_OK; i++) {
-            const sp_shape *sh = &shapes[i];
-            if (checked[sh->cluster])
-                continue;
-            checked[sh->cluster] = 1;
-            sp_shape_axes(&space, sh, ax);
-            mp_plan p = space.base;
-            p.tp = sh->tp; p.cp = sh->cp; p.pp = sh->pp; p.dp = sh->dp;
-            p.zero = ax->shard_zero[0]; p.hsdp = ax->shard_hsdp[0];
-            p.fsdp = p.zero == 3 ? space.base.fsdp : 0;
-            p.ep = ax->ep[0]; p.etp = ax->etp[0]; p.cp_algo = ax->cpa[0];
-            p.vpp = ax->vpp_lo; p.sp = ax->sp[0]; p.recompute = ax->rc[0]; p.mb = ax->mb[0];
-            p.schedule = o->pin.schedule_given ? o->pin.schedule
-                         : p.vpp > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
-            mp_diag pd = {0};
-            if (mp_estimate_plan(m, &clusters[sh->cluster], &p, o->estimate, scratch, &pd) == MP_ERR_INPUT) {
-                mp_diag_add(diag, "search: %s", pd.text);
-                st = MP_ERR_INPUT;
-            }
-        }
-        free(ax);
-        if (st != MP_OK)
-            goto fail;
-    }
-
-    /* The hot loop computes every number but formats no text (over half of an evaluation); the
-     * plans reported are re-evaluated with the caller's options. */
-    mp_estimate_opts hot;
-    if (o->estimate)
-        hot = *o->estimate;
-    else
-        mp_estimate_opts_init(&hot);
-    hot.skip_text = 1;
-    search_ctx sc = {m, clusters, o, &hot, o->top_n, NULL};
-    if (o->rank_plan) {
-        mp_diag rd = {0};
-        if (evaluate_full(m, &clusters[o->rank_cluster], o->rank_cluster, o, o->rank_plan, scratch,
-                          &out->rank_entry, &rd) != MP_OK) {
-            mp_diag_add(diag, "search: the plan to rank cannot be evaluated: %s", rd.text);
+    const mp_search_opts *o = space->o;
+    sp_axes *ax = malloc(sizeof *ax);
+    if (!ax)
+        return MP_ERR_NOMEM;
+    mp_status st = MP_OK;
+    int checked[MP_SEARCH_MAX_CLUSTERS] = {0};
+    for (size_t i = 0; i < nshapes && st == MP_OK; i++) {
+        const sp_shape *sh = &shapes[i];
+        if (checked[sh->cluster])
+            continue;
+        checked[sh->cluster] = 1;
+        sp_shape_axes(space, sh, ax);
+        mp_plan p = space->base;
+        p.tp = sh->tp; p.cp = sh->cp; p.pp = sh->pp; p.dp = sh->dp;
+        p.zero = ax->shard_zero[0]; p.hsdp = ax->shard_hsdp[0];
+        p.fsdp = p.zero == 3 ? space->base.fsdp : 0;
+        p.ep = ax->ep[0]; p.etp = ax->etp[0]; p.cp_algo = ax->cpa[0];
+        p.vpp = ax->vpp_lo; p.sp = ax->sp[0]; p.recompute = ax->rc[0]; p.mb = ax->mb[0];
+        p.schedule = o->pin.schedule_given ? o->pin.schedule
+                     : p.vpp > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
+        mp_diag pd = {0};
+        if (mp_estimate_plan(space->m, &clusters[sh->cluster], &p, o->estimate, scratch, &pd) ==
+            MP_ERR_INPUT) {
+            mp_diag_add(diag, "search: %s", pd.text);
             st = MP_ERR_INPUT;
-            goto fail;
         }
-        out->rank_feasible = out->rank_entry.feasible;
-        out->rank_in_space = sp_contains(&space, clusters[o->rank_cluster].num_gpus, o->rank_plan);
-        sc.rank_ref = &out->rank_entry;
     }
+    free(ax);
+    return st;
+}
 
-    for (size_t i = 0; i < nshapes; i++) {
-        order[i].size = shapes[i].size;
-        order[i].idx = i;
-    }
-    qsort(order, nshapes, sizeof *order, order_cmp);
-
+/* Threads for a space of `plans` plans in norder work items (parallel_min_plans). */
+static int thread_count(const mp_search_opts *o, uint64_t plans, size_t norder)
+{
 #ifdef _OPENMP
     int nt = o->threads > 0 ? o->threads : omp_get_max_threads();
 #else
@@ -653,28 +651,22 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
 #endif
     if (nt <= 0)
         nt = 1;
-    out->threads = nt;
-    tstate *ts = calloc((size_t)nt, sizeof *ts);
-    if (!ts) {
-        st = MP_ERR_NOMEM;
-        goto fail;
-    }
-    for (int i = 0; i < nt; i++) {
-        ts[i].w.visit = ts_visit;
-        ts[i].w.skip = ts_skip;
-        ts[i].w.variant = ts_variant;
-        ts[i].w.prune = o->prune;
-        ts[i].sc = &sc;
-        ts[i].fm.kind = FR_MEMORY;
-        ts[i].fc.kind = FR_COST;
-        ts[i].e = malloc(sizeof *ts[i].e);
-        ts[i].heap = malloc((size_t)sc.k * sizeof *ts[i].heap);
-        if (!ts[i].e || !ts[i].heap)
-            ts[i].nomem = 1;
-    }
+    const int64_t min_plans = o->parallel_min_plans > 0 ? o->parallel_min_plans
+                                                        : MP_SEARCH_PARALLEL_MIN_PLANS;
+    if (plans < (uint64_t)min_plans)
+        nt = 1;
+    if ((size_t)nt > norder)
+        nt = norder > 0 ? (int)norder : 1;
+    return nt;
+}
 
+/* Walk the work items on nt threads (ts: their states), largest first, reporting progress. */
+static void run_items(const sp_space *space, const mp_cluster *clusters, const sp_shape *shapes,
+                      const order_item *order, size_t norder, tstate *ts, int nt, uint64_t plans)
+{
+    const mp_search_opts *o = space->o;
     uint64_t done_plans = 0;
-    const double progress_total = (double)(out->counts.plans ? out->counts.plans : 1);
+    const double progress_total = (double)(plans ? plans : 1);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt)
 #endif
@@ -687,7 +679,8 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         sp_axes *ax = malloc(sizeof *ax);
         if (!ax)
             t->nomem = 1;
-        long n = (long)nshapes;
+        size_t ax_shape = (size_t)-1; /* the shape ax holds */
+        long n = (long)norder;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -697,26 +690,34 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
             const sp_shape *sh = &shapes[order[i].idx];
             t->c = &clusters[sh->cluster];
             t->ci = sh->cluster;
-            sp_shape_axes(&space, sh, ax);
-            sp_walk(&space, sh, ax, &t->w);
+            if (ax_shape != order[i].idx) {
+                sp_shape_axes(space, sh, ax);
+                ax_shape = order[i].idx;
+            }
+            sp_walk(space, sh, ax, order[i].shard, order[i].shard + 1, &t->w);
             if (t->fm.nomem || t->fc.nomem)
                 t->nomem = 1;
             uint64_t d;
 #ifdef _OPENMP
 #pragma omp atomic capture
 #endif
-            d = done_plans += sh->size;
+            d = done_plans += order[i].plans;
             if (o->progress && tid == 0)
                 o->progress(o->progress_ctx, (double)d / progress_total, d);
         }
         free(ax);
     }
-
     if (o->progress)
         o->progress(o->progress_ctx, 1.0, done_plans);
+}
 
-    /* Merge. */
+/* Merge the threads' counts, top lists, frontiers and ties into out (see tstate). Returns
+ * non-zero when out of memory; *have_distinct: out->next_distinct was found. */
+static int merge_threads(tstate *ts, int nt, const mp_search_opts *o, mp_search_result *out,
+                         int *have_distinct_out)
+{
     int nomem = 0;
+
     size_t nall = 0;
     for (int i = 0; i < nt; i++) {
         nomem |= ts[i].nomem;
@@ -782,6 +783,114 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
                 }
         }
     }
+    *have_distinct_out = have_distinct;
+    return nomem;
+}
+
+mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters,
+                    const mp_search_opts *o, mp_search_result *out, mp_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    const double t0 = now_s();
+    if (nclusters < 1 || nclusters > MP_SEARCH_MAX_CLUSTERS) {
+        mp_diag_add(diag, "search: %d GPU counts: expected 1..%d", nclusters, MP_SEARCH_MAX_CLUSTERS);
+        return MP_ERR_INPUT;
+    }
+    mp_status st = mp_model_check(m, diag);
+    if (st != MP_OK)
+        return st;
+    sp_space space;
+    if ((st = sp_space_init(&space, m, o, diag)) != MP_OK)
+        return st;
+    if (o->rank_plan && (o->rank_cluster < 0 || o->rank_cluster >= nclusters)) {
+        mp_diag_add(diag, "search: rank_cluster = %d: expected 0..%d", o->rank_cluster, nclusters - 1);
+        return MP_ERR_INPUT;
+    }
+
+    /* The shapes of every cluster. */
+    sp_shape *shapes = NULL;
+    size_t nshapes = 0, cap = 0;
+    for (int ci = 0; ci < nclusters && st == MP_OK; ci++)
+        st = sp_shapes(&space, ci, clusters[ci].num_gpus, &shapes, &nshapes, &cap, &out->counts);
+    if (st == MP_OK && out->counts.plans > MP_SEARCH_MAX_PLANS) {
+        mp_diag_add(diag, "search: the space has %llu plans, more than %llu: pin some keys (--fix)",
+                    (unsigned long long)out->counts.plans, (unsigned long long)MP_SEARCH_MAX_PLANS);
+        st = MP_ERR_RANGE;
+    }
+    if (st == MP_OK && out->counts.plans == 0) {
+        /* Nothing can be formed: say why and what can, evaluate nothing. */
+        int64_t gpus[MP_SEARCH_MAX_CLUSTERS];
+        for (int ci = 0; ci < nclusters; ci++)
+            gpus[ci] = clusters[ci].num_gpus;
+        sp_explain_unformable(&space, gpus, nclusters, clusters[0].gpus_per_node, &out->counts,
+                              out->unformable, sizeof out->unformable);
+        free(shapes);
+        out->threads = 1;
+        out->wall_s = now_s() - t0;
+        return MP_OK;
+    }
+    mp_estimate *scratch = malloc(sizeof *scratch);
+    order_item *order = NULL;
+    size_t norder = 0;
+    if (st == MP_OK && !scratch)
+        st = MP_ERR_NOMEM;
+    if (st == MP_OK)
+        st = work_items(&space, shapes, nshapes, &order, &norder);
+    if (st != MP_OK)
+        goto fail;
+
+    /* The job must be one the estimator takes (precision on this GPU, ...). */
+    if ((st = check_job(&space, clusters, shapes, nshapes, scratch, diag)) != MP_OK)
+        goto fail;
+
+    /* The hot loop computes every number but formats no text (over half of an evaluation); the
+     * plans reported are re-evaluated with the caller's options. */
+    mp_estimate_opts hot;
+    if (o->estimate)
+        hot = *o->estimate;
+    else
+        mp_estimate_opts_init(&hot);
+    hot.skip_text = 1;
+    search_ctx sc = {m, clusters, o, &hot, o->top_n, NULL};
+    if (o->rank_plan) {
+        mp_diag rd = {0};
+        if (evaluate_full(m, &clusters[o->rank_cluster], o->rank_cluster, o, o->rank_plan, scratch,
+                          &out->rank_entry, &rd) != MP_OK) {
+            mp_diag_add(diag, "search: the plan to rank cannot be evaluated: %s", rd.text);
+            st = MP_ERR_INPUT;
+            goto fail;
+        }
+        out->rank_feasible = out->rank_entry.feasible;
+        out->rank_in_space = sp_contains(&space, clusters[o->rank_cluster].num_gpus, o->rank_plan);
+        sc.rank_ref = &out->rank_entry;
+    }
+
+    const int nt = thread_count(o, out->counts.plans, norder);
+    out->threads = nt;
+    tstate *ts = calloc((size_t)nt, sizeof *ts);
+    if (!ts) {
+        st = MP_ERR_NOMEM;
+        goto fail;
+    }
+    for (int i = 0; i < nt; i++) {
+        ts[i].w.visit = ts_visit;
+        ts[i].w.skip = ts_skip;
+        ts[i].w.variant = ts_variant;
+        ts[i].w.prune = o->prune;
+        ts[i].sc = &sc;
+        ts[i].fm.kind = FR_MEMORY;
+        ts[i].fc.kind = FR_COST;
+        ts[i].e = malloc(sizeof *ts[i].e);
+        ts[i].heap = malloc((size_t)sc.k * sizeof *ts[i].heap);
+        if (!ts[i].e || !ts[i].heap)
+            ts[i].nomem = 1;
+    }
+
+    run_items(&space, clusters, shapes, order, norder, ts, nt, out->counts.plans);
+
+    /* Merge. */
+    int have_distinct = 0;
+    int nomem = merge_threads(ts, nt, o, out, &have_distinct);
     for (int i = 0; i < nt; i++)
         tstate_free(&ts[i]);
     free(ts);
@@ -841,6 +950,37 @@ static void appendf(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* The step-time part in the step (include/meshplan/parts.h), other than `except` (-1: none), in
+ * which a and b differ most; the first of equal differences. */
+static int widest_time_part(const mp_time *a, const mp_time *b, int except)
+{
+    int best = 0;
+    double bd = -1.0;
+    for (int k = 0; k < MP_TIME_PART_COUNT; k++) {
+        double d = fabs(mp_time_part_s(b, (mp_time_part)k) - mp_time_part_s(a, (mp_time_part)k));
+        if (mp_time_parts[k].kind != MP_TIME_KIND_BESIDE && k != except && d > bd) {
+            best = k;
+            bd = d;
+        }
+    }
+    return best;
+}
+
+/* The part of the memory total in which a and b differ most; the first of equal differences. */
+static int widest_memory_part(const mp_memory *a, const mp_memory *b)
+{
+    int best = 0;
+    double bd = -1.0;
+    for (int k = 0; k < MP_MEMORY_PART_COUNT; k++) {
+        double d = fabs(mp_memory_part_bytes(b, (mp_memory_part)k) - mp_memory_part_bytes(a, (mp_memory_part)k));
+        if (mp_memory_parts[k].kind == MP_MEM_KIND_PART && d > bd) {
+            best = k;
+            bd = d;
+        }
+    }
+    return best;
+}
 
 static void appendf(char *buf, size_t cap, const char *fmt, ...)
 {
@@ -905,37 +1045,14 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
                 mp_schedule_name(p->schedule), mp_schedule_name(q->schedule));
 
     /* The step-time term and the memory component that differ most. */
-    struct { const char *k; double u, v; } terms[] = {
-        {"compute", ea->time.compute, eb->time.compute},
-        {"recompute", ea->time.recompute, eb->time.recompute},
-        {"TP communication", ea->time.tp_comm, eb->time.tp_comm},
-        {"CP communication", ea->time.cp_comm, eb->time.cp_comm},
-        {"EP communication", ea->time.ep_comm, eb->time.ep_comm},
-        {"pipeline send/recv", ea->time.pp_comm, eb->time.pp_comm},
-        {"pipeline bubble", ea->time.pp_bubble, eb->time.pp_bubble},
-        {"exposed DP/ZeRO communication", ea->time.dp_comm_exposed, eb->time.dp_comm_exposed},
-        {"optimizer step", ea->time.optimizer, eb->time.optimizer}};
-    size_t bt = 0;
-    for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
-        if (fabs(terms[i].v - terms[i].u) > fabs(terms[bt].v - terms[bt].u))
-            bt = i;
-    snprintf(x->term, sizeof x->term, "%s", terms[bt].k);
-    x->term_winner_s = terms[bt].u;
-    x->term_runner_up_s = terms[bt].v;
-    struct { const char *k; double u, v; } mem[] = {
-        {"weights", ea->memory.weights, eb->memory.weights},
-        {"gradients", ea->memory.gradients, eb->memory.gradients},
-        {"optimizer", ea->memory.optimizer, eb->memory.optimizer},
-        {"activations", ea->memory.activations, eb->memory.activations},
-        {"logits", ea->memory.logits, eb->memory.logits},
-        {"buffers", ea->memory.buffers, eb->memory.buffers}};
-    size_t bm = 0;
-    for (size_t i = 1; i < sizeof mem / sizeof mem[0]; i++)
-        if (fabs(mem[i].v - mem[i].u) > fabs(mem[bm].v - mem[bm].u))
-            bm = i;
-    snprintf(x->memory_term, sizeof x->memory_term, "%s", mem[bm].k);
-    x->memory_winner_bytes = mem[bm].u;
-    x->memory_runner_up_bytes = mem[bm].v;
+    const int bt = widest_time_part(&ea->time, &eb->time, -1);
+    snprintf(x->term, sizeof x->term, "%s", mp_time_parts[bt].label);
+    x->term_winner_s = mp_time_part_s(&ea->time, (mp_time_part)bt);
+    x->term_runner_up_s = mp_time_part_s(&eb->time, (mp_time_part)bt);
+    const int bm = widest_memory_part(&ea->memory, &eb->memory);
+    snprintf(x->memory_term, sizeof x->memory_term, "%s", mp_memory_parts[bm].key);
+    x->memory_winner_bytes = mp_memory_part_bytes(&ea->memory, (mp_memory_part)bm);
+    x->memory_runner_up_bytes = mp_memory_part_bytes(&eb->memory, (mp_memory_part)bm);
     x->step_winner_s = ea->step_s;
     x->step_runner_up_s = eb->step_s;
     x->tied = a->score == b->score;
@@ -974,13 +1091,11 @@ mp_status mp_search_explain(const mp_model *m, const mp_cluster *clusters, int n
         appendf(t, cap, "Step %.6g s vs %.6g s; the term that differs most is %s: %.4g s vs %.4g s",
                 ea->step_s, eb->step_s, x->term, x->term_winner_s, x->term_runner_up_s);
         /* The second largest time difference, when it is a sizeable offset. */
-        size_t b2 = bt == 0 ? 1 : 0;
-        for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
-            if (i != bt && fabs(terms[i].v - terms[i].u) > fabs(terms[b2].v - terms[b2].u))
-                b2 = i;
-        double d2 = terms[b2].v - terms[b2].u;
-        if (fabs(d2) > 0.1 * fabs(terms[bt].v - terms[bt].u) && fabs(d2) > 0)
-            appendf(t, cap, ", then %s: %.4g s vs %.4g s", terms[b2].k, terms[b2].u, terms[b2].v);
+        const int b2 = widest_time_part(&ea->time, &eb->time, bt);
+        const double u2 = mp_time_part_s(&ea->time, (mp_time_part)b2), v2 = mp_time_part_s(&eb->time, (mp_time_part)b2);
+        double d2 = v2 - u2;
+        if (fabs(d2) > 0.1 * fabs(x->term_runner_up_s - x->term_winner_s) && fabs(d2) > 0)
+            appendf(t, cap, ", then %s: %.4g s vs %.4g s", mp_time_parts[b2].label, u2, v2);
         appendf(t, cap, ".");
     }
     appendf(t, cap, " Memory %.1f vs %.1f GiB of %.1f",

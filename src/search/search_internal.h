@@ -93,7 +93,16 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax);
  * axis values, not by visiting: a plan in a pruned subtree is still in the space). */
 int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p);
 
-/* Walk every plan below the shape, pruning when w->prune. Returns 0, or -2 if visit stopped. */
-int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker *w);
+/* Walk every plan below the shape whose sharding (ZeRO/HSDP value) index is in [shard_lo,
+ * shard_hi) of ax (0 and ax->nshard: all), pruning when w->prune. Returns 0, or -2 if visit
+ * stopped. */
+int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, int shard_lo, int shard_hi,
+            sp_walker *w);
+
+/* Why the job has no plan on the GPU counts gpus[0..ngpus) (counts: the shape and rule counts of
+ * the search), with the nearest GPU counts (in steps of gpus_step, the node size) and global
+ * batches near gpus[0] that have one, as one paragraph into buf. */
+void sp_explain_unformable(const sp_space *s, const int64_t *gpus, int ngpus, int64_t gpus_step,
+                           const mp_search_counts *counts, char *buf, size_t cap);
 
 #endif

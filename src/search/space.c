@@ -22,8 +22,10 @@
  * Sizes: a few hundred shapes per GPU count; up to millions of plans (Llama 3 405B on 16,384
  * GPUs: 462 shapes, 6.0 million plans; 120 million with every rank order).
  */
-#include <string.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "search_internal.h"
 
@@ -273,6 +275,37 @@ void sp_rank_orders(const sp_space *s, const mp_plan *p, sp_orders *out)
     } while (out->n < SP_MAX_ORDERS && next_perm(moving, nm));
 }
 
+/* Expert layouts ordered by ep*etp descending, then ep ascending: the layouts that shard the
+ * experts most (least state memory) come first, so that once one is proven over memory every
+ * later one with no larger ep*etp is too (sp_walk). */
+typedef struct {
+    int64_t ep, etp;
+} layout_pair;
+
+static int layout_cmp(const void *a, const void *b)
+{
+    const layout_pair *x = a, *y = b;
+    int64_t px = x->ep * x->etp, py = y->ep * y->etp;
+    if (px != py)
+        return px > py ? -1 : 1;
+    return (x->ep > y->ep) - (x->ep < y->ep);
+}
+
+static void sort_layouts(sp_axes *ax)
+{
+    layout_pair *t = malloc((size_t)(ax->nexp + 1) * sizeof *t);
+    if (!t)
+        return; /* any order is correct; this one only prunes more */
+    for (int i = 0; i < ax->nexp; i++)
+        t[i] = (layout_pair){ax->ep[i], ax->etp[i]};
+    qsort(t, (size_t)ax->nexp, sizeof *t, layout_cmp);
+    for (int i = 0; i < ax->nexp; i++) {
+        ax->ep[i] = t[i].ep;
+        ax->etp[i] = t[i].etp;
+    }
+    free(t);
+}
+
 uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
 {
     const mp_plan *pin = &s->o->pin;
@@ -316,6 +349,7 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
                     ax->etp[ax->nexp++] = etp;
                 }
             }
+        sort_layouts(ax);
     } else if (pin->ep <= 1 && pin->etp <= 1) {
         ax->ep[ax->nexp] = 1;
         ax->etp[ax->nexp++] = 1;
@@ -387,7 +421,104 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
  * 1F1B, min(c*mb, G*v)/v interleaved (c the warm-up chunks), G for GPipe — all non-decreasing;
  * logits and the full-recompute working layer are linear in mb; weights, gradients, optimizer
  * and buffers do not depend on it. */
-int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker *w)
+/* Expert layouts and memory: the model states of a plan depend on its expert layout only
+ * through ep*etp, and never grow with it. Per stage, the routed experts' parameters on a GPU
+ * are E/ep experts of width moe_ffn_hidden/etp, so proportional to 1/(ep*etp), and the
+ * expert-DP group that shards their ZeRO states has grid/(ep*etp) ranks (or hsdp, if fewer):
+ * bytes per GPU proportional to 1/min(ep*etp*hsdp, grid) — non-increasing; the ZeRO-3/ZeRO-2
+ * buffers hold one expert layer only when that group has more than one rank, and the NCCL
+ * buckets only when some DP group has (src/estimate/estimate.c, memory per stage). So once the
+ * states of one layout exceed the memory at a (sharding, vpp), those of every layout with no
+ * larger ep*etp do too, on the same stage; with the layouts in descending ep*etp
+ * (sort_layouts), the rest of them are skipped without evaluation. The exhaustive tests
+ * (tests/test_search.c) check it against unpruned searches of MoE models. */
+#define SP_MAX_VPP_TRACKED 65536
+
+/* The plans of one (sharding, expert layout) below a shape — vpp, sp, recompute, mb, then the
+ * communication variants — with p's degrees, sharding and layout set and ords its rank orders.
+ * proven (NULL: no cross-layout pruning) as in sp_walk. Returns 0, or -2 if visit stopped. */
+static int walk_layout(const sp_space *s, const sp_axes *ax, mp_plan p, const sp_orders *ords,
+                       int64_t *proven, sp_walker *w)
+{
+    const int64_t product = p.ep * p.etp;
+    /* Plans below one (sharding, expert layout, vpp): the subtree the states bound. */
+    const uint64_t nvar = (uint64_t)ax->ncpa * (uint64_t)ords->n; /* variants of a line */
+    const uint64_t below = (uint64_t)ax->nsp * (uint64_t)ax->nrc * (uint64_t)ax->nmb * nvar;
+    /* Dense models put layers/pp layers on a stage whatever vpp (src/estimate: only an MoE
+     * model's interleaved chunks move MoE layers between stages), so states proven too big at
+     * one vpp are too big at all. The exhaustive tests cover both kinds. */
+    const int states_vary_with_vpp = s->m->moe_experts > 0;
+    for (int64_t v = ax->vpp_lo; v <= ax->vpp_hi; v++) {
+        if (proven && proven[v - ax->vpp_lo] >= product) {
+            /* A layout sharding the experts at least as much is over memory at this vpp. */
+            w->skip(w, below);
+            continue;
+        }
+        p.vpp = v;
+        p.schedule = s->o->pin.schedule_given ? s->o->pin.schedule
+                     : v > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
+        uint64_t done = 0; /* plans of this subtree visited or skipped */
+        int first = 1, over = 0;
+        for (int isp = 0; isp < ax->nsp && !over; isp++) {
+            p.sp = ax->sp[isp];
+            for (int ir = 0; ir < ax->nrc && !over; ir++) {
+                p.recompute = ax->rc[ir];
+                for (int im = 0; im < ax->nmb; im++) {
+                    p.mb = ax->mb[im];
+                    /* The line's head: the first CP algorithm, the default order. */
+                    p.cp_algo = ax->cpa[0];
+                    memcpy(p.order, ords->order[0], sizeof p.order);
+                    p.order_listed = ords->listed[0];
+                    double states = 0, capacity = 0;
+                    int fit = w->visit(w, &p, &states, &capacity);
+                    done++;
+                    if (fit == -2)
+                        return -2;
+                    if (w->prune && fit >= 0 && first && states > capacity) {
+                        /* The model states alone exceed the memory: so they do in every plan
+                         * of this subtree (they depend only on the shape, the sharding, the
+                         * expert layout and vpp), and of every later layout at this vpp. */
+                        w->skip(w, below - done);
+                        over = 1;
+                        if (proven && proven[v - ax->vpp_lo] < product)
+                            proven[v - ax->vpp_lo] = product;
+                        if (!states_vary_with_vpp && v < ax->vpp_hi) {
+                            w->skip(w, (uint64_t)(ax->vpp_hi - v) * below);
+                            v = ax->vpp_hi; /* the other vpp values too */
+                        }
+                        break;
+                    }
+                    first = 0;
+                    /* Its communication variants: the other CP algorithms and rank orders
+                     * change where and how groups communicate, not memory nor compute (the
+                     * walker decides from the head's visit). */
+                    for (int ia = 0; ia < ax->ncpa; ia++) {
+                        p.cp_algo = ax->cpa[ia];
+                        for (int io = ia ? 0 : 1; io < ords->n; io++) {
+                            memcpy(p.order, ords->order[io], sizeof p.order);
+                            p.order_listed = ords->listed[io];
+                            if (w->variant(w, &p) == -2)
+                                return -2;
+                            done++;
+                        }
+                    }
+                    if (w->prune && fit == 0) {
+                        /* Larger micro-batches need at least as much memory. */
+                        uint64_t rest = (uint64_t)(ax->nmb - im - 1) * nvar;
+                        if (rest)
+                            w->skip(w, rest);
+                        done += rest;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, int shard_lo, int shard_hi,
+            sp_walker *w)
 {
     mp_plan p = s->base;
     p.tp = sh->tp;
@@ -395,86 +526,33 @@ int sp_walk(const sp_space *s, const sp_shape *sh, const sp_axes *ax, sp_walker 
     p.pp = sh->pp;
     p.dp = sh->dp;
     sp_orders ords;
-    for (int is = 0; is < ax->nshard; is++) {
+    /* proven[v - vpp_lo]: the largest ep*etp proven over memory at vpp v (0: none), for the
+     * sharding being walked. Without it (dense models, no memory) nothing is skipped across
+     * layouts, which changes no result. */
+    const int64_t nv = ax->vpp_hi >= ax->vpp_lo ? ax->vpp_hi - ax->vpp_lo + 1 : 0;
+    int64_t *proven = w->prune && ax->nexp > 1 && nv > 0 && nv <= SP_MAX_VPP_TRACKED
+                          ? malloc((size_t)nv * sizeof *proven) : NULL;
+    int ret = 0;
+    if (shard_lo < 0)
+        shard_lo = 0;
+    if (shard_hi > ax->nshard)
+        shard_hi = ax->nshard;
+    for (int is = shard_lo; is < shard_hi && !ret; is++) {
         p.zero = ax->shard_zero[is];
         p.hsdp = ax->shard_hsdp[is];
         p.fsdp = p.zero == 3 ? s->base.fsdp : 0;
-        for (int ie = 0; ie < ax->nexp; ie++) {
+        if (proven)
+            memset(proven, 0, (size_t)nv * sizeof *proven);
+        for (int ie = 0; ie < ax->nexp && !ret; ie++) {
             p.ep = ax->ep[ie];
             p.etp = ax->etp[ie];
             sp_rank_orders(s, &p, &ords);
-            const uint64_t no = (uint64_t)ords.n;
-            if (!no)
-                continue;
-            /* Plans below one (sharding, expert layout, vpp): the subtree the states bound. */
-            const uint64_t nvar = (uint64_t)ax->ncpa * no; /* communication variants of a line */
-            const uint64_t below = (uint64_t)ax->nsp * (uint64_t)ax->nrc * (uint64_t)ax->nmb * nvar;
-            /* Dense models put layers/pp layers on a stage whatever vpp (src/estimate: only an
-             * MoE model's interleaved chunks move MoE layers between stages), so states proven
-             * too big at one vpp are too big at all. The exhaustive tests cover both kinds. */
-            const int states_vary_with_vpp = s->m->moe_experts > 0;
-            for (int64_t v = ax->vpp_lo; v <= ax->vpp_hi; v++) {
-                p.vpp = v;
-                p.schedule = s->o->pin.schedule_given ? s->o->pin.schedule
-                             : v > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
-                uint64_t done = 0; /* plans of this subtree visited or skipped */
-                int first = 1, proven = 0;
-                for (int isp = 0; isp < ax->nsp && !proven; isp++) {
-                    p.sp = ax->sp[isp];
-                    for (int ir = 0; ir < ax->nrc && !proven; ir++) {
-                        p.recompute = ax->rc[ir];
-                        for (int im = 0; im < ax->nmb; im++) {
-                            p.mb = ax->mb[im];
-                            /* The line's head: the first CP algorithm, the default order. */
-                            p.cp_algo = ax->cpa[0];
-                            memcpy(p.order, ords.order[0], sizeof p.order);
-                            p.order_listed = ords.listed[0];
-                            double states = 0, capacity = 0;
-                            int fit = w->visit(w, &p, &states, &capacity);
-                            done++;
-                            if (fit == -2)
-                                return -2;
-                            if (w->prune && fit >= 0 && first && states > capacity) {
-                                /* The model states alone exceed the memory: so they do in every
-                                 * plan of this subtree (they depend only on the shape, the
-                                 * sharding, the expert layout and vpp). */
-                                w->skip(w, below - done);
-                                proven = 1;
-                                if (!states_vary_with_vpp && v < ax->vpp_hi) {
-                                    w->skip(w, (uint64_t)(ax->vpp_hi - v) * below);
-                                    v = ax->vpp_hi; /* the other vpp values too */
-                                }
-                                break;
-                            }
-                            first = 0;
-                            /* Its communication variants: the other CP algorithms and rank
-                             * orders change where and how groups communicate, not memory nor
-                             * compute (the walker decides from the head's visit). */
-                            for (int ia = 0; ia < ax->ncpa; ia++) {
-                                p.cp_algo = ax->cpa[ia];
-                                for (int io = ia ? 0 : 1; io < ords.n; io++) {
-                                    memcpy(p.order, ords.order[io], sizeof p.order);
-                                    p.order_listed = ords.listed[io];
-                                    if (w->variant(w, &p) == -2)
-                                        return -2;
-                                    done++;
-                                }
-                            }
-                            if (w->prune && fit == 0) {
-                                /* Larger micro-batches need at least as much memory. */
-                                uint64_t rest = (uint64_t)(ax->nmb - im - 1) * nvar;
-                                if (rest)
-                                    w->skip(w, rest);
-                                done += rest;
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
+            if (ords.n)
+                ret = walk_layout(s, ax, p, &ords, proven, w);
         }
     }
-    return 0;
+    free(proven);
+    return ret;
 }
 
 int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
@@ -611,10 +689,174 @@ mp_status mp_search_enumerate(const mp_model *m, int64_t gpus, const mp_search_o
     enum_walker ew = {{enum_visit, enum_skip, enum_variant, 0}, visit, ctx};
     for (size_t i = 0; st == MP_OK && i < n; i++) {
         sp_shape_axes(&s, &shapes[i], ax);
-        if (sp_walk(&s, &shapes[i], ax, &ew.base) == -2)
+        if (sp_walk(&s, &shapes[i], ax, 0, ax->nshard, &ew.base) == -2)
             break;
     }
     free(ax);
     free(shapes);
     return st;
+}
+
+/* ---- a space with no plan: why, and the nearest jobs that have one ---------------------- */
+
+/* 1 if the job of s with global batch gb has at least one plan on gpus GPUs. */
+static int formable(const sp_space *s, int64_t gpus, int64_t gb)
+{
+    sp_space t = *s;
+    t.gb = gb;
+    t.base.gb = gb;
+    mp_search_counts k;
+    memset(&k, 0, sizeof k);
+    sp_shape *sh = NULL;
+    size_t n = 0, cap = 0;
+    mp_status st = sp_shapes(&t, 0, gpus, &sh, &n, &cap, &k);
+    free(sh);
+    return st == MP_OK && k.plans > 0;
+}
+
+/* The nearest values below and above x, stepping by step (x - step, x + step, x - 2 step, ...),
+ * for which ok(value) holds, within [lo, hi] and at most SP_NEAREST_STEPS steps each way; 0
+ * for a side with none. */
+#define SP_NEAREST_STEPS 4096
+static void nearest(const sp_space *s, int64_t x, int64_t step, int64_t lo, int64_t hi,
+                    int64_t gpus, int by_gpus, int64_t *below, int64_t *above)
+{
+    *below = *above = 0;
+    for (int64_t k = 1; k <= SP_NEAREST_STEPS && (!*below || !*above); k++) {
+        int64_t d = x - k * step, u = x + k * step;
+        if (!*below && d >= lo && (by_gpus ? formable(s, d, s->gb) : formable(s, gpus, d)))
+            *below = d;
+        if (!*above && u <= hi && (by_gpus ? formable(s, u, s->gb) : formable(s, gpus, u)))
+            *above = u;
+        if (d < lo && u > hi)
+            break;
+    }
+}
+
+static void appendf(char *buf, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void appendf(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    if (n + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/* "2^3 x 641": the prime factors of n (trial division; n <= 2^24). */
+static void factor_text(int64_t n, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (int64_t p = 2; p * p <= n; p++) {
+        int e = 0;
+        while (n % p == 0) {
+            n /= p;
+            e++;
+        }
+        if (e == 1)
+            appendf(buf, cap, "%s%lld", buf[0] ? " x " : "", (long long)p);
+        else if (e > 1)
+            appendf(buf, cap, "%s%lld^%d", buf[0] ? " x " : "", (long long)p, e);
+    }
+    if (n > 1)
+        appendf(buf, cap, "%s%lld", buf[0] ? " x " : "", (long long)n);
+}
+
+/* When the largest prime factor p of the GPU count fits in none of the degrees (every shape
+ * puts a multiple of p in tp, cp, pp or dp), say so: the usual reason nothing can be formed
+ * (5,128 = 8 x 641). */
+static void prime_factor_reason(const sp_space *s, int64_t n, char *buf, size_t cap)
+{
+    int64_t p = 1, x = n;
+    for (int64_t d = 2; d * d <= x; d++)
+        while (x % d == 0) {
+            x /= d;
+            p = d;
+        }
+    if (x > 1)
+        p = x;
+    const mp_model *m = s->m;
+    if (p < 3 || !(m->heads % p) || !(m->ffn_hidden % p) || (s->seq % (2 * p) == 0 && p <= s->seq) ||
+        p <= m->layers || !(s->gb % p))
+        return;
+    appendf(buf, cap, ". Every shape puts the prime factor %lld in one degree, and it fits none: "
+                      "tp (no multiple of %lld divides the %lld heads), cp (seq %lld is not divisible by "
+                      "2 x %lld), pp (%lld stages are more than the %lld layers), dp (gb %lld is "
+                      "not divisible by %lld)",
+            (long long)p, (long long)p, (long long)m->heads, (long long)s->seq, (long long)p,
+            (long long)p, (long long)m->layers, (long long)s->gb, (long long)p);
+}
+
+void sp_explain_unformable(const sp_space *s, const int64_t *gpus, int ngpus, int64_t gpus_step,
+                           const mp_search_counts *k, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    const int64_t n0 = gpus[0];
+    char f[128];
+    factor_text(n0, f, sizeof f);
+    appendf(buf, cap, "no plan can be formed for %s at gb %lld x seq %lld on ", s->m->key,
+            (long long)s->gb, (long long)s->seq);
+    if (ngpus == 1)
+        appendf(buf, cap, "%lld GPUs (%s)", (long long)n0, f[0] ? f : "1");
+    else
+        appendf(buf, cap, "any of %d GPU counts %lld..%lld", ngpus, (long long)n0,
+                (long long)gpus[ngpus - 1]);
+    if (!k->shapes) {
+        appendf(buf, cap, ": the pinned degrees (tp, cp, pp, dp) give no degree shape whose product "
+                          "is the GPU count");
+    } else if (k->shapes_rejected == k->shapes) {
+        appendf(buf, cap, ": each of the %llu degree shapes (tp, cp, pp, dp with tp*cp*pp*dp = the "
+                          "GPU count) breaks at least one rule (shapes breaking each:",
+                (unsigned long long)k->shapes);
+        for (int r = 0, first = 1; r < MP_RULE_COUNT; r++)
+            if (k->rule[r]) {
+                appendf(buf, cap, "%s %s %llu", first ? "" : ",", mp_search_rule_key((mp_search_rule)r),
+                        (unsigned long long)k->rule[r]);
+                first = 0;
+            }
+        appendf(buf, cap, ")");
+        if (ngpus == 1)
+            prime_factor_reason(s, n0, buf, cap);
+    } else {
+        appendf(buf, cap, ": %llu of %llu degree shapes can be formed, but the pinned keys leave no "
+                          "plan below them (mb must divide gb/dp, vpp <= layers/pp, ep | experts)",
+                (unsigned long long)(k->shapes - k->shapes_rejected), (unsigned long long)k->shapes);
+    }
+    /* The nearest jobs that have a plan: other GPU counts (in steps of the node), other batches. */
+    int64_t lo = 0, hi = 0, glo = 0, ghi = 0;
+    const int64_t step = gpus_step > 0 ? gpus_step : 1;
+    nearest(s, n0, step, step, (int64_t)1 << 24, 0, 1, &lo, &hi);
+    nearest(s, s->gb, 1, 1, (int64_t)1 << 30, n0, 0, &glo, &ghi);
+    appendf(buf, cap, ". ");
+    if (lo || hi) {
+        appendf(buf, cap, "Nearest GPU counts with a plan (multiples of %lld): ", (long long)step);
+        if (lo)
+            appendf(buf, cap, "%lld", (long long)lo);
+        if (lo && hi)
+            appendf(buf, cap, " and ");
+        if (hi)
+            appendf(buf, cap, "%lld", (long long)hi);
+        appendf(buf, cap, "; ");
+    } else {
+        appendf(buf, cap, "No GPU count within %d nodes has a plan; ", SP_NEAREST_STEPS);
+    }
+    if (glo || ghi) {
+        appendf(buf, cap, "nearest global batches with a plan on %lld GPUs: ", (long long)n0);
+        if (glo)
+            appendf(buf, cap, "%lld", (long long)glo);
+        if (glo && ghi)
+            appendf(buf, cap, " and ");
+        if (ghi)
+            appendf(buf, cap, "%lld", (long long)ghi);
+        appendf(buf, cap, ".");
+    } else {
+        appendf(buf, cap, "no global batch within %d of gb %lld has a plan on %lld GPUs.",
+                SP_NEAREST_STEPS, (long long)s->gb, (long long)n0);
+    }
 }

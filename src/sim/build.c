@@ -637,6 +637,8 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
         *out = NULL;
     memset(res, 0, sizeof *res);
     mp_status st = check_opts(opts, c, d);
+    if (st == MP_OK) /* refuse a step over the caps before anything is allocated (src/sim/size.c) */
+        st = sim_size_check(m, p, e, opts, d);
     if (st != MP_OK)
         return st;
     if (p->tp < 1 || p->pp < 1 || p->cp < 1 || p->dp < 1 || p->vpp < 1 || p->mb < 1 ||

@@ -112,6 +112,18 @@ struct mp_sim {
     mp_schedule schedule;
 };
 
+/* The shortest slice trace.c writes, bytes: the optimizer's,
+ *   ,\n{"ph":"X","pid":0,"tid":5,"ts":0.000,"dur":0.001,"name":"optimizer","cat":"optimizer",
+ *   "args":{"what":"optimizer"}}
+ * is 116; a compute slice carries its micro-batch, chunk and layer (141 and up), a collective its
+ * bytes, algorithm and group. tests/test_sim.c checks every slice of real traces against it. */
+#define SIM_TRACE_MIN_SLICE_BYTES 112
+
+/* MP_OK, or MP_ERR_RANGE with the count, the cap and what to change in d when the step certainly
+ * needs more than opts->max_events tasks (mp_sim_size_bound); mp_sim_run calls it first. */
+mp_status sim_size_check(const mp_model *m, const mp_plan *p, const mp_estimate *e, const mp_sim_opts *opts,
+                         mp_diag *d);
+
 const char *sim_kind_name(sim_kind k);
 const char *sim_stream_name(int s);
 

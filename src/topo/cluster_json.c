@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "meshplan/topo.h"
 
+#include "catalog/bounds.h"
 #include "json_reader.h"
 
 typedef mp_jreader jreader; /* where: "tiers[1] (leaf)" or "cluster" */
@@ -115,8 +116,9 @@ static int parse_tier(jreader *r, const mp_catalog *cat, const json_t *o, int t,
         eff = below->efficiency_frac;
         inr = below->in_network_reduction;
     }
-    jnum(r, o, "link_bw_Bps", 0, 1, 1e15, &port_bw, "a positive number of bytes/s (<= 1e15)");
-    jnum(r, o, "latency_s", 0, 0, 10, &lat, "a number of seconds in [0, 10]");
+    jnum(r, o, "link_bw_Bps", MP_BOUND_BW_MIN_BPS, 0, MP_BOUND_BW_MAX_BPS, &port_bw,
+         "a positive number of " MP_BOUND_BW_TEXT);
+    jnum(r, o, "latency_s", 0, 0, MP_BOUND_LATENCY_MAX_S, &lat, "a number of " MP_BOUND_LATENCY_TEXT);
     jnum(r, o, "efficiency_frac", 0, 1, 1, &eff, "a fraction in (0, 1]");
     jbool(r, o, "in_network_reduction", &inr);
     jnum(r, o, "in_network_algbw_frac", 0, 1, 1, &inr_frac, "a fraction in (0, 1]");
@@ -227,7 +229,8 @@ mp_status mp_cluster_from_json(const mp_catalog *cat, const char *json_text, siz
     int64_t file_gpus = 0;
     jint(&r, root, "num_gpus_count", 1, (int64_t)1 << 24, &file_gpus);
     double power = -1;
-    jnum(&r, root, "power_overhead_W", 0, 0, 1e7, &power, "a number of watts >= 0");
+    jnum(&r, root, "power_overhead_W", 0, 0, MP_BOUND_OVERHEAD_POWER_MAX_W, &power,
+         "a number of " MP_BOUND_OVERHEAD_POWER_TEXT);
     c.num_gpus = num_gpus > 0 ? num_gpus : file_gpus;
     if (c.num_gpus < 1 || c.num_gpus > ((int64_t)1 << 24)) {
         mp_diag_add(diag, "%s: the GPU count is missing: give --gpus or num_gpus_count", origin);

@@ -216,9 +216,9 @@ static int push_skip(mp_validation *v, size_t cap, const char *id, const char *r
     return 1;
 }
 
-/* Add a compared row. Returns 0 (and adds nothing) when the relative error is not finite —
- * a measured value so far from the prediction (1e308 against 0.2) that the percentage
- * overflows; the caller skips the row naming the value. */
+/* Add a compared row. Returns 0 (and adds nothing) when the relative error is not finite; the
+ * physical ranges below (measured_range) keep every measured value away from that, so this is
+ * a last guard, not a path any checked value takes. */
 static int push_row(mp_validation *v, const char *id, const char *group, const char *metric,
                     double measured, double predicted, const char *assumed)
 {
@@ -244,40 +244,302 @@ static void append(char *buf, size_t cap, const char *what)
     snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", what);
 }
 
-mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t len,
-                          const char *origin, const mp_estimate_opts *opts, mp_validation *out,
-                          mp_diag *diag)
+/* One data row as the stages below read it. A stage that cannot go on writes why (the skip
+ * reason, naming the column and its value) and returns non-zero. */
+typedef struct {
+    const char *cell[C_COUNT];
+    char id[64];
+    const char *group;
+    char why[256];
+    char assumed[256];
+} row_in;
+
+/* --- model: the dims, the MoE columns, the flags a dims-only row cannot state --- */
+static int row_model(const mp_catalog *cat, row_in *r, mp_model *m)
 {
-    memset(out, 0, sizeof *out);
-    char(*fields)[MAX_FIELD] = malloc(MAX_COLS * sizeof *fields);
-    if (!fields)
-        return MP_ERR_NOMEM;
-    csv_reader rd = {csv_text, csv_text + len};
-    if (len >= 3 && !memcmp(csv_text, "\xEF\xBB\xBF", 3))
-        rd.p += 3; /* UTF-8 byte-order mark */
-    /* Text only: a NUL byte or a byte that is not UTF-8 (a Latin-1 or binary file) would end up
-     * cut or dropped in the report, so the file is refused, naming where. */
-    size_t badat = mp_utf8_invalid_at(csv_text, len);
-    if (badat < len) {
-        size_t line = 1, col = 1;
-        for (size_t i = 0; i < badat; i++, col++)
-            if (csv_text[i] == '\n') {
-                line++;
-                col = 0;
-            }
-        mp_diag_add(diag, "%s: line %zu, byte %zu: 0x%02X: expected UTF-8 text", origin, line, col,
-                    (unsigned)(unsigned char)csv_text[badat]);
-        free(fields);
-        return MP_ERR_PARSE;
+    const char *const *cell = r->cell;
+    memset(m, 0, sizeof *m);
+    mp_strlcpy(m->key, r->id, sizeof m->key);
+    mp_strlcpy(m->name, cell[C_NAME], sizeof m->name);
+    struct { int col; int64_t *dst; } dims[] = {
+        {C_LAYERS, &m->layers}, {C_HIDDEN, &m->hidden}, {C_HEADS, &m->heads},
+        {C_FFN, &m->ffn_hidden}, {C_VOCAB, &m->vocab}, {C_SEQ, &m->seq_len}};
+    for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++) {
+        int st = int_cell(cell[dims[k].col], dims[k].dst);
+        if (st < 0 || (st == 1 && *dims[k].dst < 1)) {
+            snprintf(r->why, sizeof r->why, "%s = \"%.40s\": expected a positive integer",
+                     col_names[dims[k].col], cell[dims[k].col]);
+            return 1;
+        }
+        if (st == 0) {
+            snprintf(r->why, sizeof r->why, "model dims not stated (%s empty)", col_names[dims[k].col]);
+            return 1;
+        }
     }
-    int overflow = 0;
-    int nh = csv_record(&rd, fields, &overflow);
-    if (nh <= 0) {
-        mp_diag_add(diag, "%s: empty file or no header line: expected the runs.csv columns", origin);
-        free(fields);
-        return MP_ERR_PARSE;
+    if (int_cell(cell[C_KV], &m->kv_heads) <= 0)
+        m->kv_heads = m->heads;
+    int64_t x = 0;
+    m->glu = int_cell(cell[C_GLU], &x) == 1 && x == 1;
+    int64_t experts = 0;
+    if (int_cell(cell[C_EXPERTS], &experts) == 1 && experts > 0) {
+        m->moe_experts = experts;
+        if (int_cell(cell[C_TOPK], &m->moe_topk) != 1 || m->moe_topk < 1) {
+            snprintf(r->why, sizeof r->why,
+                     "moe_topk = \"%.40s\": expected a positive integer for an MoE row", cell[C_TOPK]);
+            return 1;
+        }
+        if (int_cell(cell[C_MOEFFN], &m->moe_ffn_hidden) != 1 || m->moe_ffn_hidden < 1)
+            m->moe_ffn_hidden = m->ffn_hidden; /* full-width experts (Mixtral) */
     }
-    int idx[C_COUNT];
+    m->vocab_pad_multiple = 1;
+    m->head_dim = 0;
+    const mp_model *from = infer_flags(cat, m);
+    if (m->moe_experts > 0) {
+        if (from) {
+            char a[MP_KEY_CAP + 40];
+            snprintf(a, sizeof a, "arch details of catalog %s", from->key);
+            append(r->assumed, sizeof r->assumed, a);
+        } else {
+            append(r->assumed, sizeof r->assumed, "MoE: all layers MoE, no shared experts");
+        }
+    }
+    int no_head_dim = m->head_dim == 0;
+    if (no_head_dim)
+        m->head_dim = m->hidden / m->heads;
+    mp_diag md = {0};
+    if (mp_model_check(m, &md) != MP_OK || (no_head_dim && m->hidden % m->heads)) {
+        snprintf(r->why, sizeof r->why, "model: %.200s",
+                 md.count ? md.text : "hidden not divisible by heads");
+        return 1;
+    }
+    return 0;
+}
+
+/* --- cluster: the catalog GPU on its usual node (or gpus_per_node) --- */
+static int row_cluster(const mp_catalog *cat, row_in *r, mp_cluster *cl, int64_t *ngpus)
+{
+    const char *const *cell = r->cell;
+    int64_t gpn = 0;
+    if (int_cell(cell[C_NGPUS], ngpus) != 1 || *ngpus < 1) {
+        snprintf(r->why, sizeof r->why, "num_gpus = \"%.40s\": expected a positive integer",
+                 cell[C_NGPUS]);
+        return 1;
+    }
+    int gst = int_cell(cell[C_GPN], &gpn);
+    if (gst == 0)
+        gpn = 0; /* not stated: the GPU's usual node */
+    else if (gst < 0 || gpn < 1 || gpn > (1 << 20)) {
+        snprintf(r->why, sizeof r->why, "gpus_per_node = \"%.40s\": expected an integer in [1, 2^20]",
+                 cell[C_GPN]);
+        return 1;
+    }
+    mp_diag cd = {0};
+    if (mp_cluster_from_catalog(cat, cell[C_GPU], *ngpus, (int)gpn, NULL, cl, &cd) != MP_OK) {
+        snprintf(r->why, sizeof r->why, "%.250s", cd.text);
+        return 1;
+    }
+    return 0;
+}
+
+/* --- plan: the degrees and batch columns, with stated assumptions for the missing ones --- */
+static int row_plan(row_in *r, const mp_model *m, int64_t ngpus, mp_plan *p)
+{
+    const char *const *cell = r->cell;
+    mp_plan_init_default(p);
+    struct { int col; int64_t *dst; } deg[] = {
+        {C_TP, &p->tp}, {C_PP, &p->pp}, {C_DP, &p->dp}, {C_CP, &p->cp}, {C_EP, &p->ep},
+        {C_VPP, &p->vpp}, {C_MB, &p->mb}, {C_GB, &p->gb}};
+    for (size_t k = 0; k < sizeof deg / sizeof deg[0]; k++) {
+        int st = int_cell(cell[deg[k].col], deg[k].dst);
+        if (st < 0 || (st == 1 && *deg[k].dst < 1)) {
+            snprintf(r->why, sizeof r->why, "%s = \"%.40s\": expected a positive integer",
+                     col_names[deg[k].col], cell[deg[k].col]);
+            return 1;
+        }
+    }
+    /* The step is the global batch: without it the plan would be one micro-batch per DP rank,
+     * a run nobody published (a 0.016 MFU against a published 0.5), so the row is skipped. */
+    if (!cell[C_GB][0]) {
+        snprintf(r->why, sizeof r->why,
+                 "global_batch empty: expected the global batch in sequences (the step it measures)");
+        return 1;
+    }
+    p->seq = m->seq_len;
+    if (!p->mb) {
+        p->mb = 1;
+        append(r->assumed, sizeof r->assumed, "micro_batch 1");
+    }
+    if (!p->vpp && p->pp > 1)
+        append(r->assumed, sizeof r->assumed, "vpp 1 (1F1B)");
+    int64_t x;
+    if (int_cell(cell[C_SP], &x) == 1)
+        p->sp = (int)(x != 0);
+    else if (p->tp > 1)
+        append(r->assumed, sizeof r->assumed, "sp on");
+    if (int_cell(cell[C_ZERO], &x) == 1 && x <= 3)
+        p->zero = (int)x;
+    const char *rc = cell[C_RC];
+    if (!strcmp(rc, "full")) p->recompute = MP_RC_FULL;
+    else if (!strcmp(rc, "selective")) p->recompute = MP_RC_SELECTIVE;
+    else if (!strcmp(rc, "none")) p->recompute = MP_RC_NONE;
+    else if (!rc[0]) append(r->assumed, sizeof r->assumed, "recompute none");
+    else {
+        snprintf(r->why, sizeof r->why, "recompute = \"%.40s\": expected none, selective or full", rc);
+        return 1;
+    }
+    const char *pr = cell[C_PREC];
+    if (!strcmp(pr, "fp16")) p->precision = MP_DT_FP16;
+    else if (!strcmp(pr, "fp8")) p->precision = MP_DT_FP8;
+    else if (!strcmp(pr, "bf16") || !pr[0]) p->precision = MP_DT_BF16;
+    else {
+        snprintf(r->why, sizeof r->why, "precision = \"%.40s\": expected bf16, fp16 or fp8", pr);
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof source_facts / sizeof source_facts[0]; k++)
+        if (!strncmp(r->group, source_facts[k].group_prefix, strlen(source_facts[k].group_prefix))) {
+            p->flash = source_facts[k].flash > 0;
+            if (source_facts[k].flash == 2)
+                p->attn_kernel = MP_ATTN_FA3;
+            if (source_facts[k].fsdp == 2 && p->zero == 3)
+                p->fsdp = 2;
+        }
+    mp_diag pd = {0};
+    if (mp_plan_resolve(p, m, ngpus, &pd) != MP_OK) {
+        snprintf(r->why, sizeof r->why, "plan cannot be formed: %.220s", pd.text);
+        return 1;
+    }
+    return 0;
+}
+
+/* --- the measured cells and their physical ranges ---
+ *
+ * A measured cell that is stated must be a finite number inside the range its quantity can
+ * physically take on the row's GPU, else the row is skipped naming the column and the value
+ * (a NaN, an infinity, a zero, a negative number, a percentage written into a fraction column,
+ * 1e-300: each would otherwise be dropped in silence or give a meaningless error_pct).
+ *   utilization (measured_mfu, measured_hfu): a fraction of the dense peak, in
+ *     [MP_VALIDATE_MIN_UTIL_FRAC, 1]: no GPU runs above its peak (the definition of MFU/HFU,
+ *     Chowdhery et al. 2022, PaLM, App. B);
+ *   TFLOP/s per GPU: the same fractions of the dense peak at the row's precision (est.peak);
+ *   tokens/s per GPU and step_s: the model FLOP/s they imply with meshplan's FLOPs per token
+ *     (Narayanan et al. 2021, Eq. 3) within [MP_VALIDATE_MIN_UTIL_FRAC,
+ *     MP_VALIDATE_MAX_IMPLIED_PEAK_FRAC] of the peak — the upper bound above 1 because a
+ *     source's FLOPs count differs from ours by up to 27% (MP_VALIDATE_FLOPS_CONVENTION_TOL);
+ *   memory (measured_mem_gib): in [MP_VALIDATE_MIN_MEM_GIB, capacity / 1e9]: no run holds more
+ *     than the HBM (the bound in GB, not GiB, allows a source that printed GB in a GiB column).
+ */
+/* 1e-4 of the peak: below any training run (the smallest MFU in runs.csv is 0.12); a value so
+ * low is a unit slip (TFLOP/s written as PFLOP/s, a fraction divided by 100 twice). */
+#define MP_VALIDATE_MIN_UTIL_FRAC 1e-4
+#define MP_VALIDATE_MAX_IMPLIED_PEAK_FRAC 1.5
+/* 0.1 GiB: a run holds at least its weights, and 0.1 GiB is a 50 M-parameter bf16 model, below
+ * every model of the catalog and of the validation sets. */
+#define MP_VALIDATE_MIN_MEM_GIB 0.1
+
+/* Check the stated measured cells against their ranges (above). Returns 0, or 1 with r->why
+ * naming the first cell out of range. */
+static int measured_ranges(row_in *r, const mp_cluster *cl, const mp_estimate *est)
+{
+    const double peak = est->peak_flops_per_s;
+    const double fpt = est->model_flops_per_step / est->tokens_per_step; /* FLOP per token */
+    const double lo_u = MP_VALIDATE_MIN_UTIL_FRAC, hi_u = MP_VALIDATE_MAX_IMPLIED_PEAK_FRAC;
+    const double n = (double)cl->num_gpus, tps = est->tokens_per_step;
+    struct { int col; double lo, hi; const char *unit; } q[] = {
+        {C_TFLOPS, lo_u * peak / 1e12, peak / 1e12, "TFLOP/s: 1e-4 to 1x the GPU's dense peak"},
+        {C_MFU, lo_u, 1.0, "a fraction of the GPU's dense peak"},
+        {C_HFU, lo_u, 1.0, "a fraction of the GPU's dense peak"},
+        {C_TOK, lo_u * peak / fpt, hi_u * peak / fpt,
+         "tokens/s per GPU: 1e-4 to 1.5x the GPU's dense peak at our FLOPs per token"},
+        {C_STEP, tps * fpt / (n * peak * hi_u), tps * fpt / (n * peak * lo_u),
+         "s: a step at 1.5x to 1e-4 of the GPU's dense peak at our FLOPs per token"},
+        {C_MEM, MP_VALIDATE_MIN_MEM_GIB, cl->gpu.memory_bytes / 1e9,
+         "GiB: 0.1 to the GPU's memory in GB"}};
+    for (size_t k = 0; k < sizeof q / sizeof q[0]; k++) {
+        const char *s = r->cell[q[k].col];
+        if (!s[0])
+            continue;
+        char *end;
+        double x = strtod(s, &end);
+        while (*end == ' ')
+            end++;
+        if (end == s || *end || !isfinite(x) || x < q[k].lo || x > q[k].hi) {
+            snprintf(r->why, sizeof r->why, "%s = \"%.40s\": expected a finite number in [%.4g, %.4g] (%s)",
+                     col_names[q[k].col], s, q[k].lo, q[k].hi, q[k].unit);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* --- metrics: the row's throughput metric (the first stated in DESIGN.md's order, or tokens/s
+ * when its TFLOP/s uses another FLOPs convention) and its memory --- */
+static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
+{
+    const char *const *cell = r->cell;
+    const char *basis = cell[C_BASIS];
+    int have_metric = 0;
+    const char *bad_metric = NULL; /* a measured cell whose error overflowed */
+    double meas = 0, bad_value = 0;
+#define PUSH(col, metric, pred)                                                              \
+    do {                                                                                     \
+        if (push_row(out, r->id, r->group, (metric), meas, (pred), r->assumed))              \
+            have_metric = 1;                                                                 \
+        else if (!bad_metric) {                                                              \
+            bad_metric = col_names[col];                                                     \
+            bad_value = meas;                                                                \
+        }                                                                                    \
+    } while (0)
+    /* A row's TFLOP/s is its tokens/s times its source's FLOPs per token. When it states both
+     * and that FLOPs count differs from ours (another convention: causal attention, MTP layers,
+     * which matrices count), the TFLOP/s would compare conventions, not predictions: then
+     * tokens/s, which needs no convention, is compared. */
+    double tok = 0, tfl = 0;
+    int convention_differs = 0;
+    if (num_cell(cell[C_TOK], &tok) == 1 && tok > 0 && num_cell(cell[C_TFLOPS], &tfl) == 1 &&
+        tfl > 0 && (!strcmp(basis, "model") || !strcmp(basis, "hardware"))) {
+        double ours = (!strcmp(basis, "model") ? est->model_flops_per_step : est->hardware_flops_per_step) /
+                      est->tokens_per_step;
+        double theirs = tfl * 1e12 / tok;
+        convention_differs = fabs(ours / theirs - 1.0) > MP_VALIDATE_FLOPS_CONVENTION_TOL;
+        if (convention_differs) {
+            char a[96];
+            snprintf(a, sizeof a, "TFLOP/s convention %.4g vs our %.4g GFLOP/token: tokens/s compared",
+                     theirs / 1e9, ours / 1e9);
+            append(r->assumed, sizeof r->assumed, a);
+        }
+    }
+    if (convention_differs) {
+        meas = tok;
+        PUSH(C_TOK, "tokens_per_s_per_gpu", est->tokens_per_s_per_gpu);
+    } else if (num_cell(cell[C_TFLOPS], &meas) == 1 && meas > 0 &&
+               (!strcmp(basis, "model") || !strcmp(basis, "hardware"))) {
+        int hw = !strcmp(basis, "hardware");
+        PUSH(C_TFLOPS, hw ? "hardware_tflops_per_gpu" : "model_tflops_per_gpu",
+             hw ? est->hardware_tflops_per_gpu : est->model_tflops_per_gpu);
+    } else if (num_cell(cell[C_MFU], &meas) == 1 && meas > 0) {
+        PUSH(C_MFU, "mfu", est->mfu);
+    } else if (num_cell(cell[C_HFU], &meas) == 1 && meas > 0) {
+        PUSH(C_HFU, "hfu", est->hfu);
+    } else if (num_cell(cell[C_TOK], &meas) == 1 && meas > 0) {
+        PUSH(C_TOK, "tokens_per_s_per_gpu", est->tokens_per_s_per_gpu);
+    } else if (num_cell(cell[C_STEP], &meas) == 1 && meas > 0) {
+        PUSH(C_STEP, "step_s", est->step_s);
+    }
+    if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0)
+        PUSH(C_MEM, "mem_gib", est->memory.total / 1073741824.0);
+#undef PUSH
+    if (!have_metric && bad_metric)
+        snprintf(r->why, sizeof r->why, "%s = %g: out of range (the relative error overflows)",
+                 bad_metric, bad_value);
+    else if (!have_metric)
+        snprintf(r->why, sizeof r->why, "no measured metric in the row");
+}
+
+/* Read the header into idx (the column of each known name, -1 if absent). Returns 0, or the
+ * number of problems (each named in diag). */
+static int read_header(char (*fields)[MAX_FIELD], int nh, const char *origin, int idx[C_COUNT],
+                       mp_diag *diag)
+{
     int missing = 0;
     for (int c = 0; c < C_COUNT; c++) {
         idx[c] = -1;
@@ -296,7 +558,83 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
             mp_diag_add(diag, "%s: header has no column \"%s\"", origin, col_names[required_cols[k]]);
             missing++;
         }
-    if (missing) {
+    return missing;
+}
+
+/* Predict one record (n fields) and add its rows or its skip. */
+static void validate_record(const mp_catalog *cat, const mp_estimate_opts *opts,
+                            char (*fields)[MAX_FIELD], int n, const int idx[C_COUNT], size_t rec,
+                            size_t cap, mp_validation *out)
+{
+    row_in r;
+    memset(&r, 0, sizeof r);
+    for (int c = 0; c < C_COUNT; c++)
+        r.cell[c] = (idx[c] >= 0 && idx[c] < n) ? fields[idx[c]] : "";
+    if (r.cell[C_ID][0])
+        mp_strlcpy(r.id, r.cell[C_ID], sizeof r.id);
+    else
+        snprintf(r.id, sizeof r.id, "row%zu", rec + 2);
+    r.group = r.cell[C_GROUP][0] ? r.cell[C_GROUP] : "(none)";
+    mp_model m;
+    mp_cluster cl;
+    mp_plan p;
+    int64_t ngpus = 0;
+    mp_estimate est;
+    int bad = row_model(cat, &r, &m) || row_cluster(cat, &r, &cl, &ngpus) ||
+              row_plan(&r, &m, ngpus, &p);
+    if (!bad) {
+        mp_diag ed = {0};
+        if (mp_estimate_plan(&m, &cl, &p, opts, &est, &ed) != MP_OK) {
+            snprintf(r.why, sizeof r.why, "estimate failed: %.220s", ed.text);
+            bad = 1;
+        }
+    }
+    if (!bad && !measured_ranges(&r, &cl, &est))
+        row_metrics(out, &r, &est);
+    if (r.why[0])
+        push_skip(out, cap, r.id, r.why);
+}
+
+/* The file's text must be UTF-8 (a NUL byte or a Latin-1 or binary file would end up cut or
+ * dropped in the report): 0, or 1 with the place named. */
+static int check_utf8(const char *csv_text, size_t len, const char *origin, mp_diag *diag)
+{
+    size_t badat = mp_utf8_invalid_at(csv_text, len);
+    if (badat >= len)
+        return 0;
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < badat; i++, col++)
+        if (csv_text[i] == '\n') {
+            line++;
+            col = 0;
+        }
+    mp_diag_add(diag, "%s: line %zu, byte %zu: 0x%02X: expected UTF-8 text", origin, line, col,
+                (unsigned)(unsigned char)csv_text[badat]);
+    return 1;
+}
+
+mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t len,
+                          const char *origin, const mp_estimate_opts *opts, mp_validation *out,
+                          mp_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    if (check_utf8(csv_text, len, origin, diag))
+        return MP_ERR_PARSE;
+    char(*fields)[MAX_FIELD] = malloc(MAX_COLS * sizeof *fields);
+    if (!fields)
+        return MP_ERR_NOMEM;
+    csv_reader rd = {csv_text, csv_text + len};
+    if (len >= 3 && !memcmp(csv_text, "\xEF\xBB\xBF", 3))
+        rd.p += 3; /* UTF-8 byte-order mark */
+    int overflow = 0;
+    int nh = csv_record(&rd, fields, &overflow);
+    if (nh <= 0) {
+        mp_diag_add(diag, "%s: empty file or no header line: expected the runs.csv columns", origin);
+        free(fields);
+        return MP_ERR_PARSE;
+    }
+    int idx[C_COUNT];
+    if (read_header(fields, nh, origin, idx, diag)) {
         free(fields);
         return MP_ERR_PARSE;
     }
@@ -325,7 +663,6 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
         free(fields);
         return MP_ERR_NOMEM;
     }
-
     for (size_t rec = 0; rec < nrec; rec++) {
         int n = csv_record(&rd, fields, &overflow);
         if (n <= 0)
@@ -333,236 +670,7 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
         if (n == 1 && fields[0][0] == '\0')
             continue; /* blank line */
         out->ninput++;
-        const char *cell[C_COUNT];
-        for (int c = 0; c < C_COUNT; c++)
-            cell[c] = (idx[c] >= 0 && idx[c] < n) ? fields[idx[c]] : "";
-        char idbuf[64];
-        if (cell[C_ID][0])
-            mp_strlcpy(idbuf, cell[C_ID], sizeof idbuf);
-        else
-            snprintf(idbuf, sizeof idbuf, "row%zu", rec + 2);
-        const char *group = cell[C_GROUP][0] ? cell[C_GROUP] : "(none)";
-        char why[256] = "", assumed[256] = "";
-
-        /* --- model --- */
-        mp_model m;
-        memset(&m, 0, sizeof m);
-        mp_strlcpy(m.key, idbuf, sizeof m.key);
-        mp_strlcpy(m.name, cell[C_NAME], sizeof m.name);
-        struct { int col; int64_t *dst; } dims[] = {
-            {C_LAYERS, &m.layers}, {C_HIDDEN, &m.hidden}, {C_HEADS, &m.heads},
-            {C_FFN, &m.ffn_hidden}, {C_VOCAB, &m.vocab}, {C_SEQ, &m.seq_len}};
-        int bad = 0;
-        for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++) {
-            int st = int_cell(cell[dims[k].col], dims[k].dst);
-            if (st < 0 || (st == 1 && *dims[k].dst < 1)) {
-                snprintf(why, sizeof why, "%s = \"%.40s\": expected a positive integer",
-                         col_names[dims[k].col], cell[dims[k].col]);
-                bad = 1;
-                break;
-            }
-            if (st == 0) {
-                snprintf(why, sizeof why, "model dims not stated (%s empty)", col_names[dims[k].col]);
-                bad = 1;
-                break;
-            }
-        }
-        if (!bad) {
-            if (int_cell(cell[C_KV], &m.kv_heads) <= 0)
-                m.kv_heads = m.heads;
-            int64_t x = 0;
-            m.glu = int_cell(cell[C_GLU], &x) == 1 && x == 1;
-            int64_t experts = 0;
-            if (int_cell(cell[C_EXPERTS], &experts) == 1 && experts > 0) {
-                m.moe_experts = experts;
-                if (int_cell(cell[C_TOPK], &m.moe_topk) != 1 || m.moe_topk < 1) {
-                    snprintf(why, sizeof why, "moe_topk = \"%.40s\": expected a positive integer for an MoE row",
-                             cell[C_TOPK]);
-                    bad = 1;
-                }
-                if (int_cell(cell[C_MOEFFN], &m.moe_ffn_hidden) != 1 || m.moe_ffn_hidden < 1)
-                    m.moe_ffn_hidden = m.ffn_hidden; /* full-width experts (Mixtral) */
-            }
-        }
-        if (!bad) {
-            m.vocab_pad_multiple = 1;
-            m.head_dim = 0;
-            const mp_model *from = infer_flags(cat, &m);
-            if (m.moe_experts > 0) {
-                if (from) {
-                    char a[MP_KEY_CAP + 40];
-                    snprintf(a, sizeof a, "arch details of catalog %s", from->key);
-                    append(assumed, sizeof assumed, a);
-                } else {
-                    append(assumed, sizeof assumed, "MoE: all layers MoE, no shared experts");
-                }
-            }
-            int no_head_dim = m.head_dim == 0;
-            if (no_head_dim)
-                m.head_dim = m.hidden / m.heads;
-            mp_diag md = {0};
-            if (mp_model_check(&m, &md) != MP_OK || (no_head_dim && m.hidden % m.heads)) {
-                snprintf(why, sizeof why, "model: %.200s", md.count ? md.text : "hidden not divisible by heads");
-                bad = 1;
-            }
-        }
-        /* --- cluster --- */
-        mp_cluster cl;
-        int64_t ngpus = 0, gpn = 0;
-        if (!bad) {
-            if (int_cell(cell[C_NGPUS], &ngpus) != 1 || ngpus < 1) {
-                snprintf(why, sizeof why, "num_gpus = \"%.40s\": expected a positive integer", cell[C_NGPUS]);
-                bad = 1;
-            } else {
-                int gst = int_cell(cell[C_GPN], &gpn);
-                if (gst == 0)
-                    gpn = 0; /* not stated: the GPU's usual node */
-                else if (gst < 0 || gpn < 1 || gpn > (1 << 20)) {
-                    snprintf(why, sizeof why, "gpus_per_node = \"%.40s\": expected an integer in [1, 2^20]",
-                             cell[C_GPN]);
-                    bad = 1;
-                }
-                mp_diag cd = {0};
-                if (!bad &&
-                    mp_cluster_from_catalog(cat, cell[C_GPU], ngpus, (int)gpn, NULL, &cl, &cd) != MP_OK) {
-                    snprintf(why, sizeof why, "%.250s", cd.text);
-                    bad = 1;
-                }
-            }
-        }
-        /* --- plan --- */
-        mp_plan p;
-        mp_plan_init_default(&p);
-        if (!bad) {
-            struct { int col; int64_t *dst; } deg[] = {
-                {C_TP, &p.tp}, {C_PP, &p.pp}, {C_DP, &p.dp}, {C_CP, &p.cp}, {C_EP, &p.ep},
-                {C_VPP, &p.vpp}, {C_MB, &p.mb}, {C_GB, &p.gb}};
-            for (size_t k = 0; k < sizeof deg / sizeof deg[0] && !bad; k++) {
-                int st = int_cell(cell[deg[k].col], deg[k].dst);
-                if (st < 0 || (st == 1 && *deg[k].dst < 1)) {
-                    snprintf(why, sizeof why, "%s = \"%.40s\": expected a positive integer",
-                             col_names[deg[k].col], cell[deg[k].col]);
-                    bad = 1;
-                }
-            }
-            p.seq = m.seq_len;
-            if (!p.mb && !bad) {
-                p.mb = 1;
-                append(assumed, sizeof assumed, "micro_batch 1");
-            }
-            if (!p.vpp && p.pp > 1)
-                append(assumed, sizeof assumed, "vpp 1 (1F1B)");
-            int64_t x;
-            if (int_cell(cell[C_SP], &x) == 1)
-                p.sp = (int)(x != 0);
-            else if (p.tp > 1)
-                append(assumed, sizeof assumed, "sp on");
-            if (int_cell(cell[C_ZERO], &x) == 1 && x <= 3)
-                p.zero = (int)x;
-            const char *rc = cell[C_RC];
-            if (!strcmp(rc, "full")) p.recompute = MP_RC_FULL;
-            else if (!strcmp(rc, "selective")) p.recompute = MP_RC_SELECTIVE;
-            else if (!strcmp(rc, "none")) p.recompute = MP_RC_NONE;
-            else if (!rc[0]) append(assumed, sizeof assumed, "recompute none");
-            else if (!bad) {
-                snprintf(why, sizeof why, "recompute = \"%.40s\": expected none, selective or full", rc);
-                bad = 1;
-            }
-            const char *pr = cell[C_PREC];
-            if (!strcmp(pr, "fp16")) p.precision = MP_DT_FP16;
-            else if (!strcmp(pr, "fp8")) p.precision = MP_DT_FP8;
-            else if (!strcmp(pr, "bf16") || !pr[0]) p.precision = MP_DT_BF16;
-            else if (!bad) {
-                snprintf(why, sizeof why, "precision = \"%.40s\": expected bf16, fp16 or fp8", pr);
-                bad = 1;
-            }
-            for (size_t k = 0; k < sizeof source_facts / sizeof source_facts[0]; k++)
-                if (!strncmp(group, source_facts[k].group_prefix, strlen(source_facts[k].group_prefix))) {
-                    p.flash = source_facts[k].flash > 0;
-                    if (source_facts[k].flash == 2)
-                        p.attn_kernel = MP_ATTN_FA3;
-                    if (source_facts[k].fsdp == 2 && p.zero == 3)
-                        p.fsdp = 2;
-                }
-            if (!bad) {
-                mp_diag pd = {0};
-                if (mp_plan_resolve(&p, &m, ngpus, &pd) != MP_OK) {
-                    snprintf(why, sizeof why, "plan cannot be formed: %.220s", pd.text);
-                    bad = 1;
-                }
-            }
-        }
-        mp_estimate est;
-        if (!bad) {
-            mp_diag ed = {0};
-            if (mp_estimate_plan(&m, &cl, &p, opts, &est, &ed) != MP_OK) {
-                snprintf(why, sizeof why, "estimate failed: %.220s", ed.text);
-                bad = 1;
-            }
-        }
-        /* --- metrics --- */
-        double meas = 0;
-        int have_metric = 0;
-        const char *bad_metric = NULL; /* a measured cell whose error overflowed */
-        double bad_value = 0;
-#define PUSH(col, metric, pred)                                                              \
-    do {                                                                                     \
-        if (push_row(out, idbuf, group, (metric), meas, (pred), assumed))                    \
-            have_metric = 1;                                                                 \
-        else if (!bad_metric) {                                                              \
-            bad_metric = col_names[col];                                                     \
-            bad_value = meas;                                                                \
-        }                                                                                    \
-    } while (0)
-        if (!bad) {
-            const char *basis = cell[C_BASIS];
-            /* A row's TFLOP/s is its tokens/s times its source's FLOPs per token. When it states
-             * both and that FLOPs count differs from ours (another convention: causal attention,
-             * MTP layers, which matrices count), the TFLOP/s would compare conventions, not
-             * predictions: then tokens/s, which needs no convention, is compared. */
-            double tok = 0, tfl = 0;
-            int convention_differs = 0;
-            if (num_cell(cell[C_TOK], &tok) == 1 && tok > 0 && num_cell(cell[C_TFLOPS], &tfl) == 1 &&
-                tfl > 0 && (!strcmp(basis, "model") || !strcmp(basis, "hardware"))) {
-                double ours = (!strcmp(basis, "model") ? est.model_flops_per_step : est.hardware_flops_per_step) /
-                              est.tokens_per_step;
-                double theirs = tfl * 1e12 / tok;
-                convention_differs = fabs(ours / theirs - 1.0) > MP_VALIDATE_FLOPS_CONVENTION_TOL;
-                if (convention_differs) {
-                    char a[96];
-                    snprintf(a, sizeof a, "TFLOP/s convention %.4g vs our %.4g GFLOP/token: tokens/s compared",
-                             theirs / 1e9, ours / 1e9);
-                    append(assumed, sizeof assumed, a);
-                }
-            }
-            if (convention_differs) {
-                push_row(out, idbuf, group, "tokens_per_s_per_gpu", tok, est.tokens_per_s_per_gpu, assumed);
-                have_metric = 1;
-            } else if (num_cell(cell[C_TFLOPS], &meas) == 1 && meas > 0 &&
-                (!strcmp(basis, "model") || !strcmp(basis, "hardware"))) {
-                int hw = !strcmp(basis, "hardware");
-                PUSH(C_TFLOPS, hw ? "hardware_tflops_per_gpu" : "model_tflops_per_gpu",
-                     hw ? est.hardware_tflops_per_gpu : est.model_tflops_per_gpu);
-            } else if (num_cell(cell[C_MFU], &meas) == 1 && meas > 0) {
-                PUSH(C_MFU, "mfu", est.mfu);
-            } else if (num_cell(cell[C_HFU], &meas) == 1 && meas > 0) {
-                PUSH(C_HFU, "hfu", est.hfu);
-            } else if (num_cell(cell[C_TOK], &meas) == 1 && meas > 0) {
-                PUSH(C_TOK, "tokens_per_s_per_gpu", est.tokens_per_s_per_gpu);
-            } else if (num_cell(cell[C_STEP], &meas) == 1 && meas > 0) {
-                PUSH(C_STEP, "step_s", est.step_s);
-            }
-            if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0)
-                PUSH(C_MEM, "mem_gib", est.memory.total / 1073741824.0);
-#undef PUSH
-            if (!have_metric && bad_metric)
-                snprintf(why, sizeof why, "%s = %g: out of range (the relative error overflows)",
-                         bad_metric, bad_value);
-            else if (!have_metric)
-                snprintf(why, sizeof why, "no measured metric in the row");
-        }
-        if (why[0])
-            push_skip(out, nrec + 1, idbuf, why);
+        validate_record(cat, opts, fields, n, idx, rec, nrec + 1, out);
     }
     free(fields);
     return MP_OK;
