@@ -22,22 +22,11 @@ mp_status mp_api_predict_json(const char *request, size_t len, char **out, mp_di
     if ((st = mp_api_req_status(&q)) != MP_OK || (st = mp_api_model(&q, &m)) != MP_OK ||
         (st = mp_api_cluster(&q, &cl)) != MP_OK)
         goto done;
-    /* the plan string may name keys across islands (xsync.h: the islands plan holds the plan) */
-    mp_islands_plan ip;
-    mp_islands_plan_init_default(&ip);
-    if ((st = mp_islands_plan_parse(plan, &ip, diag)) != MP_OK)
+    mp_plan_init_default(&p);
+    /* A key across islands is bad input here (mp_islands_plan_parse_single names it): the
+     * islands of a WAN-joined cluster are predicted by `meshplan predict` only. */
+    if ((st = mp_islands_plan_parse_single(plan, &p, diag)) != MP_OK)
         goto done;
-    if (ip.xsync.sync != MP_SYNC_NONE) {
-        mp_diag_add(diag, "predict: request.plan.sync = %s: expected none: synchronization across "
-                    "islands is predicted by `meshplan predict` only", mp_sync_name(ip.xsync.sync));
-        st = MP_ERR_INPUT;
-        goto done;
-    }
-    if (mp_xsync_check_single(&ip.xsync, diag)) {
-        st = MP_ERR_INPUT;
-        goto done;
-    }
-    p = ip.plan;
     if ((st = mp_plan_resolve(&p, &m, cl.num_gpus, diag)) != MP_OK)
         goto done;
     if (!(e = malloc(sizeof *e))) {

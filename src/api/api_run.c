@@ -111,7 +111,7 @@ mp_status mp_api_run_json(const char *request, size_t len, char **out, mp_diag *
         (st = mp_api_cluster(&q, &x->cl)) != MP_OK || (st = fault_model(&q, &x->fm)) != MP_OK)
         goto done;
     mp_plan_init_default(&x->p);
-    /* one cluster: a key across islands is bad input (xsync.h) */
+    /* one cluster: a key across islands is bad input (mp_islands_plan_parse_single names it) */
     if ((st = mp_islands_plan_parse_single(plan, &x->p, diag)) != MP_OK)
         goto done;
     if ((st = mp_plan_resolve(&x->p, &x->m, x->cl.num_gpus, diag)) != MP_OK ||

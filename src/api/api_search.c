@@ -50,7 +50,7 @@ static void search_opts(mp_api_req *q, const mp_model *m, mp_search_opts *o)
 {
     mp_search_opts_init(o);
     const char *s = mp_api_str(q, "fix");
-    if (s && mp_plan_parse(s, &o->pin, q->r.diag) != MP_OK)
+    if (s && mp_islands_plan_parse_single(s, &o->pin, q->r.diag) != MP_OK) /* island keys: named */
         q->r.errors++;
     int64_t x = 0;
     if (mp_api_int(q, "gb", 1, 1LL << 30, &x))
