@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshplan/format.h"
 #include "meshplan/search.h"
 
 #define GiB 1073741824.0
@@ -157,6 +158,7 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
 
     if (r->have_explanation)
         fprintf(f, "\nwhy #1: %s\n", r->explanation.text);
+    fprintf(f, "\n%s\n", MP_MFU_CONVENTION);
     if (r->next_distinct_rank) {
         char plan[512];
         mp_plan_format(&r->next_distinct.plan, plan, sizeof plan);
