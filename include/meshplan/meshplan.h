@@ -65,5 +65,6 @@
 #include "meshplan/run.h"
 #include "meshplan/api.h"
 #include "meshplan/calibrate.h"
+#include "meshplan/import.h"
 
 #endif

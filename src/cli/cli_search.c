@@ -99,6 +99,9 @@ int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
             return EXIT_INPUT;
         }
     }
+    const char *emit = cli_opt(a, "--emit");
+    if (emit && !strcmp(emit, "torchtitan") && !o->pin.fsdp && (o->pin.zero < 0 || o->pin.zero == 3))
+        o->pin.fsdp = 2; /* torchtitan shards with FSDP2: search the plans it runs */
     long long x = 0;
     const char *s;
     if ((s = cli_opt(a, "--gb"))) {
@@ -147,6 +150,9 @@ int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
         if ((rc = cli_parse_count("top", s, 1, MP_SEARCH_MAX_TOP, &x)))
             return rc;
         o->top_n = (int)x;
+    } else if (cli_opt(a, "--emit")) {
+        /* --emit writes the best plan its format can hold: keep enough ranked plans to find it */
+        o->top_n = MP_SEARCH_MAX_TOP;
     }
     if ((s = cli_opt(a, "--threads"))) {
         if ((rc = cli_parse_count("threads", s, 1, 4096, &x)))

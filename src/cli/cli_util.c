@@ -235,6 +235,8 @@ int cli_load_catalog(const cli_args *a, mp_catalog **cat)
 int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m)
 {
     const mp_model *cm = mp_catalog_model(cat, spec);
+    if (!cm)
+        cm = cli_config_model(spec); /* --config FILE: the model that file describes */
     if (cm) {
         *m = *cm;
         return 0;

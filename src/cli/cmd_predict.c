@@ -15,6 +15,9 @@ static const cli_option predict_opts[] = {
     CLI_OPT("--cluster", "NODE|PRESET|FILE",
             "the wiring: a catalog node, a shipped cluster or a cluster description (docs/cluster.md); "
             "an islands description predicts across islands (docs/islands.md)"),
+    CLI_OPT("--config", "FILE",
+            "a launch config (Megatron-LM script, DeepSpeed JSON, torchtitan TOML, NeMo or "
+            "fine-tuning YAML, config.json): the options not given come from it (docs/import.md)"),
     CLI_OPT_CATALOG,
     CLI_OPT_CALIBRATION,
     CLI_OPT("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,mb=1,gb=512,seq=4096,...\" (plan keys below)"),
@@ -59,7 +62,10 @@ static int output_format(const cli_args *args, int *json, const char **format)
 int cmd_predict(int argc, char **argv)
 {
     cli_args args;
-    int rc = cli_parse_cmd(&cli_cmd_predict, argc, argv, &args);
+    int rc = cli_config_argv(&argc, &argv, CLI_CONFIG_PLAN);
+    if (rc)
+        return rc;
+    rc = cli_parse_cmd(&cli_cmd_predict, argc, argv, &args);
     if (rc)
         return rc;
     struct {

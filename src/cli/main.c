@@ -28,7 +28,8 @@
     X(plot)                 \
     X(web)                  \
     X(calibrate)            \
-    X(doctor)
+    X(doctor)               \
+    X(import)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
 CLI_COMMAND_LIST(CLI_X)
