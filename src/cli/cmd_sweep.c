@@ -278,7 +278,10 @@ int cmd_sweep(int argc, char **argv)
     cli_args a;
     int rank = 0, size = 1, rc;
 #ifdef MESHPLAN_HAVE_MPI
-    if ((rc = cli_sweep_mpi_init(&rank, &size)))
+    /* MPI only when a launcher started us (Open MPI's mpirun, or a PMIx/PMI one such as srun):
+     * a plain run stays single-process and never loads the MPI runtime. */
+    if ((getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK")) &&
+        (rc = cli_sweep_mpi_init(&rank, &size)))
         return rc;
 #else
     const char *ws = getenv("OMPI_COMM_WORLD_SIZE");

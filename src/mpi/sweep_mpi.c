@@ -38,9 +38,10 @@ int cli_sweep_mpi_init(int *rank, int *size)
 
 void cli_sweep_mpi_end(void)
 {
-    int fin = 0;
+    int inited = 0, fin = 0;
+    MPI_Initialized(&inited);
     MPI_Finalized(&fin);
-    if (!fin)
+    if (inited && !fin)
         MPI_Finalize();
 }
 
