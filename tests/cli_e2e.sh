@@ -480,6 +480,15 @@ run validate "$TMP/bad.csv"
 check "validate a CSV without the required columns" "rc_is 2" "stderr_has bad.csv" "stderr_has layers"
 run validate
 check "validate with no file" "rc_is 2"
+# Found by a reviewer: a header alone (or a file cut inside its header) said "predicted 0 of 0
+# rows" with exit 0; and a metric no row measures printed "median |error| 0.0%" as if perfect.
+VHDR="id,source_group,model_name,layers,hidden,heads,kv_heads,ffn_hidden,glu,vocab,seq_len,gpu,num_gpus,gpus_per_node,tp,pp,dp,micro_batch,global_batch,recompute,precision,zero_stage,measured_tflops_per_gpu,tflops_basis"
+echo "$VHDR" >"$TMP/header_only.csv"
+run validate "$TMP/header_only.csv"
+check "validate a header without rows" "rc_is 2" "stderr_has header_only.csv" "stderr_has no data rows"
+printf '%s\r\nr1,test,M,32,4096,32,8,14336,1,128256,8192,h100-sxm5-80gb,8,8,1,1,8,1,8,none,bf16,0,400,model\r\n' "$VHDR" >"$TMP/one_row.csv"
+run validate "$TMP/one_row.csv"
+check "validate (CRLF): a metric with no measured row says so" "rc_is 0" "stdout_has 'predicted 1 of 1'" "stdout_has 'memory:     n=0 (no row has'" "! grep -q 'n=0 median' \"\$OUT\""
 
 # A runs.csv row whose dimensions overflow: skipped with a reason, not predicted from garbage.
 {
