@@ -389,6 +389,9 @@ check "trace without --plan exits 2" "rc_is 2" "stderr_has plan"
 run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" -o "$TMP/no/such/dir/x.json"
 check "trace -o into a missing directory exits 2" "rc_is 2" "stderr_has x.json"
 # --- collective ---------------------------------------------------------------------------------
+# Found by a reviewer: NCCL's spelling (allreduce, AllReduce) got the list but no pointer.
+run collective --op allreduce $H100 --gpus 8
+check "collective --op allreduce suggests all_reduce" "rc_is 2" "stderr_has 'op = \"allreduce\"'" "stderr_has 'did you mean all_reduce?'"
 run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --gpus-per-node 8 --scale-out ib-ndr-400 --sizes 8:8G
 check "collective all_reduce 8:8G, text" "rc_is 0" "no_nonfinite" "stdout_nonempty"
 run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --gpus-per-node 8 --scale-out ib-ndr-400 --sizes 8:8G --json
