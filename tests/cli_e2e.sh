@@ -273,6 +273,10 @@ run catalog nosuch
 check "catalog nosuch" "rc_is 2" "stderr_has nosuch"
 
 # --- run: energy, cost, failures, goodput --------------------------------------------------------
+# Found by a reviewer: a run shorter than the optimal checkpoint interval printed "interval 1.1 s
+# (the optimal one); optimal 53.4 min", and the wait phase the subtraction's rounding (2.22e-16 s).
+run run --model llama3-8b $H100 --gpus 8 --plan gb=8 --tokens 1
+check "run: a one-step run says its interval is the whole run" "rc_is 0" "stdout_has 'the whole run: shorter than the optimal one'" "! grep -q 'e-1[0-9] s of the step' \"\$OUT\""
 PLAN405="tp=8,pp=16,vpp=2,mb=1,gb=2048,seq=8192,zero=1,recompute=full"
 run run --model llama3-405b $H100 --gpus 16384 --plan "$PLAN405" --tokens 15.6e12 --trials 200 --seed 7 --json
 check "run llama3-405b on 16384 H100 --json" "rc_is 0" "no_nonfinite" "json_check '
