@@ -374,7 +374,7 @@ assert d[\"options\"][\"straggler_stage\"] == 2, d[\"options\"]
 '"
 
 run trace --model mixtral-8x7b $H100 --gpus 8 --plan "zero=3,ep=8,fsdp=2,gb=64,seq=4096"
-check "trace of an MoE model says what it does not simulate" "rc_is 0" "stdout_has 'not simulated'" "stdout_has MoE"
+check "trace of an MoE model simulates its MoE layers and says so" "rc_is 0" "stdout_has 'MoE layers simulated'" "stdout_has 'EP'"
 
 run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" --contention -0.5
 check "trace --contention -0.5 exits 2" "rc_is 2" "stderr_has contention"

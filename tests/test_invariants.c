@@ -18,7 +18,13 @@
  *      the model FLOPs counted; with unfused attention they change nothing;
  *  10. a ZeRO-3 plan run as FSDP2 (fsdp = 2) is never faster than with flat parameters, needs
  *      the same memory, and (except under ZB-H1) is slower by no more than its copy-outs
- *      (mp_fsdp_copy_out_s).
+ *      (mp_fsdp_copy_out_s);
+ *  11. exposed DP/ZeRO communication never exceeds all of it (dp_comm_exposed <= dp_comm_total;
+ *      issue 15 defect 1: ZeRO-3 with pp > 1 exposed more than its total), checked on every plan
+ *      and on its ZeRO-3 variant;
+ *  12. asking only for feasibility (mp_estimate_opts.feasibility_only) gives the same memory and
+ *      verdict, and for a plan that fits the same step; leaving per_stage unwritten
+ *      (skip_per_stage) gives the same most loaded GPU and step.
  * Floating-point comparisons allow a relative 1e-9 for rounding of the same sums taken in a
  * different order; nothing else is tolerated.
  */
@@ -126,6 +132,53 @@ static void check_one(const mp_plan *p, const mp_cluster *c, const mp_estimate *
         fail_at("HFU below MFU", e->hfu, e->mfu);
     if (e->feasible != (e->memory.total <= e->memory.capacity))
         fail_at("feasible flag disagrees with memory", e->memory.total, e->memory.capacity);
+    /* 11 */
+    if (t->dp_comm_exposed > t->dp_comm_total * (1 + REL) + 1e-15)
+        fail_at("exposed DP/ZeRO communication above all of it", t->dp_comm_exposed, t->dp_comm_total);
+}
+
+/* 11 on the plan's ZeRO-3 variant (where the per-layer gathers are), counted when pp > 1. */
+static long g_zero3_pp_checked;
+static mp_estimate g_e2;
+static void check_zero3_exposure(const mp_model *m, const mp_cluster *c, const mp_plan *p)
+{
+    if (p->zero == 3)
+        return;
+    mp_plan q = *p;
+    q.zero = 3;
+    mp_diag d = {0};
+    if (mp_estimate_plan(m, c, &q, NULL, &g_e2, &d) != MP_OK)
+        return;
+    if (g_e2.time.dp_comm_exposed > g_e2.time.dp_comm_total * (1 + REL) + 1e-15)
+        fail_at("ZeRO-3: exposed DP/ZeRO communication above all of it", g_e2.time.dp_comm_exposed,
+                g_e2.time.dp_comm_total);
+    g_zero3_pp_checked += q.pp > 1;
+}
+
+/* 12 */
+static long g_feasibility_skipped;
+static void check_feasibility_only(const mp_model *m, const mp_cluster *c, const mp_plan *p)
+{
+    mp_estimate_opts o;
+    mp_estimate_opts_init(&o);
+    o.feasibility_only = 1;
+    mp_diag d = {0};
+    if (mp_estimate_plan(m, c, p, &o, &g_e2, &d) != MP_OK)
+        fail_msg("feasibility-only estimate failed: %s at %s", d.text, g_where);
+    if (g_e2.feasible != g_e0.feasible || g_e2.memory.total != g_e0.memory.total)
+        fail_at("feasibility-only memory differs", g_e2.memory.total, g_e0.memory.total);
+    if (g_e0.feasible && g_e2.step_s != g_e0.step_s)
+        fail_at("feasibility-only step differs for a plan that fits", g_e2.step_s, g_e0.step_s);
+    if (!g_e0.feasible && g_e2.step_s != 0.0)
+        fail_at("feasibility-only timed a plan over memory", g_e2.step_s, 0.0);
+    g_feasibility_skipped += !g_e0.feasible;
+    o.feasibility_only = 0;
+    o.skip_per_stage = 1;
+    if (mp_estimate_plan(m, c, p, &o, &g_e2, &d) != MP_OK)
+        fail_msg("skip_per_stage estimate failed: %s at %s", d.text, g_where);
+    if (memcmp(&g_e2.memory, &g_e0.memory, sizeof g_e0.memory) != 0 || g_e2.step_s != g_e0.step_s)
+        fail_at("skip_per_stage changes the most loaded GPU or the step", g_e2.memory.total,
+                g_e0.memory.total);
 }
 
 static mp_status estimate(const mp_model *m, const mp_cluster *c, const mp_plan *p, mp_estimate *e)
@@ -402,19 +455,56 @@ static void test_invariants_random_plans(void **state)
         check_zero(m, &c, &p);
         check_documents(m, &c, &p);
         check_fsdp(m, &c, &p);
+        check_zero3_exposure(m, &c, &p);
+        check_feasibility_only(m, &c, &p);
     }
     printf("invariants: %ld random valid plans checked (%ld generated; %ld infeasible, %ld refused "
            "for precision); %ld bandwidth, %ld capacity and %ld ZeRO-stage comparisons (%ld of them "
            "ZeRO-2 -> 3 with a larger total, within the gathered layers' shards); %ld FSDP1/FSDP2 pairs\n",
            checked, tried, infeasible, no_precision, bw, cap, zero_pairs, g_zero3_excess, g_fsdp_pairs);
+    printf("invariants: %ld ZeRO-3 variants with pp > 1 checked for exposed <= total DP "
+           "communication; %ld plans over memory left untimed under feasibility_only\n",
+           g_zero3_pp_checked, g_feasibility_skipped);
     assert_true(g_fsdp_pairs > 1000);
+    assert_true(g_zero3_pp_checked > 1000);
+    assert_true(g_feasibility_skipped > 1000);
     assert_true(checked >= PLANS_WANTED);
     assert_true(infeasible > 0 && infeasible < checked); /* both kinds were exercised */
+}
+
+/* Issue 15, defect 1: Mixtral 8x7B, ZeRO-3 with pp = 8 on PCIe H100s, where every layer's
+ * gathers stall the step. Before the fix the first gather and the last reduce-scatter were added
+ * on top of a per-layer stall that already held them: 30.78 s exposed of 26.84 s in all, the step
+ * 32.82 s. Now the exposed part stays below the total, and the step differs from before by
+ * exactly the exposure it lost (nothing else moved). */
+static void test_zero3_pp_exposure_regression(void **state)
+{
+    (void)state;
+    const mp_model *m = mp_catalog_model(g_cat, "mixtral-8x7b");
+    assert_non_null(m);
+    mp_cluster c;
+    mp_plan p;
+    mp_diag d = {0};
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_cluster_from_catalog(g_cat, "h100-pcie-80gb", 256, 0, NULL, &c, &d), MP_OK);
+    assert_int_equal(mp_plan_parse("tp=8,pp=8,cp=2,ep=1,mb=1,gb=32,seq=8192,zero=3,recompute=full,"
+                                   "vpp=2,schedule=zb", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, m, 256, &d), MP_OK);
+    assert_int_equal(mp_estimate_plan(m, &c, &p, NULL, &g_e0, &d), MP_OK);
+    const mp_time *t = &g_e0.time;
+    assert_true(t->dp_comm_exposed <= t->dp_comm_total);
+    assert_close(t->dp_comm_total, 26.84, 1e-3);      /* unchanged by the fix */
+    assert_true(t->dp_comm_exposed > 0.9 * t->dp_comm_total); /* still nearly all exposed */
+    double rest = t->compute + t->recompute + t->tp_comm + t->cp_comm + t->ep_comm + t->pp_comm +
+                  t->pp_bubble + t->optimizer;
+    assert_close(g_e0.step_s, rest + t->dp_comm_exposed, 1e-9);
+    assert_true(g_e0.step_s < 32.82 - (30.78 - t->dp_comm_exposed) + 0.01);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_zero3_pp_exposure_regression),
         cmocka_unit_test(test_invariants_random_plans),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);

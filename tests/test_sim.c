@@ -29,6 +29,7 @@ typedef struct {
     mp_cluster c;
     mp_plan p;
     mp_estimate e;
+    mp_workload w; /* what the simulator runs (built with the estimate's options) */
 } job;
 
 static job *make_job(const char *model, const char *gpu, int64_t gpus, const char *plan)
@@ -47,6 +48,8 @@ static job *make_job(const char *model, const char *gpu, int64_t gpus, const cha
         fail_msg("plan \"%s\": %s", plan, d.text);
     if (mp_estimate_plan(&j->m, &j->c, &j->p, NULL, &j->e, &d) != MP_OK)
         fail_msg("estimate \"%s\": %s", plan, d.text);
+    if (mp_workload_build(&j->m, &j->c, &j->p, MP_WL_TRAIN_STEP, &j->e.workload_opts, &j->w, &d) != MP_OK)
+        fail_msg("workload \"%s\": %s", plan, d.text);
     return j;
 }
 
@@ -54,12 +57,27 @@ static mp_sim_result run(job *j, const mp_sim_opts *o, mp_sim **out)
 {
     mp_sim_result r;
     mp_diag d = {0};
-    mp_status st = mp_sim_run(&j->m, &j->c, &j->p, &j->e, o, out, &r, &d);
+    mp_status st = mp_sim_run_workload(&j->m, &j->c, &j->p, &j->w, &j->e, o, out, &r, &d);
     if (st != MP_OK)
         fail_msg("simulation failed (%s): %s", mp_status_str(st), d.text);
     /* The parts of the critical stage's timeline add up to the step. */
     assert_close(mp_time_step_sum_s(&r.time), r.step_s, 1e-9);
     return r;
+}
+
+/* Replace the workload's priced layer kinds by round numbers: every layer 1 ms forward, 2 ms
+ * backward, nothing else (no head, no transfers, no optimizer). */
+static void round_numbers(job *j)
+{
+    memset(&j->e.parts, 0, sizeof j->e.parts);
+    for (int k = 0; k < MP_LK_COUNT; k++) {
+        double params = j->w.layer[k].params;
+        j->w.layer[k] = (mp_wl_layer){0};
+        j->w.layer[k].params = params;
+    }
+    j->w.coll[MP_WC_PP_SEND].time_s = 0.0;
+    j->w.layer[MP_LK_DENSE].fwd_s = 1e-3;
+    j->w.layer[MP_LK_DENSE].bwd_s = 2e-3;
 }
 
 /* ---- a synthetic uniform pipeline: exact closed forms -------------------------------------- */
@@ -75,10 +93,8 @@ static job *synthetic(int p, int v, int64_t M, const char *schedule)
     snprintf(plan, sizeof plan, "tp=1,pp=%d,vpp=%d,mb=1,gb=%lld,seq=1024,schedule=%s", p, v, (long long)M,
              schedule);
     job *j = make_job("llama3-8b", "h100-sxm5-80gb", p, plan);
-    memset(&j->e.parts, 0, sizeof j->e.parts);
-    j->e.parts.layer_fwd_s = 1e-3;
-    j->e.parts.layer_bwd_s = 2e-3;
-    j->e.parts.layer_bwd_weight_s = 1e-3;
+    round_numbers(j);
+    j->w.layer[MP_LK_DENSE].bwd_weight_s = 1e-3;
     return j;
 }
 
@@ -211,6 +227,64 @@ static void test_differential_every_schedule(void **state)
     }
 }
 
+/* MoE from the workload: the simulator runs MoE layers with their experts' grouped GEMMs and
+ * the EP dispatch/combine all-to-all (and DeepSeek-V3's MTP module), so with the analytical
+ * rules its step lands on the estimator's (issue 15: it used to run them as dense layers,
+ * -51% on the Mixtral plan). CP with MLA: the K/V chunk the simulator passes is the workload's,
+ * T x (k width + v width) / tp 16-bit values (MLA materialises K and V for every head), not
+ * kv_heads x head_dim. */
+static void test_moe_and_mla_cp_from_the_workload(void **state)
+{
+    (void)state;
+    static const struct { const char *model; int64_t gpus; const char *plan; } cases[] = {
+        {"mixtral-8x7b", 64, "tp=2,pp=4,ep=8,mb=1,gb=256,seq=4096"},
+        {"deepseek-v3", 1024, "tp=2,pp=16,ep=32,mb=1,gb=1024,seq=4096,recompute=full"},
+        {"deepseek-v3", 2048, "tp=1,pp=16,ep=64,cp=2,mb=1,gb=1024,seq=8192"},
+        /* all-gather CP is not hidden: the exchange shows in both */
+        {"deepseek-v3", 2048, "tp=1,pp=16,ep=16,cp=4,mb=1,gb=512,seq=8192,cp_algo=allgather"},
+    };
+    mp_sim_opts o = quiet();
+    o.analytical_rules = 1;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        job *j = make_job(cases[k].model, "h100-sxm5-80gb", cases[k].gpus, cases[k].plan);
+        mp_sim_result r = run(j, &o, NULL);
+        double err = (r.step_s - j->e.step_s) / j->e.step_s;
+        print_message("  %-12s %-56s sim %9.4f s  analytical %9.4f s  %+.2f%%  EP %.4f / %.4f s\n",
+                      cases[k].model, cases[k].plan, r.step_s, j->e.step_s, 100.0 * err,
+                      r.time.ep_comm, j->e.time.ep_comm);
+        if (fabs(err) > 0.02)
+            fail_msg("%s %s: simulated %.6f s vs analytical %.6f s", cases[k].model, cases[k].plan,
+                     r.step_s, j->e.step_s);
+        assert_true(j->e.time.ep_comm > 0);
+        assert_close(r.time.ep_comm, j->e.time.ep_comm, 0.02);
+        assert_close(r.time.compute + r.time.recompute, j->e.time.compute + j->e.time.recompute, 1e-3);
+        if (j->p.cp > 1) {
+            mp_attn_dims ad;
+            mp_model_attn_dims(&j->m, &ad);
+            double T = (double)j->p.mb * (double)j->p.seq / (double)j->p.cp;
+            double chunk = T * (ad.k_width + ad.v_width) / (double)j->p.tp * 2.0;
+            assert_true(ad.mla);
+            const int ag = j->p.cp_algo == MP_CP_ALLGATHER;
+            assert_close(j->w.coll[MP_WC_CP_FWD].bytes, ag ? chunk * (double)j->p.cp : chunk, 1e-12);
+            if (ag)
+                assert_true(j->e.time.cp_comm > 0);
+            assert_true(fabs(chunk - T * 2.0 * (double)(j->m.kv_heads * j->m.head_dim) / (double)j->p.tp * 2.0) >
+                        0.1 * chunk);
+            assert_close(r.time.cp_comm, j->e.time.cp_comm, 0.02);
+        }
+        free(j);
+    }
+    /* As `trace` runs it (default options: contention, the real stage layout): the Mixtral plan
+     * of issue 15, -51% when its MoE layers ran as dense ones. */
+    job *j = make_job("mixtral-8x7b", "h100-sxm5-80gb", 64, "tp=2,pp=4,ep=8,mb=1,gb=256,seq=4096");
+    mp_sim_result r = run(j, NULL, NULL);
+    print_message("  mixtral-8x7b, trace's options: sim %.4f s, analytical %.4f s (%+.2f%%)\n", r.step_s,
+                  j->e.step_s, 100.0 * (r.step_s - j->e.step_s) / j->e.step_s);
+    assert_close(r.step_s, j->e.step_s, 0.02);
+    assert_true(r.time.ep_comm > 0);
+    free(j);
+}
+
 /* ---- contention, stragglers, options -------------------------------------------------------- */
 
 static void test_contention_rate(void **state)
@@ -223,10 +297,8 @@ static void test_contention_rate(void **state)
      * Step: 2 micro-batches x 32 layers x 3.166667 ms = 202.667 ms. Without contention 192 ms;
      * TP on the critical path (no overlap, nothing runs beside compute): 64 x 4 ms = 256 ms. */
     job *j = make_job("llama3-8b", "h100-sxm5-80gb", 8, "tp=8,mb=1,gb=2,seq=1024");
-    memset(&j->e.parts, 0, sizeof j->e.parts);
-    j->e.parts.layer_fwd_s = 1e-3;
-    j->e.parts.layer_bwd_s = 2e-3;
-    j->e.parts.layer_tp_fwd_s = 0.5e-3;
+    round_numbers(j);
+    j->w.layer[MP_LK_DENSE].tp_fwd_s = 0.5e-3;
     mp_sim_opts o = quiet();
     o.tp_overlap = 1;
     o.contention_frac = 0.2;
@@ -683,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_interleaving_divides_the_bubble_by_vpp),
         cmocka_unit_test(test_zb_h1_shrinks_it_further),
         cmocka_unit_test(test_differential_every_schedule),
+        cmocka_unit_test(test_moe_and_mla_cp_from_the_workload),
         cmocka_unit_test(test_contention_rate),
         cmocka_unit_test(test_straggler),
         cmocka_unit_test(test_bad_input_and_event_cap),

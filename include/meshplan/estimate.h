@@ -1,9 +1,10 @@
 /* meshplan/estimate.h — the analytical estimator: memory per GPU and per pipeline stage, step
  * time with its parts, throughput, MFU/HFU and the bottleneck.
  *
- * Evaluating a plan is allocation-free and takes well under a microsecond (bench/), so the search
- * can call it millions of times. The equations and their sources are in docs/model.md and next to
- * each formula in src/estimate/.
+ * Evaluating a plan is allocation-free and takes about a microsecond (bench/), so the search
+ * can call it millions of times. It builds the plan's workload (meshplan/workload.h) and applies
+ * the overlap and step rules to it. The equations and their sources are in docs/model.md and
+ * next to each formula in src/workload/ and src/estimate/.
  */
 #ifndef MESHPLAN_ESTIMATE_H
 #define MESHPLAN_ESTIMATE_H
@@ -12,6 +13,7 @@
 #include "meshplan/plan.h"
 #include "meshplan/status.h"
 #include "meshplan/topo.h"
+#include "meshplan/workload.h"
 
 /** Most pipeline stages reported individually (a cap; stages beyond are summarised by the max). */
 #define MP_MAX_STAGES 512
@@ -67,6 +69,19 @@ typedef struct {
      * callers that evaluate millions of plans and re-evaluate the few they report (the search);
      * formatting them is over half of an evaluation. Default 0. */
     int skip_text;
+    /* 1: the caller needs only whether the plan fits. Memory is computed before time; a plan
+     * over memory is then returned with its memory, feasible = 0 and its reasons, and its time
+     * fields, step_s and throughput left 0 (never timed). A plan that fits is timed as usual.
+     * Default 0: every plan is timed, infeasible ones too (the search reports them). */
+    int feasibility_only;
+    /* Optional cache of priced collectives (workload.h mp_wl_cache) for a caller evaluating
+     * many plans on one cluster, one per thread; NULL (default): none. The estimate is the
+     * same with and without it. */
+    mp_wl_cache *cache;
+    /* 1: leave per_stage unwritten (memory is still the most loaded stage's, found from one
+     * stage per run of like stages: within a run the first holds the most micro-batches in
+     * flight). For callers that never read per_stage (the search's hot loop). Default 0. */
+    int skip_per_stage;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);
@@ -142,24 +157,15 @@ typedef struct {
      * kind has no communication): TP all-gather/all-reduce, CP exchange, PP send/recv, DP/ZeRO
      * gradient reduction. */
     int tp_tier, cp_tier, pp_tier, dp_tier;
+    int slowest_stage;            /* the stage whose micro-batch sets t_mb (first maximum) */
+    mp_workload_opts workload_opts; /* what the workload was priced with (the simulator rebuilds
+                                       the same workload from it) */
     /* Stage 0 .. min(pp, MP_MAX_STAGES)-1; entries past that are not written. Kept last so an
      * evaluation clears only the fields above (the search calls this millions of times). */
     mp_memory per_stage[MP_MAX_STAGES];
 } mp_estimate;
 
-/** Time of the copy-out that follows one all-gather under PyTorch FSDP2's per-parameter sharding
- *  (plan fsdp = 2): the gather lands rank by rank in one buffer and every parameter is then copied
- *  out of it into its own tensor (foreach_all_gather_copy_out, torch.split_with_sizes_copy on
- *  the current stream: torch/distributed/_composable/fsdp/_fsdp_collectives.py in torch 2.4-2.5,
- *  torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py since), reading and
- *  writing each gathered byte once. A flat-parameter FSDP (FSDP1, DeepSpeed ZeRO-3) gathers into
- *  the parameters' own storage and has no such copy.
- *  params: parameters gathered, count (>= 0); bytes_per_param: bytes each travels in (2 for
- *  bf16/fp16, 1 for fp8, > 0); mem_Bps: the GPU's HBM bandwidth, bytes/s (> 0; the estimator
- *  passes the measured STREAM figure: a large contiguous copy is what STREAM measures).
- *  Returns 2 * params * bytes_per_param / mem_Bps seconds; 0 for a non-positive or non-finite
- *  argument. */
-double mp_fsdp_copy_out_s(double params, double bytes_per_param, double mem_Bps);
+/* mp_fsdp_copy_out_s (FSDP2's copy-out after a gather) is declared in meshplan/workload.h. */
 
 /** Predict. The plan must have been resolved (mp_plan_resolve) for this model and the cluster's
  *  GPU count. opts may be NULL (defaults). Returns MP_OK (check out->feasible), MP_ERR_INPUT if

@@ -102,7 +102,7 @@ void mp_sim_opts_init(mp_sim_opts *o);
  *  dp_comm_total is the sum of the critical stage's DP/ZeRO collective times, hidden or not. */
 typedef struct {
     double step_s;
-    mp_time time;           /* same fields as the analytical breakdown (ep_comm is 0) */
+    mp_time time;           /* same fields as the analytical breakdown */
     int critical_stage;     /* 0 .. pp-1 */
     double bubble_frac;     /* time.pp_bubble / step_s */
     int64_t tasks;          /* tasks in the graph */
@@ -145,9 +145,17 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                      const mp_estimate *e, const mp_sim_opts *opts, mp_sim **out,
                      mp_sim_result *res, mp_diag *diag);
 
+/** As mp_sim_run, from a workload the caller built (mp_workload_build with e->workload_opts for
+ *  the same m, c, p) — or changed: the simulator takes every unit's times, message sizes, layer
+ *  kinds (dense, MoE with its all-to-all, MTP, head) and the slowest stage from w, and from e
+ *  only the optimizer step and the plan's shape checks. Same errors as mp_sim_run. */
+mp_status mp_sim_run_workload(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                              const mp_workload *w, const mp_estimate *e, const mp_sim_opts *opts,
+                              mp_sim **out, mp_sim_result *res, mp_diag *diag);
+
 /** Write the timeline as Chrome trace JSON (the Trace Event Format's "X" complete events, times
  *  in microseconds): one process per pipeline stage, one thread per stream (compute, TP, CP,
- *  PP send, DP/ZeRO, optimizer), every micro-batch's forward, backward, recompute and weight
+ *  EP, PP send, DP/ZeRO, optimizer), every micro-batch's forward, backward, recompute and weight
  *  gradient of every layer as slices with args micro_batch, chunk and layer, collectives as
  *  slices with args bytes, algorithm and group size. Slices of one thread never overlap.
  *  title names the job in the metadata (may be NULL). Returns MP_OK or MP_ERR_IO. */

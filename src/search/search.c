@@ -264,6 +264,10 @@ typedef struct {
     int have_least;
     mp_search_entry least;
     int nomem;
+    /* The thread's estimate options: the hot loop's, with its own collective cache (a plan's
+     * collectives recur across the plans of one cluster; workload.h mp_wl_cache). */
+    mp_estimate_opts eo;
+    mp_wl_cache *cache;
 } tstate;
 
 static void swap_entries(mp_search_entry *a, mp_search_entry *b)
@@ -310,7 +314,7 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
     mp_estimate *e = t->e;
     t->counts.evaluated++;
     t->last_fit = -1;
-    if (mp_estimate_plan(sc->m, t->c, p, sc->eo, e, NULL) != MP_OK) {
+    if (mp_estimate_plan(sc->m, t->c, p, &t->eo, e, NULL) != MP_OK) {
         t->counts.failed++;
         return -1;
     }
@@ -556,6 +560,7 @@ mp_status mp_search_evaluate(const mp_model *m, const mp_cluster *c, int cluster
 static void tstate_free(tstate *t)
 {
     free(t->e);
+    free(t->cache);
     free(t->heap);
     free(t->fm.a);
     free(t->fc.a);
@@ -851,6 +856,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
     else
         mp_estimate_opts_init(&hot);
     hot.skip_text = 1;
+    hot.skip_per_stage = 1; /* the hot loop reads the most loaded stage only */
     search_ctx sc = {m, clusters, o, &hot, o->top_n, NULL};
     if (o->rank_plan) {
         mp_diag rd = {0};
@@ -882,7 +888,12 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         ts[i].fc.kind = FR_COST;
         ts[i].e = malloc(sizeof *ts[i].e);
         ts[i].heap = malloc((size_t)sc.k * sizeof *ts[i].heap);
-        if (!ts[i].e || !ts[i].heap)
+        ts[i].cache = malloc(sizeof *ts[i].cache);
+        ts[i].eo = hot;
+        ts[i].eo.cache = ts[i].cache;
+        if (ts[i].cache)
+            mp_wl_cache_init(ts[i].cache);
+        if (!ts[i].e || !ts[i].heap || !ts[i].cache)
             ts[i].nomem = 1;
     }
 

@@ -32,30 +32,15 @@ void mp_sim_opts_init(mp_sim_opts *o)
     o->max_events = MP_SIM_DEFAULT_MAX_EVENTS;
 }
 
-const char *sim_kind_name(sim_kind k)
-{
-    static const char *const names[SK_COUNT] = {
-        "forward", "backward", "backward (input grad)", "weight grad", "recompute", "optimizer",
-        "TP", "TP (recompute)", "CP exchange", "send activations", "send gradients",
-        "DP grad reduce", "DP param gather", "ZeRO-3 gather", "ZeRO-3 reduce-scatter",
-        "HSDP all-reduce"};
-    return (unsigned)k < SK_COUNT ? names[k] : "?";
-}
-
-const char *sim_stream_name(int s)
-{
-    static const char *const names[SS_COUNT] = {"compute", "TP", "CP", "PP send", "DP/ZeRO",
-                                                "optimizer"};
-    return s >= 0 && s < SS_COUNT ? names[s] : "?";
-}
-
 /* ---- units ------------------------------------------------------------------------------ */
 
 typedef struct {
     int kind;                 /* SU_* */
     int layer;                /* global layer index; -2 LM head; -3 embedding */
     int64_t fwd, bwd, bwd_w, rc, tp, tp_rc, cp; /* ns */
-    double params;            /* per GPU */
+    int64_t ep_f, ep_b, ep_rc; /* MoE all-to-all of a forward, backward, recompute forward, ns */
+    double params;            /* non-expert, per GPU */
+    double xparams;           /* routed experts, per GPU (over the expert-DP group) */
 } unit;
 
 typedef struct {
@@ -95,10 +80,13 @@ typedef struct {
     int send_slow;            /* PP sends cross nodes */
     mp_group dp_group;
     int64_t p2p_ns;
-    coll_desc tp_d, cp_d, p2p_d;
+    coll_desc tp_d, cp_d, p2p_d, ep_d;
+    mp_group edp_group;       /* experts' data-parallel group */
+    double gather_e;          /* bytes per gathered parameter (2; 1 with fp8_comm) */
     double ns_overflow;
-    const double *stage_params; /* per GPU, per stage */
-    double stage_params_max;
+    double *stage_params;     /* non-expert parameters per GPU, per stage */
+    double *stage_xparams;    /* expert parameters per GPU, per stage (same allocation) */
+    double stage_params_max, stage_xparams_max;
     int fail;                 /* -1 nomem/cap */
 } build;
 
@@ -211,13 +199,15 @@ static int32_t dp_task(build *b, int rank, sim_kind k, mp_coll_op op, double byt
 {
     mp_coll_cost cc;
     double share = 1.0, whole = bytes;
-    if (b->o->analytical_rules && (k == SK_DP_GRAD || k == SK_DP_PARAM) && b->stage_params &&
-        b->stage_params[rank] > 0) {
-        /* The estimator's collective is over the most loaded stage's parameters (P_local); the
-         * stage's buckets add up to it. */
-        double per_param = k == SK_DP_GRAD ? 4.0 : 2.0;
-        whole = per_param * b->stage_params_max;
-        share = bytes / (per_param * b->stage_params[rank]);
+    const int experts = grp.size == b->edp_group.size && grp.stride == b->edp_group.stride &&
+                        !(grp.size == b->dp_group.size && grp.stride == b->dp_group.stride);
+    const double held = b->stage_params ? (experts ? b->stage_xparams : b->stage_params)[rank] : 0.0;
+    if (b->o->analytical_rules && (k == SK_DP_GRAD || k == SK_DP_PARAM) && held > 0) {
+        /* The estimator's collective is over the most loaded stage's parameters (P_local, and
+         * its experts X_local over expert-DP); the stage's buckets add up to it. */
+        double per_param = k == SK_DP_GRAD ? 4.0 : b->gather_e;
+        whole = per_param * (experts ? b->stage_xparams_max : b->stage_params_max);
+        share = bytes / (per_param * held);
     }
     if (mp_coll_time(b->c, op, whole, grp, MP_ALGO_AUTO, &cc) != MP_OK)
         cc = (mp_coll_cost){0};
@@ -233,11 +223,31 @@ static int32_t dp_task(build *b, int rank, sim_kind k, mp_coll_op op, double byt
     return id;
 }
 
+/* A unit's DP/ZeRO collective: its non-expert parameters over the shard group, then its experts
+ * over the expert-DP group (one after the other on the DP stream). per_param: bytes per
+ * parameter. Returns the last task, or -1. */
+static int32_t unit_dp(build *b, int rank, sim_kind k, mp_coll_op op, double per_param, const unit *u)
+{
+    int32_t a = u->params > 0 ? dp_task(b, rank, k, op, per_param * u->params, b->dp_group) : -1;
+    int32_t x = u->xparams > 0 ? dp_task(b, rank, k, op, per_param * u->xparams, b->edp_group) : -1;
+    return x >= 0 ? x : a;
+}
+
+/* An MoE layer's dispatch + combine all-to-all of one pass, on the chain (not overlapped, as the
+ * estimator has it: Megatron-Core's default). */
+static void ep_work(build *b, int s, const unit *u, int64_t j, int c, int64_t ns)
+{
+    int32_t ep = chain(b, s, SS_EP, SK_EP, slow(b, s, SS_EP, ns), -1);
+    if (ep >= 0)
+        set_coll(&b->g->t[ep], &b->ep_d);
+    label(b, ep, j, c, u->layer);
+}
+
 /* One layer's work in a forward or (input-)backward pass: the TP collective issued beside the
  * compute when TP overlaps, the compute of dur ns (after `wait`), the CP exchange, then the TP
  * collective on the chain when it does not overlap. */
 static void layer_work(build *b, int s, const unit *u, int64_t j, int c, int32_t wait, sim_kind k,
-                       int64_t dur)
+                       int64_t dur, int64_t ep)
 {
     int32_t tpo = -1;
     if (b->o->tp_overlap && u->tp > 0) {
@@ -255,6 +265,7 @@ static void layer_work(build *b, int s, const unit *u, int64_t j, int c, int32_t
     if (cp >= 0)
         set_coll(&b->g->t[cp], &b->cp_d);
     label(b, cp, j, c, u->layer);
+    ep_work(b, s, u, j, c, ep);
     if (tpo >= 0) {
         pend(b, s, tpo);
     } else {
@@ -290,10 +301,10 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
     if (early_dp && op->type == OP_B && (last_b || b->zero == 2)) {
         for (int k = V->n - 1; k >= 0; k--) {
             const unit *u = &V->u[k];
-            if (u->params <= 0)
+            if (u->params <= 0 && u->xparams <= 0)
                 continue;
-            int32_t r = dp_task(b, s, SK_DP_GRAD, b->zero == 0 ? MP_COLL_ALL_REDUCE : MP_COLL_REDUCE_SCATTER,
-                                4.0 * u->params, b->dp_group);
+            int32_t r = unit_dp(b, s, SK_DP_GRAD, b->zero == 0 ? MP_COLL_ALL_REDUCE : MP_COLL_REDUCE_SCATTER,
+                                4.0, u);
             proxy_deps(b, s, r);
             label(b, r, j, c, u->layer);
         }
@@ -306,14 +317,14 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
         if (z3) {
             /* FSDP: gather the first unit at the pass start, then prefetch the next unit's
              * parameters when this unit's compute starts (depth 1). */
-            if (k == 0 && u->params > 0) {
-                gather[0] = dp_task(b, s, SK_Z3_GATHER, MP_COLL_ALL_GATHER, 2.0 * u->params, b->dp_group);
+            if (k == 0 && (u->params > 0 || u->xparams > 0)) {
+                gather[0] = unit_dp(b, s, SK_Z3_GATHER, MP_COLL_ALL_GATHER, b->gather_e, u);
                 proxy_deps(b, s, gather[0]);
                 label(b, gather[0], j, c, u->layer);
             }
             gather[1] = -1;
-            if (nx && nx->params > 0) {
-                gather[1] = dp_task(b, s, SK_Z3_GATHER, MP_COLL_ALL_GATHER, 2.0 * nx->params, b->dp_group);
+            if (nx && (nx->params > 0 || nx->xparams > 0)) {
+                gather[1] = unit_dp(b, s, SK_Z3_GATHER, MP_COLL_ALL_GATHER, b->gather_e, nx);
                 proxy_deps(b, s, gather[1]);
                 label(b, gather[1], j, c, nx->layer);
             }
@@ -322,7 +333,7 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
         if (fwd && first_f_of_chunk && b->unit_ag[vsi])
             wait = b->unit_ag[vsi][idx];
         if (fwd) {
-            layer_work(b, s, u, j, c, wait, SK_FWD, u->fwd);
+            layer_work(b, s, u, j, c, wait, SK_FWD, u->fwd, u->ep_f);
         } else if (op->type == OP_B) {
             int32_t rc = chain(b, s, SS_COMPUTE, SK_RECOMPUTE, slow(b, s, SS_COMPUTE, u->rc), wait);
             label(b, rc, j, c, u->layer);
@@ -332,20 +343,22 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
             if (trc >= 0)
                 set_coll(&b->g->t[trc], &b->tp_d);
             label(b, trc, j, c, u->layer);
-            layer_work(b, s, u, j, c, wait, b->zb ? SK_BWD_INPUT : SK_BWD, b->zb ? u->bwd - u->bwd_w : u->bwd);
+            ep_work(b, s, u, j, c, u->ep_rc);
+            layer_work(b, s, u, j, c, wait, b->zb ? SK_BWD_INPUT : SK_BWD, b->zb ? u->bwd - u->bwd_w : u->bwd,
+                       u->ep_b);
         } else {
             label(b, chain(b, s, SS_COMPUTE, SK_BWD_WEIGHT, slow(b, s, SS_COMPUTE, u->bwd_w), -1), j, c,
                   u->layer);
         }
         /* The unit's gradient is complete after its backward (W with ZB-H1): reduce it. */
         int done_here = (op->type == OP_B && !b->zb) || wpass;
-        if (b->dp_on && done_here && u->params > 0 && !early_dp) {
+        if (b->dp_on && done_here && (u->params > 0 || u->xparams > 0) && !early_dp) {
             int32_t r = -1;
             if (b->zero == 3)
-                r = dp_task(b, s, SK_Z3_REDUCE, MP_COLL_REDUCE_SCATTER, 4.0 * u->params, b->dp_group);
+                r = unit_dp(b, s, SK_Z3_REDUCE, MP_COLL_REDUCE_SCATTER, 4.0, u);
             else if (grads_final || b->zero == 2)
-                r = dp_task(b, s, SK_DP_GRAD, b->zero == 0 ? MP_COLL_ALL_REDUCE : MP_COLL_REDUCE_SCATTER,
-                            4.0 * u->params, b->dp_group);
+                r = unit_dp(b, s, SK_DP_GRAD, b->zero == 0 ? MP_COLL_ALL_REDUCE : MP_COLL_REDUCE_SCATTER,
+                            4.0, u);
             dep(b, b->prev[s], r);
             for (int q = 0; q < b->npend[s]; q++)
                 dep(b, b->pend[s][q], r);
@@ -382,7 +395,7 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
 
 /* ---- the step's parts from the critical stage's timeline --------------------------------- */
 
-enum { C_COMPUTE, C_RECOMPUTE, C_TP, C_CP, C_PP, C_BUBBLE, C_DP, C_OPT, C_COUNT };
+enum { C_COMPUTE, C_RECOMPUTE, C_TP, C_CP, C_EP, C_PP, C_BUBBLE, C_DP, C_OPT, C_COUNT };
 
 static int32_t stream_prev(const sim_graph *g, int32_t id)
 {
@@ -421,6 +434,7 @@ static int category(const sim_task *x)
     switch ((sim_kind)x->kind) {
     case SK_TP: case SK_TP_RECOMPUTE: return C_TP;
     case SK_CP: return C_CP;
+    case SK_EP: return C_EP;
     case SK_SEND_FWD: case SK_SEND_BWD: return C_PP;
     case SK_DP_GRAD: case SK_DP_PARAM: case SK_Z3_GATHER: case SK_Z3_REDUCE: case SK_HSDP: return C_DP;
     default: return C_BUBBLE; /* another stage's compute */
@@ -464,7 +478,7 @@ static int prio(int cat)
 {
     switch (cat) {
     case C_TP: return 5;
-    case C_CP: return 4;
+    case C_CP: case C_EP: return 4;
     case C_PP: return 3;
     case C_BUBBLE: return 2;
     default: return 1; /* DP/ZeRO: exposed only when nothing else explains the wait */
@@ -555,6 +569,7 @@ static void breakdown(const sim_graph *g, int rank, int64_t step_ns, mp_time *t)
     t->recompute = cat[C_RECOMPUTE] * 1e-9;
     t->tp_comm = cat[C_TP] * 1e-9;
     t->cp_comm = cat[C_CP] * 1e-9;
+    t->ep_comm = cat[C_EP] * 1e-9;
     t->pp_comm = cat[C_PP] * 1e-9;
     t->pp_bubble = cat[C_BUBBLE] * 1e-9;
     t->dp_comm_exposed = cat[C_DP] * 1e-9;
@@ -622,25 +637,12 @@ static void free_build(build *b)
     free(b->in_vs);
     free(b->in_mb);
     free(b->last_dp);
+    free(b->stage_params);
 }
 
-mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                     const mp_estimate *e, const mp_sim_opts *opts, mp_sim **out,
-                     mp_sim_result *res, mp_diag *d)
+/* Check the plan against the estimate and the schedule's limits. */
+static mp_status check_plan(const mp_cluster *c, const mp_plan *p, const mp_estimate *e, mp_diag *d)
 {
-    mp_sim_opts defaults;
-    if (!opts) {
-        mp_sim_opts_init(&defaults);
-        opts = &defaults;
-    }
-    if (out)
-        *out = NULL;
-    memset(res, 0, sizeof *res);
-    mp_status st = check_opts(opts, c, d);
-    if (st == MP_OK) /* refuse a step over the caps before anything is allocated (src/sim/size.c) */
-        st = sim_size_check(m, p, e, opts, d);
-    if (st != MP_OK)
-        return st;
     if (p->tp < 1 || p->pp < 1 || p->cp < 1 || p->dp < 1 || p->vpp < 1 || p->mb < 1 ||
         p->tp * p->pp * p->cp * p->dp != c->num_gpus || e->nstages != p->pp ||
         e->microbatches != p->gb / (p->mb * p->dp) || e->microbatches < 1) {
@@ -665,187 +667,190 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                     (long long)p->pp, (long long)p->vpp, e->microbatches);
         return MP_ERR_RANGE;
     }
+    return MP_OK;
+}
 
-    mp_sim *sim = calloc(1, sizeof *sim);
-    build bb;
-    memset(&bb, 0, sizeof bb);
-    build *b = &bb;
-    sim_op *ops = NULL;
-    if (!sim)
-        return MP_ERR_NOMEM;
-    const mp_step_parts *pt = &e->parts;
-    const int P = (int)p->pp, Vv = (int)p->vpp, tp = (int)p->tp;
-    const int64_t M = e->microbatches;
-    sim_graph *g = &sim->g;
-    g->nranks = P;
-    g->contention = opts->contention_frac;
-    g->max_events = opts->max_events;
-    g->max_tasks = opts->max_events;
-    b->g = g;
-    b->o = opts;
-    b->c = c;
-    b->p = P;
-    b->v = Vv;
-    b->nvs = P * Vv;
-    b->M = M;
+/* The build's settings, groups, straggler links and collective descriptions — message sizes and
+ * algorithms from the workload's collectives table (src/workload/comm.c). */
+static void setup(build *b, const mp_cluster *c, const mp_plan *p, const mp_workload *w,
+                  const mp_sim_opts *opts)
+{
+    const mp_wl_coll *x = w->coll;
+    b->p = w->pp;
+    b->v = w->vpp;
+    b->nvs = w->pp * w->vpp;
+    b->M = (int64_t)w->microbatches;
     b->zero = p->zero < 0 ? 0 : p->zero;
     b->zb = p->schedule == MP_SCHED_ZB;
-    const int64_t dpg = p->dp * p->cp;
-    const int64_t shard = p->hsdp ? p->hsdp : dpg;
-    b->dp_on = dpg > 1;
-    b->hsdp_on = p->hsdp && dpg / shard > 1;
-    b->dp_group = (mp_group){shard, p->tp};
+    b->dp_on = w->dp_ranks > 1;
+    b->hsdp_on = x[MP_WC_HSDP_AR].in.size * x[MP_WC_HSDP_AR].out.size > 1;
+    b->dp_group = (mp_group){(int64_t)w->shard, w->g_shard_in.stride};
+    b->edp_group = w->g_edp;
+    b->gather_e = w->gather_bytes_per_param;
     b->straggler_stage = opts->straggler_rank >= 0 ? (int)(opts->straggler_rank / (p->tp * p->cp * p->dp)) : -1;
     for (int s = 0; s < SS_COUNT; s++)
         b->link_factor[s] = 1.0;
     if (opts->straggler_link_factor > 1.0) {
         /* A slow NIC slows what leaves the node (Megatron rank order: tp, cp, dp, pp). */
-        if (crosses_nodes(c, (mp_group){p->tp, 1}))
+        if (crosses_nodes(c, w->g_tp))
             b->link_factor[SS_TP] = opts->straggler_link_factor;
-        if (crosses_nodes(c, (mp_group){p->cp, p->tp}))
+        if (crosses_nodes(c, w->g_cp))
             b->link_factor[SS_CP] = opts->straggler_link_factor;
+        if (crosses_nodes(c, w->g_ep))
+            b->link_factor[SS_EP] = opts->straggler_link_factor;
         if (crosses_nodes(c, b->dp_group))
             b->link_factor[SS_DP] = opts->straggler_link_factor;
-        b->send_slow = crosses_nodes(c, (mp_group){2, p->tp * p->cp * p->dp});
+        b->send_slow = crosses_nodes(c, w->g_pp);
     }
+    const mp_wl_coll *tp = &x[MP_WC_TP_A], *cp = &x[MP_WC_CP_FWD], *ep = &x[MP_WC_EP_DISPATCH];
+    b->tp_d = (coll_desc){tp->bytes, tp->op, tp->algo, p->sp ? 4 : 2, w->tp, 0};
+    /* CP: one ring step's K/V chunk (k width + v width, right for MLA), cp - 1 steps. */
+    b->cp_d = (coll_desc){cp->bytes, cp->op, cp->algo, cp->op == MP_COLL_SEND_RECV ? w->cp - 1 : 1, w->cp, 0};
+    b->ep_d = (coll_desc){ep->bytes, MP_COLL_ALL_TO_ALL, ep->algo, 2, w->ep, 0};
+    b->p2p_d = (coll_desc){x[MP_WC_PP_SEND].bytes, MP_COLL_SEND_RECV, MP_ALGO_P2P, 1, 2, 0};
+    b->p2p_ns = w->pp > 1 ? to_ns(b, x[MP_WC_PP_SEND].time_s) : 0;
+}
 
-    /* Collective descriptions (the estimator's message sizes, src/estimate/estimate.c). */
-    const double T = (double)p->mb * (double)p->seq / (double)p->cp; /* tokens per micro-batch per GPU */
-    const double h = (double)m->hidden;
-    {
-        mp_coll_cost cc = {0};
-        double S = T * h * 2.0;
-        mp_coll_op top = p->sp ? MP_COLL_ALL_GATHER : MP_COLL_ALL_REDUCE;
-        if (tp > 1)
-            mp_coll_time(c, top, S, (mp_group){tp, 1}, MP_ALGO_AUTO, &cc);
-        b->tp_d = (coll_desc){S, top, cc.algo, p->sp ? 4 : 2, tp, 0};
-        double kvb = T * 2.0 * (double)(m->kv_heads * m->head_dim) / tp * 2.0;
-        cc = (mp_coll_cost){0};
-        if (p->cp > 1)
-            mp_coll_time(c, MP_COLL_SEND_RECV, kvb, (mp_group){2, tp}, MP_ALGO_AUTO, &cc);
-        b->cp_d = (coll_desc){kvb, MP_COLL_SEND_RECV, cc.algo, (int)(p->cp - 1), p->cp, 0};
-        double pb = T * h * 2.0 / (tp > 1 ? tp : 1);
-        b->p2p_d = (coll_desc){pb, MP_COLL_SEND_RECV, MP_ALGO_P2P, 1, 2, 0};
+/* A unit of kind k from the workload's priced layer kinds. */
+static unit make_unit(build *b, const mp_workload *w, mp_layer_kind k, int su, int layer)
+{
+    const mp_wl_layer *l = &w->layer[k];
+    unit u = {su, layer, to_ns(b, l->fwd_s), to_ns(b, l->bwd_s), to_ns(b, l->bwd_weight_s),
+              to_ns(b, l->recompute_s), to_ns(b, l->tp_fwd_s), to_ns(b, l->tp_recompute_s),
+              to_ns(b, l->cp_fwd_s), to_ns(b, l->ep_fwd_s), to_ns(b, l->ep_bwd_s),
+              to_ns(b, l->ep_recompute_s), l->params, w->expert_shard > 1 ? l->expert_params : 0.0};
+    if (k == MP_LK_HEAD || k == MP_LK_EMBED) /* no CP exchange, no all-to-all */
+        u.cp = 0;
+    if (u.bwd_w > u.bwd)
+        u.bwd_w = u.bwd;
+    /* FSDP2: each gather's copy-out runs on the compute stream before a unit's forward and
+     * before a layer's backward (recompute included); the root module's embedding and LM head
+     * stay gathered from forward to backward: once. As the estimator counts it. */
+    if (b->zero == 3 && b->dp_group.size > 1 && l->copy_out_s > 0) {
+        int64_t co = to_ns(b, l->copy_out_s);
+        u.fwd += co;
+        if (su == SU_LAYER || su == SU_MTP)
+            u.bwd += co;
     }
-    b->p2p_ns = P > 1 ? to_ns(b, pt->p2p_s) : 0;
+    return u;
+}
 
-    /* Units per virtual stage. */
-    mp_param_count pc;
-    mp_model_params(m, tp, &pc);
-    const double V = (double)mp_model_padded_vocab(m, tp);
-    const int64_t L = m->layers, lmin = L / P, lextra = L % P;
-    double head_params = ((double)pc.final_norm +
-                          (double)(pc.lm_head ? pc.lm_head : (P > 1 ? (int64_t)(V * h) : 0))) / tp;
-    double emb_params = (double)pc.embedding / tp;
-    double layer_params = (double)pc.per_layer / tp;
-    /* The slowest stage, as the estimator picks it (first strict maximum). */
-    int slowest = 0;
-    {
-        double best = -1.0;
-        double per_layer = pt->layer_fwd_s + pt->layer_bwd_s + pt->layer_recompute_s +
-                           2.0 * pt->layer_tp_fwd_s + pt->layer_tp_recompute_s + 2.0 * pt->layer_cp_s;
-        for (int i = 0; i < P; i++) {
-            double nl = (double)(lmin + (i < lextra ? 1 : 0));
-            double tot = nl * per_layer + (i == P - 1 ? pt->head_fwd_s + pt->head_bwd_s : 0.0);
-            if (tot > best) {
-                best = tot;
-                slowest = i;
+/* The stage whose micro-batch the estimator's step is built from: the first strict maximum of
+ * the workload's stage times (mp_workload_stage_time, as src/estimate/step.c picks it). */
+static int slowest_stage(const mp_workload *w, const mp_model *m)
+{
+    int best = 0;
+    double bt = -1.0;
+    for (int i = 0; i < w->pp; i++) {
+        mp_wl_stage s;
+        mp_wl_stage_time t;
+        mp_workload_stage(w, m, i, &s);
+        mp_workload_stage_time(w, &s, i == w->pp - 1, &t);
+        if (t.total_s > bt) {
+            bt = t.total_s;
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* Units of virtual stage vsi = chunk * p + stage (Megatron's layout: chunk j of the p*v chunks
+ * holds L/(p v) layers, the first L mod (p v) one more; workload.h stages): the embedding first
+ * on the first, its layers (dense or MoE, as the model lays them out), and on the last the MTP
+ * modules and the LM head. Returns 0 or -1 (out of memory). */
+static int fill_vstage(build *b, const mp_workload *w, const mp_model *m, int vsi, int src)
+{
+    const int64_t L = m->layers, C = b->nvs, q = L / C, r = L % C;
+    const int64_t first = src * q + (src < r ? src : r), nl = q + (src < r ? 1 : 0);
+    const int has_embed = src == 0, has_last = src == C - 1;
+    const int64_t nmtp = has_last ? (int64_t)w->mtp_modules : 0;
+    vstage *V = &b->vs[vsi];
+    V->u = calloc((size_t)(nl + nmtp + 2), sizeof *V->u);
+    if (!V->u)
+        return -1;
+    if (has_embed && w->layer[MP_LK_EMBED].params > 0)
+        V->u[V->n++] = make_unit(b, w, MP_LK_EMBED, SU_EMBED, -3);
+    for (int64_t k = 0; k < nl; k++) {
+        int moe = w->moe && mp_model_moe_layers_in(m, first + k, 1) > 0;
+        V->u[V->n++] = make_unit(b, w, moe ? MP_LK_MOE : MP_LK_DENSE, SU_LAYER, (int)(first + k));
+    }
+    for (int64_t k = 0; k < nmtp; k++)
+        V->u[V->n++] = make_unit(b, w, MP_LK_MTP, SU_MTP, (int)(L + k));
+    if (has_last)
+        V->u[V->n++] = make_unit(b, w, MP_LK_HEAD, SU_HEAD, -2);
+    return 0;
+}
+
+/* Under the analytical rules a stage's LM head and MTP modules are spread over its layers (the
+ * estimator's stages are uniform: its bubble is (p-1)/v of one micro-batch's whole time, as if
+ * every chunk took the same), keeping their parameters on the units. */
+static void fold_last(build *b, int s)
+{
+    int64_t f[10] = {0}, nl = 0;
+    for (int ch = 0; ch < b->v; ch++) {
+        vstage *V = &b->vs[ch * b->p + s];
+        for (int k = 0; k < V->n; k++) {
+            unit *u = &V->u[k];
+            int64_t *t[10] = {&u->fwd, &u->bwd, &u->bwd_w, &u->rc, &u->tp, &u->tp_rc, &u->cp,
+                              &u->ep_f, &u->ep_b, &u->ep_rc};
+            if (u->kind == SU_LAYER)
+                nl++;
+            if (u->kind != SU_HEAD && u->kind != SU_MTP)
+                continue;
+            for (int q = 0; q < 10; q++) {
+                f[q] += *t[q];
+                *t[q] = 0;
             }
         }
     }
+    for (int ch = 0; ch < b->v && nl > 0; ch++) {
+        vstage *V = &b->vs[ch * b->p + s];
+        for (int k = 0; k < V->n; k++) {
+            unit *u = &V->u[k];
+            int64_t *t[10] = {&u->fwd, &u->bwd, &u->bwd_w, &u->rc, &u->tp, &u->tp_rc, &u->cp,
+                              &u->ep_f, &u->ep_b, &u->ep_rc};
+            if (u->kind == SU_LAYER)
+                for (int q = 0; q < 10; q++)
+                    *t[q] += (int64_t)llround((double)f[q] / (double)nl);
+        }
+    }
+}
+
+/* All virtual stages' units and each stage's parameters per GPU. Under the analytical rules
+ * every stage holds the units of the slowest one (the estimator's uniform stages). */
+static int make_units(build *b, const mp_workload *w, const mp_model *m, const mp_sim_opts *o)
+{
     b->vs = calloc((size_t)b->nvs, sizeof *b->vs);
-    if (!b->vs)
-        goto nomem;
-    double stage_params_max = 0.0;
-    double *stage_params = calloc((size_t)P, sizeof *stage_params);
-    if (!stage_params)
-        goto nomem;
-    for (int s = 0; s < P; s++) {
-        int64_t nl_real = lmin + (s < lextra ? 1 : 0);
-        stage_params[s] = (double)nl_real * layer_params + (s == 0 ? emb_params : 0.0) +
-                          (s == P - 1 ? head_params : 0.0);
-        if (stage_params[s] > stage_params_max)
-            stage_params_max = stage_params[s];
-    }
-    b->stage_params_max = stage_params_max;
-    b->stage_params = stage_params;
-    {
-        int64_t first_layer_of_vs = 0;
-        /* Megatron numbers layers by virtual stage: vs 0 (stage 0 chunk 0), vs 1, ... */
-        int64_t *nl_vs = calloc((size_t)b->nvs, sizeof *nl_vs);
-        if (!nl_vs) {
-            free(stage_params);
-            goto nomem;
+    b->stage_params = calloc((size_t)(2 * b->p), sizeof *b->stage_params);
+    if (!b->vs || !b->stage_params)
+        return -1;
+    b->stage_xparams = b->stage_params + b->p;
+    const int slowest = slowest_stage(w, m);
+    for (int vsi = 0; vsi < b->nvs; vsi++) {
+        int s = vsi % b->p, src = o->analytical_rules ? vsi - s + slowest : vsi;
+        if (fill_vstage(b, w, m, vsi, src))
+            return -1;
+        for (int k = 0; k < b->vs[vsi].n; k++) {
+            b->stage_params[s] += b->vs[vsi].u[k].params;
+            b->stage_xparams[s] += b->vs[vsi].u[k].xparams;
         }
-        for (int s = 0; s < P; s++) {
-            int64_t nl = opts->analytical_rules ? lmin + (slowest < lextra ? 1 : 0) : lmin + (s < lextra ? 1 : 0);
-            for (int ch = 0; ch < Vv; ch++)
-                nl_vs[ch * P + s] = nl / Vv + (ch < nl % Vv ? 1 : 0);
-        }
-        for (int vsi = 0; vsi < b->nvs && !b->fail; vsi++) {
-            int64_t nl = nl_vs[vsi];
-            int first = vsi == 0, lastv = vsi == b->nvs - 1;
-            vstage *Vs = &b->vs[vsi];
-            Vs->u = calloc((size_t)nl + 2, sizeof *Vs->u);
-            if (!Vs->u) {
-                free(nl_vs);
-                free(stage_params);
-                goto nomem;
-            }
-            if (first && emb_params > 0)
-                Vs->u[Vs->n++] = (unit){SU_EMBED, -3, 0, 0, 0, 0, 0, 0, 0, emb_params};
-            /* Per-layer times; with uniform stages the slowest stage's per-micro-batch times,
-             * LM head folded in, spread over its layers. */
-            double lf = pt->layer_fwd_s, lb = pt->layer_bwd_s, lw = pt->layer_bwd_weight_s;
-            if (opts->analytical_rules && slowest == P - 1) {
-                double nk = (double)(lmin + (slowest < lextra ? 1 : 0));
-                lf += pt->head_fwd_s / nk;
-                lb += pt->head_bwd_s / nk;
-                lw += pt->head_bwd_weight_s / nk;
-            }
-            for (int64_t k = 0; k < nl; k++) {
-                unit u = {SU_LAYER, (int)(first_layer_of_vs + k), to_ns(b, lf), to_ns(b, lb), to_ns(b, lw),
-                          to_ns(b, pt->layer_recompute_s), to_ns(b, pt->layer_tp_fwd_s),
-                          to_ns(b, pt->layer_tp_recompute_s), to_ns(b, pt->layer_cp_s), layer_params};
-                if (u.bwd_w > u.bwd)
-                    u.bwd_w = u.bwd;
-                Vs->u[Vs->n++] = u;
-            }
-            first_layer_of_vs += nl;
-            if (lastv) {
-                unit u = {SU_HEAD, -2, 0, 0, 0, 0, 0, 0, 0, head_params};
-                if (!opts->analytical_rules) {
-                    u.fwd = to_ns(b, pt->head_fwd_s);
-                    u.bwd = to_ns(b, pt->head_bwd_s);
-                    u.bwd_w = to_ns(b, pt->head_bwd_weight_s);
-                    if (u.bwd_w > u.bwd)
-                        u.bwd_w = u.bwd;
-                }
-                if (u.fwd > 0 || u.bwd > 0 || u.params > 0)
-                    Vs->u[Vs->n++] = u;
-            }
-            /* FSDP2: each gather's copy-out runs on the compute stream before a layer's forward
-             * and before its backward (recompute included); the root module's embedding and
-             * LM head stay gathered from forward to backward: once. As the estimator counts it;
-             * nothing is gathered over a shard group of one. */
-            if (pt->fsdp_copy_s_per_param > 0 && b->zero == 3 && b->dp_group.size > 1)
-                for (int k = 0; k < Vs->n; k++) {
-                    int64_t co = to_ns(b, Vs->u[k].params * pt->fsdp_copy_s_per_param);
-                    Vs->u[k].fwd += co;
-                    if (Vs->u[k].kind == SU_LAYER)
-                        Vs->u[k].bwd += co;
-                }
-        }
-        free(nl_vs);
     }
-    if (b->ns_overflow > 0) {
-        free(stage_params);
-        mp_diag_add(d, "simulation: a task of %g s is out of range", b->ns_overflow);
-        st = MP_ERR_RANGE;
-        goto fail;
+    for (int s = 0; s < b->p; s++) {
+        if (o->analytical_rules)
+            fold_last(b, s);
+        if (b->stage_params[s] > b->stage_params_max)
+            b->stage_params_max = b->stage_params[s];
+        if (b->stage_xparams[s] > b->stage_xparams_max)
+            b->stage_xparams_max = b->stage_xparams[s];
     }
+    return 0;
+}
 
-    /* Per-rank state and the pass-release table. */
+/* Per-rank chain state and the pass-release table. */
+static int alloc_state(build *b, sim_op **ops)
+{
+    const int P = b->p;
+    const int64_t M = b->M;
     b->out_f = malloc((size_t)b->nvs * (size_t)M * sizeof *b->out_f);
     b->out_b = malloc((size_t)b->nvs * (size_t)M * sizeof *b->out_b);
     b->prev = malloc((size_t)P * sizeof *b->prev);
@@ -856,12 +861,10 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
     b->in_mb = calloc((size_t)P, sizeof *b->in_mb);
     b->last_dp = malloc((size_t)P * sizeof *b->last_dp);
     b->unit_ag = calloc((size_t)b->nvs, sizeof *b->unit_ag);
-    ops = malloc((size_t)(3 * M * Vv + 1) * sizeof *ops);
+    *ops = malloc((size_t)(3 * M * b->v + 1) * sizeof **ops);
     if (!b->out_f || !b->out_b || !b->prev || !b->pend || !b->npend || !b->in_dir || !b->in_vs ||
-        !b->in_mb || !b->last_dp || !b->unit_ag || !ops) {
-        free(stage_params);
-        goto nomem;
-    }
+        !b->in_mb || !b->last_dp || !b->unit_ag || !*ops)
+        return -1;
     for (int64_t i = 0; i < (int64_t)b->nvs * M; i++)
         b->out_f[i] = b->out_b[i] = -1;
     for (int s = 0; s < P; s++) {
@@ -869,90 +872,86 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
         b->in_dir[s] = -1;
         b->last_dp[s] = -1;
     }
+    return 0;
+}
 
-    for (int s = 0; s < P && !b->fail; s++) {
-        /* ZeRO-1/2: the updated parameters are gathered bucket by bucket at the step start
-         * (Megatron overlap-param-gather: in the next step's forward). */
-        if (b->dp_on && (b->zero == 1 || b->zero == 2)) {
-            for (int ch = 0; ch < Vv; ch++) {
-                int vsi = ch * P + s;
-                b->unit_ag[vsi] = malloc((size_t)(b->vs[vsi].n + 1) * sizeof(int32_t));
-                if (!b->unit_ag[vsi]) {
-                    free(stage_params);
-                    goto nomem;
-                }
-                for (int k = 0; k < b->vs[vsi].n; k++) {
-                    const unit *u = &b->vs[vsi].u[k];
-                    int32_t ag = u->params > 0 ? dp_task(b, s, SK_DP_PARAM, MP_COLL_ALL_GATHER,
-                                                         2.0 * u->params, b->dp_group) : -1;
-                    label(b, ag, -1, ch, u->layer);
-                    b->unit_ag[vsi][k] = ag;
-                }
-            }
-        }
-        int64_t nops = sim_schedule(p->schedule, P, Vv, M, s, ops);
-        /* Where each chunk's gradients become final: its last B (last W with ZB-H1). */
-        int64_t last_grad[4096], last_b[4096];
-        int seen_f[4096];
+/* One stage's step: ZeRO-1/2 parameter gathers, its passes in schedule order, HSDP, optimizer. */
+static int emit_stage(build *b, const mp_plan *p, const mp_workload *w, double optimizer_s, int s,
+                      sim_op *ops)
+{
+    const int P = b->p, Vv = b->v;
+    /* ZeRO-1/2: the updated parameters are gathered bucket by bucket at the step start
+     * (Megatron overlap-param-gather: in the next step's forward). */
+    if (b->dp_on && (b->zero == 1 || b->zero == 2)) {
         for (int ch = 0; ch < Vv; ch++) {
-            last_grad[ch] = last_b[ch] = -1;
-            seen_f[ch] = 0;
-        }
-        for (int64_t k = 0; k < nops; k++) {
-            if (ops[k].type == (b->zb ? OP_W : OP_B))
-                last_grad[ops[k].chunk] = k;
-            if (ops[k].type == OP_B)
-                last_b[ops[k].chunk] = k;
-        }
-        for (int64_t k = 0; k < nops && !b->fail; k++) {
-            int firstf = 0;
-            if (ops[k].type == OP_F && !seen_f[ops[k].chunk]) {
-                firstf = 1;
-                seen_f[ops[k].chunk] = 1;
+            int vsi = ch * P + s;
+            b->unit_ag[vsi] = malloc((size_t)(b->vs[vsi].n + 1) * sizeof(int32_t));
+            if (!b->unit_ag[vsi])
+                return -1;
+            for (int k = 0; k < b->vs[vsi].n; k++) {
+                const unit *u = &b->vs[vsi].u[k];
+                int32_t ag = unit_dp(b, s, SK_DP_PARAM, MP_COLL_ALL_GATHER, b->gather_e, u);
+                label(b, ag, -1, ch, u->layer);
+                b->unit_ag[vsi][k] = ag;
             }
-            emit_pass(b, s, &ops[k], firstf, last_grad[ops[k].chunk] == k, last_b[ops[k].chunk] == k);
         }
-        /* HSDP: all-reduce the reduced shard across replicas, then the optimizer. */
-        if (b->hsdp_on) {
-            double gbytes = 4.0 * stage_params[s] / (double)shard;
-            int32_t hr = dp_task(b, s, SK_HSDP, MP_COLL_ALL_REDUCE, gbytes,
-                                 (mp_group){dpg / shard, p->tp * shard});
-            dep(b, b->prev[s], hr);
-        }
-        double opt_s = pt->optimizer_s * (opts->analytical_rules || stage_params_max <= 0
-                                              ? 1.0 : stage_params[s] / stage_params_max);
-        chain(b, s, SS_OPT, SK_OPTIMIZER, slow(b, s, SS_OPT, to_ns(b, opt_s)), b->last_dp[s]);
     }
-    free(stage_params);
-    b->stage_params = NULL;
-    if (b->fail) {
-        if (g->n >= g->max_tasks) {
-            mp_diag_add(d, "simulation: the step needs more than %lld tasks (max_events); use fewer "
-                           "micro-batches or raise the cap", (long long)g->max_tasks);
-            st = MP_ERR_RANGE;
-            goto fail;
-        }
-        goto nomem;
+    int64_t nops = sim_schedule(p->schedule, P, Vv, b->M, s, ops);
+    /* Where each chunk's gradients become final: its last B (last W with ZB-H1). */
+    int64_t last_grad[4096], last_b[4096];
+    int seen_f[4096];
+    for (int ch = 0; ch < Vv; ch++) {
+        last_grad[ch] = last_b[ch] = -1;
+        seen_f[ch] = 0;
     }
-    /* Cross-stage dependencies: each pass waits for what the neighbouring virtual stage sent. */
+    for (int64_t k = 0; k < nops; k++) {
+        if (ops[k].type == (b->zb ? OP_W : OP_B))
+            last_grad[ops[k].chunk] = k;
+        if (ops[k].type == OP_B)
+            last_b[ops[k].chunk] = k;
+    }
+    for (int64_t k = 0; k < nops && !b->fail; k++) {
+        int firstf = 0;
+        if (ops[k].type == OP_F && !seen_f[ops[k].chunk]) {
+            firstf = 1;
+            seen_f[ops[k].chunk] = 1;
+        }
+        emit_pass(b, s, &ops[k], firstf, last_grad[ops[k].chunk] == k, last_b[ops[k].chunk] == k);
+    }
+    /* HSDP: all-reduce the reduced shard across replicas, then the optimizer. */
+    if (b->hsdp_on) {
+        const mp_wl_coll *h = &w->coll[MP_WC_HSDP_AR];
+        double gbytes = 4.0 * b->stage_params[s] / w->shard;
+        int32_t hr = dp_task(b, s, SK_HSDP, MP_COLL_ALL_REDUCE, gbytes,
+                             (mp_group){h->in.size * h->out.size, h->in.stride});
+        dep(b, b->prev[s], hr);
+    }
+    double opt_s = optimizer_s * (b->o->analytical_rules || b->stage_params_max <= 0
+                                      ? 1.0 : b->stage_params[s] / b->stage_params_max);
+    chain(b, s, SS_OPT, SK_OPTIMIZER, slow(b, s, SS_OPT, to_ns(b, opt_s)), b->last_dp[s]);
+    return 0;
+}
+
+/* Cross-stage dependencies: each pass waits for what the neighbouring virtual stage sent. */
+static mp_status link_passes(build *b, mp_diag *d)
+{
     for (int64_t i = 0; i < b->nneeds; i++) {
         const struct need *n = &b->needs[i];
-        int32_t from = (n->dir ? b->out_b : b->out_f)[(int64_t)n->vs * M + n->mb];
+        int32_t from = (n->dir ? b->out_b : b->out_f)[(int64_t)n->vs * b->M + n->mb];
         if (from < 0) {
             mp_diag_add(d, "simulation: internal error: pass input (dir %d, virtual stage %d, "
                            "micro-batch %lld) was never produced", n->dir, n->vs, (long long)n->mb);
-            st = MP_ERR_INTERNAL;
-            goto fail;
+            return MP_ERR_INTERNAL;
         }
         dep(b, from, n->task);
     }
-    if (b->fail)
-        goto nomem;
+    return b->fail ? MP_ERR_NOMEM : MP_OK;
+}
 
-    st = sim_graph_run(g, d);
-    if (st != MP_OK)
-        goto fail;
-
+/* The summary of a finished run. */
+static void summarise(const sim_graph *g, const build *b, const mp_plan *p, const mp_sim_opts *o,
+                      mp_sim *sim, mp_sim_result *res)
+{
     /* The step ends with the last task; the critical stage is the one that ends it. */
     int64_t step_ns = 0;
     int crit = 0;
@@ -967,16 +966,82 @@ mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
     res->bubble_frac = res->step_s > 0 ? res->time.pp_bubble / res->step_s : 0.0;
     res->tasks = g->n;
     res->events = g->events;
-    res->nstages = P;
+    res->nstages = b->p;
     res->straggler_stage = b->straggler_stage;
-    sim->pp = P;
-    sim->vpp = Vv;
+    sim->pp = b->p;
+    sim->vpp = b->v;
     sim->ranks_per_stage = p->tp * p->cp * p->dp;
-    sim->straggler_rank = opts->straggler_rank;
+    sim->straggler_rank = o->straggler_rank;
     sim->straggler_stage = b->straggler_stage;
-    sim->microbatches = M;
+    sim->microbatches = b->M;
     sim->step_s = res->step_s;
     sim->schedule = p->schedule;
+}
+
+mp_status mp_sim_run_workload(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                              const mp_workload *w, const mp_estimate *e, const mp_sim_opts *opts,
+                              mp_sim **out, mp_sim_result *res, mp_diag *d)
+{
+    mp_sim_opts defaults;
+    if (!opts) {
+        mp_sim_opts_init(&defaults);
+        opts = &defaults;
+    }
+    if (out)
+        *out = NULL;
+    memset(res, 0, sizeof *res);
+    mp_status st = check_opts(opts, c, d);
+    if (st == MP_OK) /* refuse a step over the caps before anything is allocated (src/sim/size.c) */
+        st = sim_size_check(m, p, e, opts, d);
+    if (st == MP_OK)
+        st = check_plan(c, p, e, d);
+    if (st != MP_OK)
+        return st;
+    mp_sim *sim = calloc(1, sizeof *sim);
+    if (!sim)
+        return MP_ERR_NOMEM;
+    build bb;
+    memset(&bb, 0, sizeof bb);
+    build *b = &bb;
+    sim_op *ops = NULL;
+    sim_graph *g = &sim->g;
+    g->nranks = (int)p->pp;
+    g->contention = opts->contention_frac;
+    g->max_events = opts->max_events;
+    g->max_tasks = opts->max_events;
+    b->g = g;
+    b->o = opts;
+    b->c = c;
+    setup(b, c, p, w, opts);
+    if (make_units(b, w, m, opts))
+        goto nomem;
+    if (b->ns_overflow > 0) {
+        mp_diag_add(d, "simulation: a task of %g s is out of range", b->ns_overflow);
+        st = MP_ERR_RANGE;
+        goto fail;
+    }
+    if (alloc_state(b, &ops))
+        goto nomem;
+    for (int s = 0; s < b->p && !b->fail; s++)
+        if (emit_stage(b, p, w, e->parts.optimizer_s, s, ops))
+            goto nomem;
+    if (b->fail) {
+        if (g->n >= g->max_tasks) {
+            mp_diag_add(d, "simulation: the step needs more than %lld tasks (max_events); use fewer "
+                           "micro-batches or raise the cap", (long long)g->max_tasks);
+            st = MP_ERR_RANGE;
+            goto fail;
+        }
+        goto nomem;
+    }
+    st = link_passes(b, d);
+    if (st == MP_ERR_NOMEM)
+        goto nomem;
+    if (st == MP_OK)
+        st = sim_graph_run(g, d);
+    if (st != MP_OK)
+        goto fail;
+    summarise(g, b, p, opts, sim, res);
     free(ops);
     free_build(b);
     if (out)
@@ -993,6 +1058,22 @@ fail:
     free_build(b);
     mp_sim_destroy(sim);
     return st;
+}
+
+mp_status mp_sim_run(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                     const mp_estimate *e, const mp_sim_opts *opts, mp_sim **out,
+                     mp_sim_result *res, mp_diag *d)
+{
+    /* The workload the estimate was priced from (same options), so both see the same layers,
+     * message sizes and stages. */
+    mp_workload w;
+    memset(res, 0, sizeof *res);
+    if (out)
+        *out = NULL;
+    mp_status st = mp_workload_build(m, c, p, MP_WL_TRAIN_STEP, &e->workload_opts, &w, d);
+    if (st != MP_OK)
+        return st;
+    return mp_sim_run_workload(m, c, p, &w, e, opts, out, res, d);
 }
 
 void mp_sim_destroy(mp_sim *s)

@@ -9,7 +9,7 @@
 #include "meshplan/sim.h"
 
 /* Streams of one rank (the trace's threads, in this order). */
-enum { SS_COMPUTE, SS_TP, SS_CP, SS_PP, SS_DP, SS_OPT, SS_COUNT };
+enum { SS_COMPUTE, SS_TP, SS_CP, SS_EP, SS_PP, SS_DP, SS_OPT, SS_COUNT };
 
 /* What a task is. Compute kinds first: they run on SMs and are slowed by contention. */
 typedef enum {
@@ -29,12 +29,14 @@ typedef enum {
     SK_Z3_GATHER,    /* ZeRO-3 all-gather of a unit's parameters */
     SK_Z3_REDUCE,    /* ZeRO-3 reduce-scatter of a unit's gradients */
     SK_HSDP,         /* HSDP all-reduce across replicas */
+    SK_EP,           /* MoE dispatch + combine all-to-all of one MoE layer's pass */
     SK_COUNT
 } sim_kind;
 #define SK_IS_COMPUTE(k) ((k) <= SK_OPTIMIZER)
 
-/* Units of a stage: a layer, the embedding (parameters only) or the LM head. */
-enum { SU_LAYER, SU_EMBED, SU_HEAD };
+/* Units of a stage: a layer (dense or MoE), the embedding (parameters only), the LM head, an
+ * MTP module (workload.h mp_layer_kind). */
+enum { SU_LAYER, SU_EMBED, SU_HEAD, SU_MTP };
 
 /* One task. start/end are set by the run. */
 typedef struct {

@@ -8,7 +8,8 @@
  * task). Per micro-batch and layer: the forward; the backward (with ZB-H1 its input-gradient and
  * weight-gradient halves); the recompute and its TP collectives; the TP collectives of the
  * forward and the backward; the CP exchange of each; the LM head's forward and backward on the
- * last stage; and 2 (v p - 1) pipeline sends per micro-batch. Left out, so the bound stays a
+ * last stage; 2 (v p - 1) pipeline sends per micro-batch; and the MoE layers' all-to-all of each
+ * pass. Left out, so the bound stays a
  * bound whatever the overlap and ZeRO settings: DP/ZeRO collectives, the embedding's FSDP2
  * copy-outs, the optimizer steps. The engine processes at least one event per task (its end),
  * and the trace writes at least one slice per task (trace.c), so the same bound holds for both.
@@ -27,7 +28,7 @@ static int64_t nonzero(double s)
 }
 
 /* Both kinds of layer, where the model has MoE layers: a task is certain only when the dense and
- * the MoE layer's time are both nonzero (today's simulator runs MoE layers as dense). */
+ * the MoE layer's time are both nonzero (the simulator runs each layer as its kind). */
 static int64_t layer_nonzero(const mp_model *m, double dense_s, double moe_s)
 {
     return nonzero(dense_s) && (!mp_model_is_moe(m) || moe_s <= 0.0 || nonzero(moe_s));
@@ -72,7 +73,15 @@ void mp_sim_size_bound(const mp_model *m, const mp_plan *p, const mp_estimate *e
     if (!opts->analytical_rules) /* the LM head is its own unit on the last virtual stage */
         head = nonzero(pt->head_fwd_s) + nonzero(pt->head_bwd_s);
     const double sends = p->pp > 1 && nonzero(pt->p2p_s) ? 2.0 * (nvs - 1.0) : 0.0;
-    const double per_mb = layers * (double)per_layer + (double)head + sends;
+    /* The MoE layers' dispatch + combine all-to-all, one task per pass (forward, backward, and
+     * the recompute forward under full recompute), on the MoE layers the model has; none counted
+     * under the analytical rules, where every stage copies the slowest one's layers. */
+    double ep = 0.0;
+    if (mp_model_is_moe(m) && !opts->analytical_rules)
+        ep = (double)mp_model_moe_layers_in(m, 0, m->layers) *
+             (double)(nonzero(pt->moe_layer_ep_fwd_s) + nonzero(pt->moe_layer_ep_bwd_s) +
+                      (p->recompute == MP_RC_FULL ? nonzero(pt->moe_layer_ep_fwd_s) : 0));
+    const double per_mb = layers * (double)per_layer + (double)head + sends + ep;
     const double M = (double)e->microbatches;
 
     out->microbatches = e->microbatches;

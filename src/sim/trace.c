@@ -21,6 +21,28 @@
 
 #include "sim_internal.h"
 
+/* The names of the task kinds and streams: the trace's slice and thread names (and the
+ * engine's deadlock message). */
+const char *sim_kind_name(sim_kind k)
+{
+    static const char *const names[] = {
+        "forward", "backward", "backward (input grad)", "weight grad", "recompute", "optimizer",
+        "TP", "TP (recompute)", "CP exchange", "send activations", "send gradients",
+        "DP grad reduce", "DP param gather", "ZeRO-3 gather", "ZeRO-3 reduce-scatter",
+        "HSDP all-reduce", "EP all-to-all"};
+    _Static_assert(sizeof names / sizeof names[0] == SK_COUNT, "one name per task kind");
+    return (unsigned)k < SK_COUNT ? names[k] : "?";
+}
+
+const char *sim_stream_name(int s)
+{
+    static const char *const names[] = {"compute", "TP", "CP", "EP", "PP send", "DP/ZeRO",
+                                        "optimizer"};
+    _Static_assert(sizeof names / sizeof names[0] == SS_COUNT, "one name per stream");
+    return s >= 0 && s < SS_COUNT ? names[s] : "?";
+}
+
+
 /* The writer: one event at a time in buf (longer texts, such as a caller's title, go out in
  * pieces), every piece checked against the cap before it is written. */
 typedef struct {

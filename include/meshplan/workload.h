@@ -1,0 +1,348 @@
+/* meshplan/workload.h — the workload description: what one phase of a job runs on each GPU,
+ * built once from a model, a cluster and a resolved plan, priced once, and consumed by every
+ * estimator and by the simulator.
+ *
+ * A workload is
+ *   - a phase (mp_wl_phase): which pass structure runs — today one training step; inference
+ *     phases (prefill, decode with a KV cache) are further phases of the same description;
+ *   - the shape: tokens per micro-batch per GPU, micro-batches, the parallel groups as placed by
+ *     the plan's rank order;
+ *   - layer kinds (mp_layer_kind) with, per kind, the compute of each pass of one micro-batch on
+ *     one GPU (forward, input-backward, weight-backward, recompute, FSDP2 copy-out), priced by
+ *     the kernel roofline (src/workload/kernels.c), and the parameters the kind holds per GPU;
+ *   - per pipeline stage the count of each kind (mp_workload_stage, computed on demand in
+ *     O(vpp), so a plan of any pp needs no storage), and the runs of like stages
+ *     (mp_workload_run) so that consumers compute each kind of stage once;
+ *   - every collective as data (mp_wl_coll: op, bytes, group, the tier that bounds it, the
+ *     window it may hide in, which step-time part it charges), each priced once through coll
+ *     (src/coll) when the workload is built.
+ * Overlap rules (what of a collective its window hides, the pipeline bubble, the DP exposure)
+ * belong to the consumers: src/estimate/step.c for the analytical step, src/sim/ for the
+ * timeline.
+ *
+ * Where a new phase goes (docs/workload.md): a value of mp_wl_phase; its shape in
+ * mp_workload_shape (tokens per step; for decode one token per sequence and the KV cache as the
+ * attention context); which passes its layer kinds run (forward only) in src/workload/layers.c;
+ * its collectives in the same table (src/workload/comm.c); and its own rules (time to first
+ * token, tokens/s per request) in a consumer such as src/infer/ — not a second estimator.
+ *
+ * Building one is allocation-free: the search builds one per evaluated plan.
+ */
+#ifndef MESHPLAN_WORKLOAD_H
+#define MESHPLAN_WORKLOAD_H
+
+#include "meshplan/coll.h"
+#include "meshplan/model.h"
+#include "meshplan/plan.h"
+#include "meshplan/status.h"
+#include "meshplan/topo.h"
+
+/** What runs. Append-only; a new phase (MP_WL_PREFILL: one forward of the prompt writing the
+ *  KV cache; MP_WL_DECODE: one forward per generated token reading it) reuses the layer
+ *  kinds, the kernel roofline and the collectives table with its own shape and passes. */
+typedef enum {
+    MP_WL_TRAIN_STEP, /* forward + backward of gb sequences, gradient reduction, optimizer */
+    MP_WL_PHASE_COUNT
+} mp_wl_phase;
+
+/** Kinds of unit a pipeline stage holds. X-macro: (enum suffix, name). */
+#define MP_LAYER_KINDS(X)                                                                      \
+    X(DENSE, "dense")         /* attention + dense FFN */                                     \
+    X(MOE, "moe")             /* attention + router + routed and shared experts */            \
+    X(MTP, "mtp")             /* one multi-token-prediction module (last stage) */            \
+    X(HEAD, "head")           /* final norm, LM head and loss (last stage) */                 \
+    X(EMBED, "embedding")     /* token embedding (first stage; parameters only) */
+typedef enum {
+#define MP_WL_X(e, n) MP_LK_##e,
+    MP_LAYER_KINDS(MP_WL_X)
+#undef MP_WL_X
+    MP_LK_COUNT
+} mp_layer_kind;
+const char *mp_layer_kind_name(mp_layer_kind k);
+
+/** Achievable kernel rates on the plan's GPU, after the sustained fractions (the roofline). */
+typedef struct {
+    double matmul_flops_per_s;      /* large GEMM at the plan's precision */
+    double bf16_matmul_flops_per_s; /* large GEMM in 16-bit (attention core, LM head, router) */
+    double attn_flops_per_s;        /* fused attention, forward + backward rate */
+    double mem_Bps;                 /* measured HBM bandwidth (unsustained: STREAM-like copies) */
+    double elem_Bps;                /* sustained bandwidth of element-wise kernels */
+    int sms;                        /* streaming multiprocessors (wave quantisation) */
+} mp_kernel_rates;
+
+/** Compute of one unit of a kind for one micro-batch on one GPU, seconds, and what it holds.
+ *  Communication of one pass is listed with it (sums of the collectives table, exposed after
+ *  the window each may hide in when that window is inside the unit: CP behind attention). */
+typedef struct {
+    double gemm_s;       /* forward linear layers */
+    double attn_s;       /* forward attention core */
+    double elem_s;       /* forward memory-bound element-wise kernels */
+    double bwd_extra_s;  /* backward-only element-wise work (fp8 casts of output gradients) */
+    double fwd_s;        /* forward pass */
+    double bwd_s;        /* whole backward: input gradient + weight gradient */
+    double bwd_weight_s; /* weight-gradient share of bwd_s (ZB-H1's W); input = bwd - weight */
+    double recompute_s;  /* recomputation before the backward (recompute mode) */
+    double copy_out_s;   /* FSDP2 copy-out after one gather of the unit's parameters (fsdp=2) */
+    double tp_fwd_s;     /* TP/SP (and expert-TP) collectives of one forward pass */
+    double tp_recompute_s; /* TP collectives of the recompute forward */
+    double cp_fwd_s, cp_bwd_s; /* CP K/V exchange of a forward / backward, exposed part */
+    double ep_fwd_s, ep_bwd_s; /* MoE dispatch + combine of a forward / backward */
+    double ep_recompute_s; /* dispatch + combine again in a full-recompute forward */
+    double cp_bytes;     /* K/V bytes one GPU sends per layer, forward + backward */
+    double ep_bytes;     /* all-to-all bytes one GPU sends per MoE layer, forward + backward */
+    double params;       /* non-expert parameters per GPU (after TP) */
+    double expert_params; /* routed-expert parameters per GPU */
+} mp_wl_layer;
+
+/** The step-time part a collective is charged to when exposed (mp_time's fields). */
+typedef enum { MP_WL_PART_TP, MP_WL_PART_CP, MP_WL_PART_EP, MP_WL_PART_PP, MP_WL_PART_DP } mp_wl_part;
+
+/** Where a collective may hide (the consumer's overlap rule decides how much it does). */
+typedef enum {
+    MP_WIN_NONE,           /* on the critical path (TP, EP all-to-all, the pipeline sends) */
+    MP_WIN_ATTENTION,      /* the ring step's attention on the chunk in hand (CP ring) */
+    MP_WIN_NEIGHBOUR,      /* the neighbouring layer's compute (ZeRO-3 prefetch) */
+    MP_WIN_LAST_BACKWARD,  /* the last micro-batch's backward (gradient buckets) */
+    MP_WIN_FIRST_FORWARD,  /* the first micro-batch's forward (updated-parameter gathers) */
+    MP_WIN_HEAD            /* the LM head's forward + backward (ZeRO-3 root module) */
+} mp_wl_window;
+
+/** Every collective of the training step. X-macro: (enum suffix, what, how often). */
+#define MP_WL_COLLS(X)                                                                         \
+    X(TP_A, "TP all-reduce (all-gather with SP)", "2 per dense layer per pass")              \
+    X(TP_B, "TP reduce-scatter (SP only)", "as TP_A")                                        \
+    X(CP_FWD, "CP K/V ring step or all-gather", "cp-1 ring steps per layer forward")         \
+    X(CP_BWD, "CP dK/dV ring step or reduce-scatter", "cp-1 ring steps per layer backward")  \
+    X(ETP_AG, "expert-TP all-gather of routed tokens", "1 per MoE layer per pass")           \
+    X(ETP_RS, "expert-TP reduce-scatter of routed tokens", "1 per MoE layer per pass")       \
+    X(EP_DISPATCH, "MoE dispatch all-to-all", "1 per MoE layer forward")                     \
+    X(EP_COMBINE, "MoE combine all-to-all", "1 per MoE layer forward, 2 backward")           \
+    X(PP_SEND, "pipeline send/recv of activations", "2 per micro-batch per chunk")           \
+    X(Z3_AG, "ZeRO-3 all-gather of a dense layer", "2 per layer per micro-batch")            \
+    X(Z3_RS, "ZeRO-3 reduce-scatter of a dense layer", "1 per layer per micro-batch")        \
+    X(Z3_MOE_AG, "ZeRO-3 all-gather of an MoE layer's non-expert part", "as Z3_AG")          \
+    X(Z3_MOE_RS, "ZeRO-3 reduce-scatter of an MoE layer's non-expert part", "as Z3_RS")      \
+    X(Z3_EXPERT_AG, "ZeRO-3 all-gather of an MoE layer's experts", "as Z3_AG")               \
+    X(Z3_EXPERT_RS, "ZeRO-3 reduce-scatter of an MoE layer's experts", "as Z3_RS")           \
+    X(Z3_ROOT_AG, "ZeRO-3 all-gather of embedding/LM head", "2 per micro-batch")             \
+    X(Z3_ROOT_RS, "ZeRO-3 reduce-scatter of embedding/LM head", "1 per micro-batch")         \
+    X(DP_AR, "ZeRO-0 gradient all-reduce", "1 per step")                                     \
+    X(DP_RS, "ZeRO-1/2 gradient reduce-scatter", "1 per step (ZeRO-2: per micro-batch)")     \
+    X(DP_AG, "ZeRO-1/2 updated-parameter all-gather", "1 per step")                          \
+    X(EDP_AR, "expert gradient all-reduce over expert-DP", "1 per step")                     \
+    X(EDP_RS, "expert gradient reduce-scatter over expert-DP", "as DP_RS")                   \
+    X(EDP_AG, "expert parameter all-gather over expert-DP", "as DP_AG")                      \
+    X(HSDP_AR, "HSDP all-reduce across replicas", "1 per step")
+typedef enum {
+#define MP_WL_X(e, what, freq) MP_WC_##e,
+    MP_WL_COLLS(MP_WL_X)
+#undef MP_WL_X
+    MP_WC_COUNT
+} mp_wl_coll_id;
+const char *mp_wl_coll_name(mp_wl_coll_id id);
+
+/** One collective as data, priced once. A collective the plan does not run (a group of one
+ *  rank, no bytes, another ZeRO stage) has time_s 0 and group.size 1. */
+typedef struct {
+    mp_coll_op op;
+    double bytes;         /* per collective, nccl-tests convention (per rank for send/recv) */
+    mp_group in, out;     /* out.size copies of in, out.stride apart ({1,1}: a plain group) */
+    int two_d;            /* priced with mp_coll_time_2d (any of the algorithms) */
+    mp_wl_part part;      /* the step-time part it charges when exposed */
+    mp_wl_window window;  /* where it may hide */
+    double time_s;        /* alpha-beta on the tiers the group spans (coll.h) */
+    int tier;             /* tier whose bandwidth bounds it, -1 when not run */
+    int algo;             /* mp_coll_algo chosen */
+} mp_wl_coll;
+
+/** Assumptions the workload is priced with (the estimator's calibrated values, estimate.h). */
+typedef struct {
+    double gemm_sustained_frac;          /* (0, 1] of the measured best GEMM rate */
+    double attention_sustained_frac;     /* (0, 1] of the catalogued fused-attention rate */
+    double memory_bound_sustained_frac;  /* (0, 1] of measured HBM bandwidth */
+    double moe_imbalance;                /* default routing load factor, >= 1 */
+    double moe_copy_overhead_s;          /* dispatcher time per routed copy, >= 0 */
+} mp_workload_opts;
+
+/** Most runs of like stages a workload keeps (mp_workload.run). */
+#define MP_WL_MAX_RUNS 32
+
+/** Counts of one pipeline stage. */
+typedef struct {
+    double n[MP_LK_COUNT]; /* units of each kind (layers; MTP modules; 1 or 0 head, embedding) */
+    double params;         /* non-expert parameters per GPU */
+    double expert_params;  /* routed-expert parameters per GPU */
+    double nonlinear_params; /* of params: embedding and LM head (no fp8 copies) */
+} mp_wl_stage;
+
+/** A run of like stages: stages first .. first + count - 1, each holding s. */
+typedef struct {
+    int first, count;
+    mp_wl_stage s;
+} mp_wl_run;
+
+/** The description. Plain data; the caller owns it (about 6 KiB, no pointers). */
+typedef struct {
+    mp_wl_phase phase;
+    /* shape */
+    int tp, pp, cp, vpp, ep, etp, moe, fp8;
+    double microbatches;     /* per DP rank per step, M */
+    double tokens_mb;        /* tokens of one micro-batch on one GPU, T = mb * seq / cp */
+    double vocab_padded;     /* V after padding for tp */
+    double moe_load;         /* routed tokens of the busiest GPU / mean (1 dense) */
+    double dp_ranks;         /* dp * cp: ranks a non-expert parameter is replicated over */
+    double shard;            /* ZeRO shard group (hsdp, or dp * cp) */
+    double expert_dp;        /* ranks an expert is replicated over */
+    double expert_shard;     /* expert shard group */
+    double gather_bytes_per_param; /* 2, or 1 with fp8_comm */
+    double mtp_modules;      /* DeepSeek-V3 MTP depth on the last stage */
+    int mtp_moe;             /* the MTP module's layer is an MoE layer */
+    mp_group g_tp, g_cp, g_ep, g_edp, g_pp, g_shard_in, g_shard_out, g_rep_in, g_rep_out;
+    mp_kernel_rates rates;
+    mp_attn_dims attn;
+    mp_param_count params;   /* the model's counts for this tp */
+    mp_flops flops;          /* the model's FLOPs per token at this seq (mp_model_flops) */
+    mp_layer_act act, act_moe; /* activation bytes of one dense / MoE layer, one micro-batch */
+    double moe_nonexpert_per_layer; /* non-expert parameters of one MoE layer (before TP) */
+    double fsdp_copy_s_per_param;   /* FSDP2 copy-out per parameter and gather, s (0 off) */
+    /* per stage, maxima over stages */
+    int layers_per_stage_min, layers_per_stage_max;
+    double stage_params_max;        /* non-expert params per GPU of the stage holding most */
+    double stage_expert_params_max; /* its expert params per GPU */
+    double stage_linear_params_max; /* its linear-layer params (fp8 copies) */
+    double expert_params_per_gpu;   /* most expert params on one GPU of any stage */
+    mp_wl_layer layer[MP_LK_COUNT];
+    mp_wl_coll coll[MP_WC_COUNT];
+    /* Runs of consecutive stages holding the same counts (most pipelines have at most four:
+     * the first, those with one more layer, the rest, the last), so consumers compute each
+     * once; 0 when there are more than MP_WL_MAX_RUNS (mp_workload_run then gives one stage per
+     * run). Kept last: only the count is cleared. Use mp_workload_runs / mp_workload_run. */
+    int nruns;
+    mp_wl_run run[MP_WL_MAX_RUNS];
+} mp_workload;
+
+void mp_workload_opts_init(mp_workload_opts *o);
+
+/** A cache for evaluating many plans of one model on one cluster (the search): each distinct
+ *  collective (op, bytes, group) is priced through coll once, then looked up (direct-mapped,
+ *  MP_WL_CACHE_SLOTS entries; a collision re-prices and replaces), and the model's values that
+ *  depend only on a few plan keys (parameter counts per tp, attention geometry, FLOPs per seq,
+ *  activation bytes per layer shape) are kept for the next plan with the same keys. It holds a
+ *  copy of the model and the cluster it was filled for and empties itself when either differs
+ *  (the model's numbers and the cluster's GPU count and tiers, byte for byte), so a cluster
+ *  changed in place, or another one at the same address, is never priced from stale entries. Results with and without a cache are identical. The caller owns
+ *  it (about 55 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
+#define MP_WL_MEMO 32
+#define MP_WL_CACHE_SLOTS 512 /* a power of two (comm.c takes the hash's top 9 bits) */
+typedef struct {
+    int used, op, two_d, tier, algo;
+    double bytes, time_s;
+    mp_group in, out;
+} mp_wl_cache_slot;
+typedef struct {
+    int set, nruns, lmin, lmax;
+    int64_t key[5];
+    double params_max, expert_max, linear_max, expert_per_gpu;
+    mp_wl_run run[MP_WL_MAX_RUNS];
+} mp_wl_stage_memo;
+typedef struct {
+    int have;                   /* model and cluster below are valid */
+    mp_model model;             /* what the entries were computed for */
+    mp_cluster cluster;
+    int64_t hits, misses;       /* collective look-ups since the cache was last emptied */
+    int params_tp;              /* params below are for this tp (0: none) */
+    mp_param_count params;
+    mp_attn_dims attn;
+    int64_t flops_seq;          /* flops below are for this seq (0: none) */
+    mp_flops flops;
+    /* Small direct-mapped memos (MP_WL_MEMO entries, indexed by the micro-batch size and a few
+     * keys: the search's innermost loop runs over micro-batch sizes): activation bytes per
+     * layer, and the layer kinds' kernel times (layers.c), each valid for its key. */
+    struct {
+        int set;
+        double key[9];
+        mp_layer_act act, act_moe;
+    } act[MP_WL_MEMO];
+    struct {
+        int set;
+        double key[20], val[16];
+    } kern[MP_WL_MEMO];
+    /* The stages' runs and maxima per (pp, vpp, tp, ep, etp): an MoE model's stages are
+     * walked one by one otherwise. */
+    mp_wl_stage_memo stages[4];
+    /* The DP/ZeRO collectives (MP_WC_Z3_AG .. MP_WC_HSDP_AR) per their inputs (comm.c): the
+     * same for every micro-batch size of a plan. */
+    struct {
+        int set;
+        double key[24];
+        mp_wl_coll coll[MP_WC_HSDP_AR - MP_WC_Z3_AG + 1];
+    } dp[4];
+    int groups_set;             /* the groups below are for the plan keys groups_key */
+    int64_t groups_key[12];
+    mp_group groups[9];
+    mp_wl_cache_slot slot[MP_WL_CACHE_SLOTS];
+} mp_wl_cache;
+void mp_wl_cache_init(mp_wl_cache *cache);
+
+/** Build and price the workload of `phase` for model m on cluster c under plan p (resolved:
+ *  mp_plan_resolve). opts NULL: defaults. Returns MP_OK, or MP_ERR_INPUT when the plan is not
+ *  resolved for c's GPU count or the GPU has no tensor cores of the plan's precision (diag
+ *  names which). Allocation-free. */
+mp_status mp_workload_build(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                            mp_wl_phase phase, const mp_workload_opts *opts, mp_workload *w,
+                            mp_diag *diag);
+
+/** The two halves of mp_workload_build, for callers that need the shape first: mp_workload_shape
+ *  fills everything but the times (groups, parameters, per-stage maxima; enough for memory), so
+ *  a plan over memory need not be priced; mp_workload_price then prices the kernels and the
+ *  collectives. Same arguments and errors as mp_workload_build; price needs a shaped w and the
+ *  cache given to mp_workload_shape for it (NULL: none; mp_wl_cache). */
+mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                            mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
+                            mp_workload *w, mp_diag *diag);
+void mp_workload_price(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                       const mp_workload_opts *opts, mp_wl_cache *cache, mp_workload *w);
+
+/** Stage i (0 .. pp-1) of w: its counts of each kind and parameters. O(vpp) for an MoE model
+ *  whose dense and MoE layers interleave, else O(1). i out of range: all zero. */
+void mp_workload_stage(const mp_workload *w, const mp_model *m, int i, mp_wl_stage *out);
+
+/** Runs of consecutive like stages: their number (1 .. pp), and run r's stages first ..
+ *  first + count - 1 with their counts in *s (mp_workload_stage of each). In stage order. */
+int mp_workload_runs(const mp_workload *w);
+void mp_workload_run(const mp_workload *w, const mp_model *m, int r, mp_wl_stage *s, int *first,
+                     int *count);
+
+/** 1 when stages a and b hold the same count of every kind (then their parameters, memory
+ *  apart from in-flight activations, and time are the same: consumers compute them once per
+ *  class of stages). */
+int mp_workload_stage_same(const mp_wl_stage *a, const mp_wl_stage *b);
+
+/** One micro-batch's compute of stage s on one GPU: forward + backward + FSDP2 copy-outs
+ *  (compute_s), recompute (recompute_s), and its TP, CP and EP communication on the critical
+ *  path, seconds. The pipeline sends and the DP/ZeRO collectives are not included. */
+typedef struct {
+    double compute_s, recompute_s, tp_s, cp_s, ep_s, copy_out_s;
+    double fwd_s;       /* forward share of the total (compute + its TP/CP/EP) */
+    double weight_s;    /* weight-gradient GEMMs (ZB-H1's W) */
+    double attn_s;      /* attention core, forward + backward */
+    double total_s;     /* compute + recompute + tp + cp + ep */
+} mp_wl_stage_time;
+void mp_workload_stage_time(const mp_workload *w, const mp_wl_stage *s, int last,
+                            mp_wl_stage_time *out);
+
+/** Time of the copy-out that follows one all-gather under PyTorch FSDP2's per-parameter sharding
+ *  (plan fsdp = 2): the gather lands rank by rank in one buffer and every parameter is then copied
+ *  out of it into its own tensor (foreach_all_gather_copy_out, torch.split_with_sizes_copy on
+ *  the current stream: torch/distributed/_composable/fsdp/_fsdp_collectives.py in torch 2.4-2.5,
+ *  torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py since), reading and
+ *  writing each gathered byte once. A flat-parameter FSDP (FSDP1, DeepSpeed ZeRO-3) gathers into
+ *  the parameters' own storage and has no such copy.
+ *  params: parameters gathered, count (>= 0); bytes_per_param: bytes each travels in (2 for
+ *  bf16/fp16, 1 for fp8, > 0); mem_Bps: the GPU's HBM bandwidth, bytes/s (> 0; the estimator
+ *  passes the measured STREAM figure: a large contiguous copy is what STREAM measures).
+ *  Returns 2 * params * bytes_per_param / mem_Bps seconds; 0 for a non-positive or non-finite
+ *  argument. */
+double mp_fsdp_copy_out_s(double params, double bytes_per_param, double mem_Bps);
+
+#endif

@@ -1,0 +1,27 @@
+/* src/estimate/estimate_internal.h — what the estimator's files share (internal). Each takes
+ * the priced workload (include/meshplan/workload.h) and fills its part of the estimate:
+ *   memory.c  memory per GPU and per pipeline stage, feasibility;
+ *   step.c    the overlap and step rules: slowest stage, bubble, DP/ZeRO exposure, optimizer,
+ *             the step's parts, throughput and MFU;
+ *   explain.c the bottleneck and the reasons, in words. */
+#ifndef MESHPLAN_ESTIMATE_INTERNAL_H
+#define MESHPLAN_ESTIMATE_INTERNAL_H
+
+#include "meshplan/estimate.h"
+#include "meshplan/workload.h"
+
+/* Memory of every stage into e->per_stage, the most loaded into e->memory, e->feasible. Needs
+ * only the workload's shape (mp_workload_shape). */
+void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                   const mp_estimate_opts *o, mp_estimate *e);
+
+/* Step time, its parts (e->time, e->parts), throughput, MFU/HFU and the tiers. Needs the priced
+ * workload. */
+void mp_est_step(const mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                 const mp_estimate_opts *o, mp_estimate *e);
+
+/* e->bottleneck and e->reasons (left empty with o->skip_text). */
+void mp_est_explain(const mp_workload *w, const mp_cluster *c, const mp_plan *p,
+                    const mp_estimate_opts *o, mp_estimate *e);
+
+#endif

@@ -1,0 +1,162 @@
+/* src/estimate/memory.c — memory per GPU on every pipeline stage: weights, gradients and
+ * optimizer state by ZeRO stage, stored activations of the micro-batches in flight, logits on
+ * the last stage, buffers (ZeRO gathers, NCCL channels), and the allocator's margin. Needs only
+ * the workload's shape, so a plan over memory is known before it is timed. */
+#include <math.h>
+
+#include "estimate_internal.h"
+
+/* Bytes per parameter by ZeRO stage (before dividing the sharded parts by the shard group):
+ * stage 0/1 — Megatron-LM mixed precision: 16-bit weights, fp32 main gradients, fp32 master
+ * weights and Adam moments (12 bytes), docs "Distributed Optimizer": 18 bytes, or 6 + 12/d;
+ * stage 2/3 — ZeRO (Rajbhandari et al. 2020, Sec. 3 / Fig. 1): 2 + 2 + 12 = 16 bytes, with
+ * gradients (stage 2) and also weights (stage 3) partitioned. */
+typedef struct {
+    double weights, grads, optim;
+} bytes_per_param;
+
+static void param_bytes(int zero, double shard, bytes_per_param *b)
+{
+    switch (zero) {
+    case 0: b->weights = 2; b->grads = 4; b->optim = 12; break;
+    case 1: b->weights = 2; b->grads = 4; b->optim = 12 / shard; break;
+    case 2: b->weights = 2; b->grads = 2 / shard; b->optim = 12 / shard; break;
+    default: b->weights = 2 / shard; b->grads = 2 / shard; b->optim = 12 / shard; break;
+    }
+}
+
+/* What every stage's memory shares: bytes per parameter, activations of one layer. */
+typedef struct {
+    bytes_per_param bpp, bpx;
+    mp_layer_act la, lam;
+} mem_ctx;
+
+/* What a stage's memory is made of apart from its in-flight micro-batches, the same for every
+ * stage of one class (the same counts of each layer kind: most stages of a pipeline share one):
+ * the model states, buffers and logits in *out, one micro-batch's stored activations in
+ * *per_mb and the full-recompute working set in *rc_extra. */
+static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *p, const mem_ctx *x,
+                        const mp_wl_stage *st, int last, mp_memory *out, double *per_mb,
+                        double *rc_extra)
+{
+    const int tp = w->tp, fp8 = w->fp8;
+    const double T = w->tokens_mb, V = w->vocab_padded;
+    const double shard = w->shard, eshard = w->expert_shard, dpg = w->dp_ranks, edp = w->expert_dp;
+    const double moe_nonexpert = w->moe_nonexpert_per_layer, D_mtp = w->mtp_modules;
+    const double expert_per_layer_gpu = w->layer[MP_LK_MOE].expert_params;
+    const int mtp_moe = w->mtp_moe;
+    const bytes_per_param *bpp = &x->bpp, *bpx = &x->bpx;
+    const mp_layer_act *la = &x->la, *lam = &x->lam;
+    /* fp8 weight copies of the linear layers (Transformer Engine keeps a rowwise and a
+     * transposed columnwise fp8 copy beside the 16-bit weight, 1 + 1 bytes; block-scaled MXFP8
+     * adds one 1-byte scale per 32 values for each, OCP MX spec v1.0); scaling factors of
+     * per-tensor recipes (amax history of 1024 floats per tensor) are negligible. */
+    const double fp8_copy = fp8 ? 2.0 + 2.0 / 32.0 : 0.0;
+    mp_memory mm = {0};
+    const double nd = st->n[MP_LK_DENSE], nm = st->n[MP_LK_MOE];
+    const double dense_p = st->params, exp_p = st->expert_params, nonlin = st->nonlinear_params;
+    mm.weights = bpp->weights * dense_p + bpx->weights * exp_p;
+    if (fp8) {
+        double lin = fmax(0.0, dense_p - nonlin);
+        mm.weights += fp8_copy * (p->zero == 3 ? lin / shard + exp_p / eshard : lin + exp_p);
+    }
+    mm.gradients = bpp->grads * dense_p + bpx->grads * exp_p;
+    mm.optimizer = bpp->optim * dense_p + bpx->optim * exp_p;
+    double mtp_l = last ? D_mtp : 0.0;
+    *per_mb = nd * la->stored_bytes + nm * lam->stored_bytes +
+              mtp_l * (mtp_moe ? lam->stored_bytes : la->stored_bytes);
+    *rc_extra = p->recompute != MP_RC_FULL ? 0.0
+              : nm > 0 ? fmax(la->working_bytes, lam->working_bytes) : la->working_bytes;
+    if (last) {
+        /* LM-head output (16-bit), its fp32 upcast and the fp32 gradient/softmax buffer:
+         * 2 + 4 + 4 bytes per logit (case C1: the failing 786 MiB request is b*s*V*4);
+         * each MTP module keeps its own logits live too. */
+        mm.logits = T * V / tp * 10.0 * (1.0 + (double)m->mtp_layers);
+    }
+    /* ZeRO-2/3 buffers hold only what is sharded: with one rank per shard group nothing is
+     * gathered or reduce-scattered (PyTorch FSDP switches to NO_SHARD at world size 1). The
+     * largest layer of the stage, counting its non-expert part when shard > 1 and its
+     * experts when eshard > 1: */
+    double dense_l = shard > 1 ? (double)w->params.per_layer / tp : 0.0;
+    double moe_l = (shard > 1 ? moe_nonexpert / tp : 0.0) + (eshard > 1 ? expert_per_layer_gpu : 0.0);
+    double biggest = nm > 0 ? (nd > 0 ? fmax(dense_l, moe_l) : moe_l) : dense_l;
+    if (p->zero == 3) {
+        /* Gathered 16-bit parameters of the current and the prefetched layer — the two
+         * largest layers the stage holds, not two of its largest kind (a DeepSeek-V3 first
+         * stage has one MoE layer and three dense ones) — and the unsharded 16-bit gradient
+         * of one layer before its reduce-scatter (FSDP, Zhao et al. 2023 Sec. 3.2). */
+        double big2 = nm >= 2.0 ? 2.0 * moe_l
+                    : nm >= 1.0 ? moe_l + (nd >= 1.0 ? dense_l : 0.0)
+                                : fmin(nd, 2.0) * dense_l;
+        mm.buffers += 2.0 * (big2 + biggest);
+    } else if (p->zero == 2) {
+        /* ZeRO-2 produces each layer's gradient unsharded too before reduce-scattering it,
+         * as ZeRO-3 does (one layer of 16-bit gradients). */
+        mm.buffers += 2.0 * biggest;
+    }
+    if (dpg > 1 || edp > 1) {
+        /* Communication buckets: Megatron/DDP reduce in place on the grad buffer; NCCL
+         * keeps channel buffers (~ 2 x 4 MiB per peer group), at every ZeRO stage. */
+        mm.buffers += 2.0 * 4.0 * 1048576.0;
+    }
+    *out = mm;
+}
+
+/* In-flight micro-batches on stage i: 1F1B min(M, pp - i); interleaved adds (pp - 1 - i)/v...
+ * (Korthikanti et al. 2022 Sec. 4.2.3: first stage L/p * p * (1 + (p-1)/(p v)) layers' worth);
+ * GPipe all M. */
+static double inflight(const mp_workload *w, const mp_plan *p, int i)
+{
+    const double M = w->microbatches;
+    const int pp = w->pp, v = w->vpp;
+    if (p->schedule == MP_SCHED_GPIPE)
+        return M;
+    if (v > 1) {
+        double chunks = 2.0 * (pp - i - 1) + (double)(v - 1) * pp + 1.0; /* Megatron warm-up + 1 */
+        if (chunks > M * v)
+            chunks = M * v;
+        return chunks / v;
+    }
+    return fmin(M, (double)(pp - i));
+}
+
+void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                   const mp_estimate_opts *o, mp_estimate *e)
+{
+    mem_ctx x;
+    param_bytes(p->zero, w->shard, &x.bpp);
+    param_bytes(p->zero, w->expert_shard, &x.bpx);
+    x.la = w->act;
+    x.lam = w->act_moe;
+    double worst = -1.0;
+    const int nrep = w->pp < MP_MAX_STAGES ? w->pp : MP_MAX_STAGES;
+    const int nr = mp_workload_runs(w);
+    for (int r = 0; r < nr; r++) {
+        /* one class of like stages; each stage differs only in its micro-batches in flight */
+        mp_wl_stage st;
+        mp_memory cls;
+        int first, count;
+        double per_mb, rc_extra;
+        mp_workload_run(w, m, r, &st, &first, &count);
+        stage_class(w, m, p, &x, &st, first + count == w->pp, &cls, &per_mb, &rc_extra);
+        /* in flight is non-increasing in the stage index (every schedule): a run's first stage
+         * holds the most, so without per_stage it alone can be the most loaded */
+        const int last_i = o->skip_per_stage ? first + 1 : first + count;
+        for (int i = first; i < last_i; i++) {
+            mp_memory mm = cls;
+            mm.activations = inflight(w, p, i) * per_mb;
+            if (p->recompute == MP_RC_FULL)
+                mm.activations += rc_extra;
+            mm.total = mm.weights + mm.gradients + mm.optimizer + mm.activations + mm.logits + mm.buffers;
+            mm.capacity = c->gpu.memory_bytes;
+            mm.allocator_margin = o->allocator_margin_frac * mm.total;
+            if (i < nrep && !o->skip_per_stage)
+                e->per_stage[i] = mm;
+            if (mm.total > worst) {
+                worst = mm.total;
+                e->memory = mm;
+            }
+        }
+    }
+    e->feasible = e->memory.total <= e->memory.capacity;
+}

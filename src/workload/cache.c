@@ -1,0 +1,105 @@
+/* src/workload/cache.c — the evaluation cache (workload.h mp_wl_cache): validity against the
+ * model and cluster it was filled for, and the model's values that depend on a few plan keys.
+ * The collectives' slots are looked up in comm.c. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "workload_internal.h"
+
+void mp_wl_cache_init(mp_wl_cache *cache)
+{
+    cache->have = 0;
+    cache->hits = cache->misses = 0;
+    cache->params_tp = 0;
+    cache->flops_seq = 0;
+    for (int i = 0; i < MP_WL_MEMO; i++)
+        cache->act[i].set = cache->kern[i].set = 0;
+    cache->groups_set = 0;
+    for (int i = 0; i < 4; i++)
+        cache->stages[i].set = cache->dp[i].set = 0;
+    for (int i = 0; i < MP_WL_CACHE_SLOTS; i++)
+        cache->slot[i].used = 0;
+}
+
+/* The model's numbers (not its key, name or source), byte for byte. */
+static int same_model(const mp_model *a, const mp_model *b)
+{
+    const size_t n0 = offsetof(mp_model, layers), n1 = offsetof(mp_model, source);
+    const size_t n2 = offsetof(mp_model, q_lora_rank);
+    return memcmp((const char *)a + n0, (const char *)b + n0, n1 - n0) == 0 &&
+           memcmp((const char *)a + n2, (const char *)b + n2, sizeof *a - n2) == 0;
+}
+
+/* What collectives are priced from: the GPU count and the tiers (coll.c), byte for byte. */
+static int same_cluster(const mp_cluster *a, const mp_cluster *b)
+{
+    return a->num_gpus == b->num_gpus && a->ntiers == b->ntiers && a->ntiers >= 0 &&
+           a->ntiers <= MP_MAX_TIERS && memcmp(a->tier, b->tier, (size_t)a->ntiers * sizeof a->tier[0]) == 0;
+}
+
+int mp_wl_memo_slot(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    /* multiplicative hashing (odd constants: splitmix64's), the top bits */
+    uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ULL ^ (uint64_t)b * 0xbf58476d1ce4e5b9ULL ^
+                 (uint64_t)c * 0x94d049bb133111ebULL ^ (uint64_t)d * 0xd6e8feb86659fd93ULL;
+    return (int)((h ^ (h >> 29)) * 0x9e3779b97f4a7c15ULL >> (64 - 5));
+}
+
+void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluster *c)
+{
+    if (cache->have && same_model(&cache->model, m) && same_cluster(&cache->cluster, c))
+        return;
+    mp_wl_cache_init(cache);
+    cache->model = *m;
+    cache->cluster = *c;
+    mp_model_attn_dims(m, &cache->attn);
+    cache->have = 1;
+}
+
+/* The model's values for this plan: parameter counts (tp), attention geometry, FLOPs per token
+ * (seq) and the activation bytes of one dense and one MoE layer (seq, mb, tp, sp, cp, flash,
+ * recompute, etp, load), from the cache when its keys match. */
+void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache)
+{
+    const int sp_moe = p->sp || w->tp > 1;
+    const double key[9] = {(double)p->seq, (double)p->mb, w->tp, p->sp, w->cp, p->flash,
+                           (double)p->recompute, w->etp, w->moe_load};
+    if (cache && cache->params_tp == w->tp) {
+        w->params = cache->params;
+    } else {
+        mp_model_params(m, w->tp, &w->params);
+        if (cache) {
+            cache->params = w->params;
+            cache->params_tp = w->tp;
+        }
+    }
+    if (cache)
+        w->attn = cache->attn;
+    else
+        mp_model_attn_dims(m, &w->attn);
+    if (cache && cache->flops_seq == p->seq) {
+        w->flops = cache->flops;
+    } else {
+        mp_model_flops(m, p->seq, &w->flops);
+        if (cache) {
+            cache->flops = w->flops;
+            cache->flops_seq = p->seq;
+        }
+    }
+    const int slot = mp_wl_memo_slot(p->mb, p->recompute * 2 + p->sp, w->tp, w->cp);
+    if (cache && cache->act[slot].set && memcmp(cache->act[slot].key, key, sizeof key) == 0) {
+        w->act = cache->act[slot].act;
+        w->act_moe = cache->act[slot].act_moe;
+        return;
+    }
+    mp_layer_activation(m, p->seq, p->mb, w->tp, p->sp, w->cp, p->flash, p->recompute, &w->act);
+    mp_moe_layer_activation(m, p->seq, p->mb, w->tp, sp_moe, w->cp, w->etp, p->flash, p->recompute,
+                            w->moe_load, &w->act_moe);
+    if (cache) {
+        memcpy(cache->act[slot].key, key, sizeof key);
+        cache->act[slot].act = w->act;
+        cache->act[slot].act_moe = w->act_moe;
+        cache->act[slot].set = 1;
+    }
+}

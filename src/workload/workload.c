@@ -1,0 +1,197 @@
+/* src/workload/workload.c — build the workload description: the shape of one phase (groups as
+ * the plan's rank order places them, tokens, micro-batches, shard groups), then its pricing by
+ * the files beside this one (stages.c, comm.c, layers.c). One direction: model, cluster, plan
+ * -> workload -> estimators and the simulator.
+ *
+ * Rank order (Megatron-Core parallel_state.initialize_model_parallel, order "tp-cp-ep-dp-pp"):
+ * TP stride 1, CP stride tp, DP stride tp*cp, PP stride tp*cp*dp; for the experts the tp*cp*dp
+ * ranks of a stage are re-partitioned as expert-TP (stride 1) x EP (stride etp) x expert-DP
+ * (stride etp*ep). */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "workload_internal.h"
+
+const char *mp_layer_kind_name(mp_layer_kind k)
+{
+    static const char *const names[MP_LK_COUNT] = {
+#define MP_WL_X(e, n) n,
+        MP_LAYER_KINDS(MP_WL_X)
+#undef MP_WL_X
+    };
+    return (unsigned)k < MP_LK_COUNT ? names[k] : "?";
+}
+
+const char *mp_wl_coll_name(mp_wl_coll_id id)
+{
+    static const char *const names[MP_WC_COUNT] = {
+#define MP_WL_X(e, what, freq) what,
+        MP_WL_COLLS(MP_WL_X)
+#undef MP_WL_X
+    };
+    return (unsigned)id < MP_WC_COUNT ? names[id] : "?";
+}
+
+void mp_workload_opts_init(mp_workload_opts *o)
+{
+    /* The estimator's calibrated defaults (mp_estimate_opts_init, docs/model.md). */
+    o->gemm_sustained_frac = 0.85;
+    o->attention_sustained_frac = 0.5;
+    o->memory_bound_sustained_frac = 0.6;
+    o->moe_imbalance = 1.0;
+    o->moe_copy_overhead_s = 150e-9;
+}
+
+/* The DP x CP group split into the shard group (hsdp ranks, or all) and the replica group, each
+ * as inner and outer runs of the rank order (plan.h mp_plan_group): the shard group is the inner
+ * `shard` ranks of the data group, the replicas the rest. */
+static void data_groups(const mp_plan *p, int64_t shard, mp_group *sh_in, mp_group *sh_out,
+                        mp_group *rp_in, mp_group *rp_out)
+{
+    mp_group in, out;
+    mp_plan_group(p, MP_DIM_BIT(MP_DIM_CP) | MP_DIM_BIT(MP_DIM_EP) | MP_DIM_BIT(MP_DIM_DP), &in,
+                  &out);
+    const mp_group one = {1, 1};
+    if (shard >= in.size * out.size) {
+        *sh_in = in, *sh_out = out, *rp_in = one, *rp_out = one;
+    } else if (shard <= in.size) {
+        *sh_in = (mp_group){shard, in.stride};
+        *sh_out = one;
+        if (in.size / shard > 1) {
+            *rp_in = (mp_group){in.size / shard, in.stride * shard};
+            *rp_out = out;
+        } else {
+            *rp_in = out;
+            *rp_out = one;
+        }
+    } else {
+        int64_t k = shard / in.size;
+        *sh_in = in;
+        *sh_out = (mp_group){k, out.stride};
+        *rp_in = (mp_group){out.size / k, out.stride * k};
+        *rp_out = one;
+    }
+}
+
+/* The groups the plan's rank order places: TP, CP, PP strides and the shard and replica groups
+ * (from the cache when the degrees, the order and the shard group are the same). */
+static void plan_groups(mp_workload *w, const mp_plan *p, int64_t shard, mp_wl_cache *cache)
+{
+    int64_t key[12] = {p->tp, p->cp, p->ep, p->dp, p->pp, shard, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < MP_DIM_COUNT && i < 6; i++)
+        key[6 + i] = (int64_t)p->order[i];
+    mp_group *g[9] = {&w->g_tp, &w->g_cp, &w->g_pp, &w->g_shard_in, &w->g_shard_out, &w->g_rep_in,
+                      &w->g_rep_out};
+    if (cache && cache->groups_set && memcmp(cache->groups_key, key, sizeof key) == 0) {
+        for (int i = 0; i < 7; i++)
+            *g[i] = cache->groups[i];
+        return;
+    }
+    w->g_tp = (mp_group){w->tp, mp_plan_stride(p, MP_DIM_TP)};
+    w->g_cp = (mp_group){w->cp, mp_plan_stride(p, MP_DIM_CP)};
+    w->g_pp = (mp_group){2, mp_plan_stride(p, MP_DIM_PP)};
+    data_groups(p, shard, &w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out);
+    if (cache) {
+        memcpy(cache->groups_key, key, sizeof key);
+        for (int i = 0; i < 7; i++)
+            cache->groups[i] = *g[i];
+        cache->groups_set = 1;
+    }
+}
+
+static int resolved(const mp_model *m, const mp_cluster *c, const mp_plan *p, int moe, int64_t etp)
+{
+    return !(p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->vpp < 1 || p->mb < 1 ||
+             p->gb < 1 || p->seq < 1 || p->ep < 1 || p->tp * p->pp * p->cp * p->dp != c->num_gpus ||
+             (moe && (m->moe_experts % p->ep || (p->tp * p->cp * p->dp) % (etp * p->ep))));
+}
+
+mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                            mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
+                            mp_workload *w, mp_diag *diag)
+{
+    mp_workload_opts defaults;
+    if (!opts) {
+        mp_workload_opts_init(&defaults);
+        opts = &defaults;
+    }
+    memset(w, 0, offsetof(mp_workload, run));
+    const int moe = mp_model_is_moe(m);
+    const int64_t etp = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
+    if ((unsigned)phase >= MP_WL_PHASE_COUNT) {
+        mp_diag_add(diag, "workload phase %d: expected 0 (train step)", (int)phase);
+        return MP_ERR_INPUT;
+    }
+    if (!resolved(m, c, p, moe, etp)) {
+        mp_diag_add(diag, "plan is not resolved for %lld GPUs (call mp_plan_resolve)",
+                    (long long)c->num_gpus);
+        return MP_ERR_INPUT;
+    }
+    const mp_gpu *g = &c->gpu;
+    if (g->peak_flops_per_s[p->precision] <= 0) {
+        mp_diag_add(diag, "plan.precision = %s: %s has no %s tensor cores", mp_dtype_name(p->precision),
+                    g->key, mp_dtype_name(p->precision));
+        return MP_ERR_INPUT;
+    }
+    w->phase = phase;
+    w->tp = (int)p->tp, w->pp = (int)p->pp, w->cp = (int)p->cp, w->vpp = (int)p->vpp;
+    w->ep = (int)p->ep, w->etp = (int)etp, w->moe = moe, w->fp8 = p->precision == MP_DT_FP8;
+    w->microbatches = (double)(p->gb / (p->mb * p->dp));
+    w->tokens_mb = (double)p->mb * (double)p->seq / w->cp;
+    w->vocab_padded = (double)mp_model_padded_vocab(m, w->tp);
+    /* MoE load factor of the busiest GPU: with a capacity factor every expert's buffer is
+     * padded to capacity (GShard, Lepikhin et al. 2020 Sec. 2.2; Switch, Fedus et al. 2021
+     * Sec. 2.2), so the work scales with it; dropless it is the routing imbalance. */
+    const double imbalance = p->moe_imbalance >= 1.0 ? p->moe_imbalance
+                           : (opts->moe_imbalance >= 1.0 ? opts->moe_imbalance : 1.0);
+    const double load = p->moe_capacity_factor > 0 ? p->moe_capacity_factor : imbalance;
+    w->moe_load = moe ? load : 1.0;
+    if (cache)
+        mp_wl_cache_validate(cache, m, c);
+    mp_wl_model_values(w, m, p, cache);
+    /* DP/ZeRO groups. Non-expert parameters: split by TP (norms replicated but small),
+     * replicated over the DP x CP group. Routed experts: E/ep experts per GPU, each split by etp,
+     * replicated over the expert-DP group of tp*cp*dp/(etp*ep) ranks. */
+    const int64_t dpg = p->dp * p->cp;
+    const int64_t shard = p->hsdp ? p->hsdp : dpg;
+    w->dp_ranks = (double)dpg;
+    w->shard = (double)shard;
+    w->expert_dp = moe ? (double)(p->tp * p->cp * p->dp) / (double)(etp * p->ep) : 1.0;
+    w->expert_shard = moe ? (p->hsdp && p->hsdp < w->expert_dp ? (double)p->hsdp : w->expert_dp) : 1.0;
+    w->moe_nonexpert_per_layer = moe ? (double)(w->params.moe_per_layer - m->moe_experts * w->params.expert) : 0.0;
+    w->gather_bytes_per_param = p->fp8_comm ? 1.0 : 2.0;
+    w->mtp_modules = (double)m->mtp_layers;
+    w->mtp_moe = m->mtp_layers > 0 && mp_model_moe_layers_in(m, m->layers - 1, 1) > 0;
+    /* Groups placed by the plan's rank order (TP stride 1, CP stride tp with the default). */
+    w->g_ep = (mp_group){w->ep, etp};
+    w->g_edp = (mp_group){(int64_t)(w->expert_shard > 0 ? w->expert_shard : 1), etp * w->ep};
+    plan_groups(w, p, shard, cache);
+    mp_kernel_rates_of(g, p->precision, p->attn_kernel, opts, &w->rates);
+    mp_wl_kind_params(w, m);
+    mp_wl_stages(w, m, cache);
+    return MP_OK;
+}
+
+void mp_workload_price(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                       const mp_workload_opts *opts, mp_wl_cache *cache, mp_workload *w)
+{
+    mp_workload_opts defaults;
+    if (!opts) {
+        mp_workload_opts_init(&defaults);
+        opts = &defaults;
+    }
+    mp_wl_price_colls(w, m, c, p, cache);
+    mp_wl_price_layers(w, m, p, opts, cache);
+}
+
+mp_status mp_workload_build(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                            mp_wl_phase phase, const mp_workload_opts *opts, mp_workload *w,
+                            mp_diag *diag)
+{
+    mp_status st = mp_workload_shape(m, c, p, phase, opts, NULL, w, diag);
+    if (st == MP_OK)
+        mp_workload_price(m, c, p, opts, NULL, w);
+    return st;
+}

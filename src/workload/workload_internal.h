@@ -1,0 +1,27 @@
+/* src/workload/workload_internal.h — what the workload's files share (internal). */
+#ifndef MESHPLAN_WORKLOAD_INTERNAL_H
+#define MESHPLAN_WORKLOAD_INTERNAL_H
+
+#include "meshplan/workload.h"
+
+/* cache.c: empty the cache unless it was filled for this model and cluster. */
+void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluster *c);
+/* cache.c: the memo slot (0 .. MP_WL_MEMO-1) of a plan by four of its keys. */
+int mp_wl_memo_slot(int64_t a, int64_t b, int64_t c, int64_t d);
+_Static_assert(MP_WL_MEMO == 32, "mp_wl_memo_slot returns the hash's top 5 bits");
+/* cache.c: w's parameter counts, attention geometry, FLOPs and layer activations (from the
+ * cache when it has them; cache may be NULL). Needs w's tp, cp, etp, moe_load. */
+void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache);
+/* layers.c: parameters per GPU of each layer kind, from w's shape. */
+void mp_wl_kind_params(mp_workload *w, const mp_model *m);
+/* stages.c: the runs of like stages and the per-stage maxima (layers, parameters), from the cache when it has them for w's pp, vpp, tp, ep, etp. */
+void mp_wl_stages(mp_workload *w, const mp_model *m, mp_wl_cache *cache);
+/* comm.c: the collectives of the step, described and priced (needs the stage maxima). */
+void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                       mp_wl_cache *cache);
+/* layers.c: compute of every layer kind and its per-pass communication (needs the
+ * collectives priced). */
+void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
+                        const mp_workload_opts *opts, mp_wl_cache *cache);
+
+#endif
