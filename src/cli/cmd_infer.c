@@ -24,13 +24,21 @@ static const cli_option infer_opts[] = {
 
 static int infer_run(int argc, char **argv);
 
+/* The inference plan keys, from the library's table (src/infer/infer_keys.h). */
+void cli_print_infer_keys(FILE *f)
+{
+    char buf[4096];
+    int n = mp_infer_plan_keys_help(buf, sizeof buf);
+    fprintf(f, "inference plan keys: --plan \"key=value,...\" (docs/infer.md)\n%s",
+            n >= 0 && (size_t)n < sizeof buf ? buf : "");
+}
+
 const cli_command cli_cmd_infer = {
     "infer", "serving: TTFT, TPOT, tokens/s, memory, KV concurrency, power and J per token "
     "(--batch A:B sweeps the batch)",
     NULL, 0, infer_opts,
-    "Inference plan keys (docs/infer.md):\n"
-    "  tp pp ep dp batch in out weights=bf16|fp16|fp8|fp4|int8|int4 kv=bf16|fp8\n"
-    "  engine=vllm|sglang|trtllm kv_frac cuda_graphs=0|1\n",
+    "A fixed batch of sequences (offline serving); TTFT is the batch's prefill. --gpus more than\n"
+    "tp x pp makes dp replicas.\n",
     infer_run,
 };
 

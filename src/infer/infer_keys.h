@@ -23,6 +23,6 @@
       "engine profile (data/engines.json)")                                                        \
     X(kv_frac, REAL, kv_frac, 0.01, 1, MP_NOENUM, NULL, IFSET, "the engine's",                      \
       "engine memory share (gpu_memory_utilization, mem_fraction_static, free fraction)")          \
-    X(cuda_graphs, INT, cuda_graphs, 0, 1, MP_NOENUM, NULL, ALWAYS, "1", "decode under CUDA graphs")
+    X(cuda_graphs, BOOL, cuda_graphs, 0, 1, MP_NOENUM, NULL, ALWAYS, "1", "decode under CUDA graphs")
 
 #endif
