@@ -74,7 +74,10 @@ grep -q "^NAME" <<< "$page" || fail "man page does not render"
 for c in $("$P/bin/meshplan" help | awk '/^commands:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }'); do
     [ "$c" = help ] && continue
     grep -q -- "^   $c\$" <<< "$page" || fail "man page lacks a section for command $c"
-    opt=$("$P/bin/meshplan" "$c" --help | awk '/^options:/ { on = 1; next } on && /^  --/ { print $1; exit }')
+    # the whole help first: awk leaving at its first match would cut the pipe (SIGPIPE under
+    # pipefail, as the sanitized build's slower exit showed)
+    help=$("$P/bin/meshplan" "$c" --help)
+    opt=$(awk '/^options:/ { on = 1; next } on && /^  --/ { print $1; exit }' <<< "$help")
     [ -z "$opt" ] || grep -q -- "$opt" <<< "$page" || fail "man page lacks $c's option $opt"
 done
 
