@@ -7,7 +7,10 @@
  *   - properties: a longer prompt never lowers TTFT; more batch never lowers throughput while the
  *     batch fits, and never lowers TPOT; a GPU with more HBM bandwidth never decodes slower;
  *   - the plan keys: bad values and unknown keys are refused with the key named; engine profiles
- *     load from the embedded data/engines.json.
+ *     load from the embedded data/engines.json;
+ *   - validate detects the inference schema from the header: KV bytes per token exact, server rows
+ *     and unknown models skipped with the reason, missing cells listed as assumed; on
+ *     ../shared/validation/inference/infer_runs.csv (when present) the figures are printed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -244,6 +247,78 @@ static void test_plan_keys_and_engines(void **state)
     assert_int_equal(g_r.max_concurrency, (int64_t)(pool / (64.0 * 16 * 131072.0)));
 }
 
+static mp_validation validate_text(const char *path, size_t *nskips_out)
+{
+    size_t len = 0;
+    char *csv = slurp(path, &len);
+    mp_validation v;
+    memset(&v, 0, sizeof v);
+    if (!csv)
+        return v;
+    mp_diag d = {0};
+    if (mp_validate_csv(g_cat, csv, len, path, NULL, &v, &d) != MP_OK)
+        fail_msg("%s: %s", path, d.text);
+    free(csv);
+    *nskips_out = v.nskips;
+    return v;
+}
+
+static const mp_val_row *row_of(const mp_validation *v, const char *id)
+{
+    for (size_t i = 0; i < v->nrows; i++)
+        if (!strcmp(v->rows[i].id, id))
+            return &v->rows[i];
+    return NULL;
+}
+
+static const char *skip_of(const mp_validation *v, const char *id)
+{
+    for (size_t i = 0; i < v->nskips; i++)
+        if (!strcmp(v->skips[i].id, id))
+            return v->skips[i].reason;
+    return NULL;
+}
+
+static void test_validate_inference_schema(void **state)
+{
+    (void)state;
+    size_t ns = 0;
+    mp_validation v = validate_text(MESHPLAN_SOURCE_DIR "/tests/data/infer_runs_small.csv", &ns);
+    assert_int_equal(v.ninput, 5);
+    const mp_val_row *k1 = row_of(&v, "k1"), *k2 = row_of(&v, "k2"), *o1 = row_of(&v, "o1");
+    assert_non_null(k1);
+    assert_non_null(k2);
+    assert_non_null(o1);
+    assert_true(k1->error_pct == 0.0 && k2->error_pct == 0.0);
+    assert_non_null(strstr(o1->assumed, "tp="));
+    assert_non_null(strstr(o1->assumed, "in=1024"));
+    assert_non_null(strstr(o1->assumed, "batch="));
+    assert_non_null(strstr(o1->assumed, "kv=fp8"));
+    assert_non_null(skip_of(&v, "s1"));
+    assert_non_null(strstr(skip_of(&v, "s1"), "server"));
+    assert_non_null(skip_of(&v, "m1"));
+    assert_non_null(strstr(skip_of(&v, "m1"), "nosuch-model"));
+    mp_validation_free(&v);
+
+    v = validate_text(MESHPLAN_VALIDATION_DIR "/inference/infer_runs.csv", &ns);
+    if (!v.ninput) {
+        printf("../shared/validation/inference/infer_runs.csv absent: skipped\n");
+        return;
+    }
+    static const char *const groups[] = {"trtllm_perf_overview_v1.0", "mlperf_v4.1", "mlenergy_leaderboard_v1"};
+    printf("infer_runs.csv: %zu of %zu rows predicted\n", v.nrows, v.ninput);
+    for (size_t g = 0; g < 3; g++) {
+        mp_val_stats st;
+        mp_validation_stats(&v, MP_VAL_ALL, groups[g], &st);
+        printf("  %-28s n %3zu  median |error| %5.1f%%\n", groups[g], st.n, st.median_abs_error_pct);
+    }
+    /* every row is predicted or skipped with a reason */
+    assert_int_equal(v.nrows + v.nskips, v.ninput);
+    for (size_t i = 0; i < v.nskips; i++)
+        assert_true(v.skips[i].reason[0] != '\0');
+    mp_validation_free(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_batch_raises_throughput_and_tpot),
         cmocka_unit_test(test_more_bandwidth_never_decodes_slower),
         cmocka_unit_test(test_plan_keys_and_engines),
+        cmocka_unit_test(test_validate_inference_schema),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

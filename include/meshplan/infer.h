@@ -71,6 +71,7 @@ typedef struct {
     int block_tokens;                /* KV page size, tokens */
     double max_batched_tokens;       /* tokens of one prefill chunk (activation peak) */
     double runtime_bytes;            /* CUDA context, NCCL and cuBLAS workspaces, graph pools */
+    double max_batch;                /* the engine's default cap on sequences in flight */
     char source[384];
 } mp_engine_profile;
 

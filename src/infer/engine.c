@@ -37,13 +37,14 @@ static void read_profile(mp_jreader *r, const json_t *o, mp_engine_profile *p)
     p->block_tokens = (int)block;
     mp_jr_num(r, o, "max_batched_tokens", 1, 0, 1e7, &p->max_batched_tokens, "tokens in [1, 1e7]");
     mp_jr_num(r, o, "runtime_bytes", 0, 0, 1e12, &p->runtime_bytes, "bytes in [0, 1e12]");
+    mp_jr_num(r, o, "max_batch", 1, 0, 1e6, &p->max_batch, "sequences in [1, 1e6]");
     mp_jr_str(r, o, "kv_budget", budget, sizeof budget);
     if (!strcmp(budget, "free"))
         p->kv_budget_of_free = 1;
     else if (strcmp(budget, "total"))
         mp_jr_bad(r, "kv_budget", json_object_get(o, "kv_budget"), "\"total\" or \"free\"");
-    if (!(p->gemm_frac > 0 && p->attn_frac > 0 && p->mem_frac > 0 && p->kv_frac > 0 && block > 0)) {
-        mp_diag_add(r->diag, "%s: %s: gemm_frac, attn_frac, mem_frac, kv_frac and block_tokens are required",
+    if (!(p->gemm_frac > 0 && p->attn_frac > 0 && p->mem_frac > 0 && p->kv_frac > 0 && block > 0 && p->max_batch >= 1)) {
+        mp_diag_add(r->diag, "%s: %s: gemm_frac, attn_frac, mem_frac, kv_frac, block_tokens and max_batch are required",
                     r->origin, r->where);
         r->errors++;
     }

@@ -130,7 +130,21 @@ static double experts(mp_wl_infer *o, const mp_model *m, const mp_wl_infer_shape
     double wbytes = touched * mats * h * f * s->weight_bytes;
     o->weight_bytes_read += wbytes;
     double bytes = wbytes + 2.0 * ACT_BYTES * copies * (h + f);
-    return roof(o, 2.0 * copies * mats * h * f, o->rates.matmul_flops_per_s, bytes, o->rates.mem_Bps);
+    /* FLOP time of the grouped GEMMs (kernels.c: each expert's rows padded to whole 128-row tiles,
+     * the tiles of all experts sharing the waves), its HBM term replaced by the touched experts'
+     * bytes above (an infinite bandwidth leaves kernels.c's term at 0) */
+    mp_kernel_rates fr = o->rates;
+    fr.mem_Bps = INFINITY;
+    const double rate = o->rates.matmul_flops_per_s, M = copies / local;
+    double flop_s = mp_kernel_grouped_gemm_s(&fr, rate, local, M, (mats - 1.0) * f, h, s->weight_bytes) +
+                    mp_kernel_grouped_gemm_s(&fr, rate, local, M, h, f, s->weight_bytes);
+    double mem_s = bytes / o->rates.mem_Bps;
+    o->flop += 2.0 * copies * mats * h * f;
+    if (flop_s > mem_s)
+        o->compute_bound_s += flop_s;
+    else
+        o->memory_bound_s += mem_s;
+    return flop_s > mem_s ? flop_s : mem_s;
 }
 
 /* One transformer layer (dense or MoE) of T tokens; adds its parts to o. */
