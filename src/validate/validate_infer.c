@@ -74,13 +74,15 @@ static void note(irow *r, const char *fmt, const char *a, double x)
     snprintf(r->assumed + l, sizeof r->assumed - l, fmt, a, x);
 }
 
+/* A positive number of at most 2^30 (every count and length here; a value column may be larger,
+ * read by value()). */
 static int num(const char *s, double *out)
 {
     char *e;
     if (!s || !*s)
         return 0;
     double x = strtod(s, &e);
-    if (*e || !isfinite(x) || x <= 0)
+    if (*e || !isfinite(x) || x <= 0 || x > 1073741824.0)
         return 0;
     *out = x;
     return 1;
@@ -152,9 +154,11 @@ static int row_setup(const mp_catalog *cat, irow *r, const mp_model **m, mp_clus
         p->out = GENERIC_OUT;
         note(r, "out=%s%.0f (generic)", "", GENERIC_OUT);
     }
-    p->pp = num(r->cell[IC_PP], &x) ? (int)x : 1;
-    p->tp = num(r->cell[IC_TP], &x) ? (int)x : 0;
-    p->ep = num(r->cell[IC_EP], &x) ? (int)x : 1;
+    p->pp = num(r->cell[IC_PP], &x) && x <= 1024 ? (int)x : 1;
+    p->tp = num(r->cell[IC_TP], &x) && x <= 1024 ? (int)x : 0;
+    p->ep = num(r->cell[IC_EP], &x) && x <= 1024 ? (int)x : 1;
+    if (p->in > (1 << 24) || p->out > (1 << 24))
+        return snprintf(r->why, sizeof r->why, "input_len or output_len above 2^24 tokens"), 1;
     if (p->tp < 1) { /* the smallest power of two whose weights leave room for the KV cache */
         mp_infer_plan q = *p;
         for (q.tp = 1; q.tp * q.pp <= ngpus; q.tp *= 2) {
@@ -184,6 +188,8 @@ static int row_predict(const mp_model *m, const mp_cluster *cl, irow *r, mp_infe
     double x;
     mp_diag d = {0};
     int stated = num(r->cell[IC_BATCH], &x);
+    if (stated && x > (1 << 20))
+        return snprintf(r->why, sizeof r->why, "batch %.0f: expected at most 2^20", x), 1;
     p->batch = stated ? (int64_t)x : 1;
     if (mp_infer_estimate(m, cl, p, res, &d) != MP_OK)
         return snprintf(r->why, sizeof r->why, "plan cannot be formed: %.200s", d.text), 1;
@@ -264,7 +270,9 @@ static void one_row(const mp_catalog *cat, irow *r, size_t rec, mp_infer_result 
     const char *group = r->cell[IC_GROUP][0] ? r->cell[IC_GROUP] : "(none)";
     const char *sc = r->cell[IC_SCENARIO], *metric = r->cell[IC_METRIC];
     double measured;
-    if (!num(r->cell[IC_VALUE], &measured)) {
+    char *e;
+    measured = r->cell[IC_VALUE][0] ? strtod(r->cell[IC_VALUE], &e) : 0.0;
+    if (!r->cell[IC_VALUE][0] || *e || !isfinite(measured) || !(measured > 0) || measured > 1e18) {
         snprintf(r->why, sizeof r->why, "value \"%.40s\": expected a positive number", r->cell[IC_VALUE]);
     } else if (!strcmp(sc, "server") || !strcmp(sc, "interactive")) {
         snprintf(r->why, sizeof r->why, "scenario %s: serving under Poisson arrivals and an SLO is not modelled "
