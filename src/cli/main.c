@@ -25,6 +25,8 @@
     X(run)                  \
     X(trace)                \
     X(islands_scale)        \
+    X(plot)                 \
+    X(web)                  \
     X(infer)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
