@@ -55,16 +55,18 @@ static double weight_bytes_gpu(const mp_model *m, const mp_infer_plan *p, double
 
 /* Peak activation memory of one GPU: one prefill chunk's live tensors of a layer (input,
  * residual, norm output, Q/K/V, the FFN's up/gate and activation) in 16 bits, and fp32 logits of
- * the batch's sampled positions: what vLLM's profile run measures with max_num_batched_tokens. */
+ * the engine's largest batch: what vLLM's profile run measures with max_num_batched_tokens and
+ * max_num_seqs dummy sequences, whatever the batch later served (so the KV pool, and max
+ * concurrency, do not depend on the batch). */
 static double activation_bytes_gpu(const mp_model *m, const mp_infer_plan *p, const mp_engine_profile *e)
 {
     mp_attn_dims ad;
     mp_model_attn_dims(m, &ad);
-    double chunk = fmin(e->max_batched_tokens, (double)p->batch * (double)p->in);
+    double chunk = e->max_batched_tokens;
     double f = fmax((double)m->ffn_hidden, (double)(m->moe_topk * m->moe_ffn_hidden));
     double per_tok = 3.0 * m->hidden + (ad.q_width + ad.k_width + ad.v_width) / p->tp +
                      (m->glu ? 3.0 : 2.0) * f / p->tp;
-    double logits = (double)p->batch * (double)mp_model_padded_vocab(m, p->tp) / p->tp * 4.0;
+    double logits = e->max_batch * (double)mp_model_padded_vocab(m, p->tp) / p->tp * 4.0;
     return chunk * per_tok * 2.0 + logits;
 }
 
