@@ -27,6 +27,9 @@
     X(islands_scale)        \
     X(plot)                 \
     X(web)                  \
+    X(calibrate)            \
+    X(doctor)               \
+    X(import)               \
     X(infer)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
