@@ -273,6 +273,10 @@ run catalog nosuch
 check "catalog nosuch" "rc_is 2" "stderr_has nosuch"
 
 # --- run: energy, cost, failures, goodput --------------------------------------------------------
+# Found by a reviewer: a run shorter than the optimal checkpoint interval printed "interval 1.1 s
+# (the optimal one); optimal 53.4 min", and the wait phase the subtraction's rounding (2.22e-16 s).
+run run --model llama3-8b $H100 --gpus 8 --plan gb=8 --tokens 1
+check "run: a one-step run says its interval is the whole run" "rc_is 0" "stdout_has 'the whole run: shorter than the optimal one'" "! grep -q 'e-1[0-9] s of the step' \"\$OUT\""
 PLAN405="tp=8,pp=16,vpp=2,mb=1,gb=2048,seq=8192,zero=1,recompute=full"
 run run --model llama3-405b $H100 --gpus 16384 --plan "$PLAN405" --tokens 15.6e12 --trials 200 --seed 7 --json
 check "run llama3-405b on 16384 H100 --json" "rc_is 0" "no_nonfinite" "json_check '
@@ -389,6 +393,9 @@ check "trace without --plan exits 2" "rc_is 2" "stderr_has plan"
 run trace --model llama3-70b $H100 --gpus 1024 --plan "$PLAN70" -o "$TMP/no/such/dir/x.json"
 check "trace -o into a missing directory exits 2" "rc_is 2" "stderr_has x.json"
 # --- collective ---------------------------------------------------------------------------------
+# Found by a reviewer: NCCL's spelling (allreduce, AllReduce) got the list but no pointer.
+run collective --op allreduce $H100 --gpus 8
+check "collective --op allreduce suggests all_reduce" "rc_is 2" "stderr_has 'op = \"allreduce\"'" "stderr_has 'did you mean all_reduce?'"
 run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --gpus-per-node 8 --scale-out ib-ndr-400 --sizes 8:8G
 check "collective all_reduce 8:8G, text" "rc_is 0" "no_nonfinite" "stdout_nonempty"
 run collective --op all_reduce --gpu h100-sxm5-80gb --gpus 16 --gpus-per-node 8 --scale-out ib-ndr-400 --sizes 8:8G --json
@@ -480,6 +487,15 @@ run validate "$TMP/bad.csv"
 check "validate a CSV without the required columns" "rc_is 2" "stderr_has bad.csv" "stderr_has layers"
 run validate
 check "validate with no file" "rc_is 2"
+# Found by a reviewer: a header alone (or a file cut inside its header) said "predicted 0 of 0
+# rows" with exit 0; and a metric no row measures printed "median |error| 0.0%" as if perfect.
+VHDR="id,source_group,model_name,layers,hidden,heads,kv_heads,ffn_hidden,glu,vocab,seq_len,gpu,num_gpus,gpus_per_node,tp,pp,dp,micro_batch,global_batch,recompute,precision,zero_stage,measured_tflops_per_gpu,tflops_basis"
+echo "$VHDR" >"$TMP/header_only.csv"
+run validate "$TMP/header_only.csv"
+check "validate a header without rows" "rc_is 2" "stderr_has header_only.csv" "stderr_has no data rows"
+printf '%s\r\nr1,test,M,32,4096,32,8,14336,1,128256,8192,h100-sxm5-80gb,8,8,1,1,8,1,8,none,bf16,0,400,model\r\n' "$VHDR" >"$TMP/one_row.csv"
+run validate "$TMP/one_row.csv"
+check "validate (CRLF): a metric with no measured row says so" "rc_is 0" "stdout_has 'predicted 1 of 1'" "stdout_has 'memory:     n=0 (no row has'" "! grep -q 'n=0 median' \"\$OUT\""
 
 # A runs.csv row whose dimensions overflow: skipped with a reason, not predicted from garbage.
 {

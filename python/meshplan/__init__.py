@@ -15,6 +15,7 @@ or a dict. Bad input raises :class:`InputError` (an unknown key: :class:`NotFoun
 that does not parse: :class:`ParseError`) with ``field``, ``value`` and ``messages``.
 """
 import json
+import math
 import os
 
 from . import _lib
@@ -92,7 +93,13 @@ def call(command, **request):
     for key in ("model", "cluster", "catalog", "failures"):
         if key in req:
             req[key] = _inline(req[key], key)
-    status, text = _lib.call(command, json.dumps(req))
+    for key, v in req.items():
+        # JSON has no NaN or infinity: json.dumps would write a token the library cannot parse
+        # (a ParseError naming no field); refuse it here, naming the key and the value.
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InputError({"status": "bad input", "code": 1, "field": key, "value": repr(v),
+                              "message": f"{command}: {key} = {v!r}: expected a finite number"})
+    status, text = _lib.call(command, json.dumps(req, allow_nan=False))
     answer = json.loads(text)
     if status != 0:
         raise _ERRORS.get(status, MeshplanError)(answer)

@@ -105,6 +105,21 @@ def test_errors_by_kind():
         meshplan.call("nope")
 
 
+def test_non_finite_and_unknown_plan_key_name_field_and_value():
+    # Found by a reviewer: gpus=nan became invalid JSON (ParseError, field None), and an unknown
+    # plan key came back with value ''.
+    with pytest.raises(meshplan.InputError) as e:
+        meshplan.predict("llama3-8b", gpu="h100-sxm5-80gb", gpus=float("nan"))
+    assert (e.value.field, e.value.value) == ("gpus", "nan")
+    assert not isinstance(e.value, meshplan.ParseError)
+    with pytest.raises(meshplan.InputError) as e:
+        meshplan.run("llama3-8b", gpu="h100-sxm5-80gb", gpus=8, plan="gb=8", tokens=float("inf"))
+    assert (e.value.field, e.value.value) == ("tokens", "inf")
+    with pytest.raises(meshplan.InputError) as e:
+        meshplan.predict("llama3-8b", gpu="h100-sxm5-80gb", gpus=8, plan="tpp=8")
+    assert (e.value.field, e.value.value) == ("tpp", "8")
+
+
 def test_bad_file_is_parse_error(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text('{"hidden_size": 4096,')

@@ -44,7 +44,7 @@ void mp_api_free(void *p) { free(p); }
 /* Field and value of a diag line: "[origin: ][where.]FIELD = VALUE: ..." with FIELD made of
  * identifier characters (letters, digits, '_', '.', '[', ']') and VALUE a quoted string or one
  * word (the library's convention; "request." dropped), or 'unknown field|key "FIELD"' (value
- * empty). 1 when the line follows one of them. */
+ * empty, or V of a following ' (value "V")'). 1 when the line follows one of them. */
 static int ident_char(char c)
 {
     return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '[' || c == ']';
@@ -59,8 +59,16 @@ static int field_value(const char *line, size_t n, char *field, size_t fcap, cha
                    : s + 13 <= end && !memcmp(s, "unknown key \"", 13) ? 13 : 0;
         if (k) {
             const char *q = memchr(s + k, '"', (size_t)(end - s - (ptrdiff_t)k));
-            if (q)
+            if (q) {
                 f = s + k, fe = q, v = ve = q;
+                /* the plan's 'unknown key "K" (value "V")' names the value too */
+                const char *w = q + 1;
+                if (w + 9 <= end && !memcmp(w, " (value \"", 9)) {
+                    const char *wq = memchr(w + 9, '"', (size_t)(end - w - 9));
+                    if (wq)
+                        v = w + 9, ve = wq;
+                }
+            }
             break;
         }
         if (memcmp(s, " = ", 3))

@@ -43,12 +43,14 @@ typedef struct {
     int required;         /* 1: the parser refuses to run the command without it */
     const char *value;    /* the value's placeholder in the usage ("M", "N|A:B"); NULL for a flag */
     const char *help;     /* one line: what it is, its unit and default */
+    int repeatable;       /* 1: may be given more than once (cli_opt_all); 0: twice is refused */
 } cli_option;
 
-#define CLI_REQ(name, value, help) {name, 1, 1, value, help}
-#define CLI_OPT(name, value, help) {name, 1, 0, value, help}
-#define CLI_FLAG(name, help) {name, 0, 0, NULL, help}
-#define CLI_END {NULL, 0, 0, NULL, NULL}
+#define CLI_REQ(name, value, help) {name, 1, 1, value, help, 0}
+#define CLI_OPT(name, value, help) {name, 1, 0, value, help, 0}
+#define CLI_FLAG(name, help) {name, 0, 0, NULL, help, 0}
+#define CLI_OPT_REPEAT(name, value, help) {name, 1, 0, value, help, 1}
+#define CLI_END {NULL, 0, 0, NULL, NULL, 0}
 
 /* Options that mean the same in every command that takes them. */
 #define CLI_OPT_CATALOG \

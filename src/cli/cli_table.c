@@ -157,6 +157,14 @@ static int parse_option(const char *cmd, const cli_option *opts, int argc, char 
         else
             return cli_fail("option %s needs a value", o->name);
     }
+    /* the same option twice: which one counts would be a guess (--gpus 8 --gpus 16 ran 16),
+     * like a plan key given twice; a repeated flag or the same value again is harmless */
+    for (int j = 0; j < a->nopts && !o->repeatable; j++)
+        if (a->name[j] == o->name && value && strcmp(a->value[j], value)) {
+            fprintf(stderr, "meshplan: option %s given twice (\"%s\", then \"%s\"): expected it "
+                            "once\n", o->name, a->value[j], value);
+            return EXIT_INPUT;
+        }
     a->name[a->nopts] = o->name;
     a->value[a->nopts++] = value;
     return 0;

@@ -243,8 +243,16 @@ int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m)
     }
     struct stat sb;
     if (stat(spec, &sb) != 0) {
+        const char *names[512], *near[3];
+        int n = 0;
+        for (size_t i = 0; i < mp_catalog_model_count(cat) && n < 512; i++)
+            names[n++] = mp_catalog_model_at(cat, i)->key;
+        int k = cli_nearest(spec, names, n, near, 3);
         fprintf(stderr, "meshplan: model = \"%s\": not a catalog key (see `meshplan catalog "
-                        "models`) and not a readable file\n", spec);
+                        "models`) and not a readable file", spec);
+        for (int i = 0; i < k; i++)
+            fprintf(stderr, "%s%s", i ? (i + 1 < k ? ", " : " or ") : "; did you mean ", near[i]);
+        fprintf(stderr, "%s\n", k ? "?" : "");
         return EXIT_INPUT;
     }
     mp_diag d = {0};

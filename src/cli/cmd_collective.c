@@ -147,8 +147,15 @@ static int coll_read_opts(const cli_args *a, coll_job *j)
         return cli_fail("collective: --csv and --json exclude each other%s", "");
     if (mp_coll_op_parse(ops, &j->op) != MP_OK) {
         fprintf(stderr, "meshplan: op = \"%s\": expected one of ", ops);
-        for (int i = 0; i < MP_COLL_OP_COUNT; i++)
-            fprintf(stderr, "%s%s", mp_coll_op_name((mp_coll_op)i), i + 1 < MP_COLL_OP_COUNT ? ", " : "\n");
+        const char *names[MP_COLL_OP_COUNT], *near[1];
+        for (int i = 0; i < MP_COLL_OP_COUNT; i++) {
+            names[i] = mp_coll_op_name((mp_coll_op)i);
+            fprintf(stderr, "%s%s", names[i], i + 1 < MP_COLL_OP_COUNT ? ", " : "");
+        }
+        /* allreduce, all-reduce, AllReduce: NCCL's and nccl-tests' spellings of the same op */
+        if (cli_nearest(ops, names, MP_COLL_OP_COUNT, near, 1))
+            fprintf(stderr, "; did you mean %s?", near[0]);
+        fputc('\n', stderr);
         return EXIT_INPUT;
     }
     if ((rc = parse_algos(cli_opt(a, "--algo"), &j->mask)))

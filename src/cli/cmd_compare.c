@@ -167,7 +167,7 @@ static const cli_option compare_opts[] = {
     CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
     CLI_REQ("--gpus", "N", "GPUs in the job"),
     CLI_OPT("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,...\" (plan keys below)"),
-    CLI_OPT("--cluster", "C", "a cluster to compare (repeat it, up to 16): a catalog node, a "
+    CLI_OPT_REPEAT("--cluster", "C", "a cluster to compare (repeat it, up to 16): a catalog node, a "
             "shipped cluster or a description file"),
     CLI_OPT("--gpu", "G", "the same GPU in every cluster, so that only the wiring differs"),
     CLI_OPT_CATALOG,

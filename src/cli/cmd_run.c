@@ -164,9 +164,16 @@ static void text_power(const run_view *v)
     char a[64], b[64], c2[64], d2[64];
     printf("\npower, one GPU (TDP %.0f W, limit %.0f W)%s\n", pw->tdp_W, pw->cap_W,
            pw->unseen_gpu ? " -- unseen GPU: derived from its TDP" : "");
+    double total_s = 0;
     for (int i = 0; i < MP_PHASE_COUNT; i++)
-        printf("  %-7s %9.4g s of the step at %4.0f W\n", mp_phase_name((mp_phase)i),
-               pw->phase_s[i], pw->phase_W[i]);
+        total_s += fabs(pw->phase_s[i]);
+    for (int i = 0; i < MP_PHASE_COUNT; i++) {
+        /* a phase that is the step minus the others keeps the subtraction's rounding (2.2e-16
+         * s): below 1e-9 of the step it is shown as 0 (--json keeps the exact value) */
+        double s = fabs(pw->phase_s[i]) < 1e-9 * total_s ? 0.0 : pw->phase_s[i];
+        printf("  %-7s %9.4g s of the step at %4.0f W\n", mp_phase_name((mp_phase)i), s,
+               pw->phase_W[i]);
+    }
     printf("  average %.0f W, peak %.0f W; idle %.0f W, active idle %.0f W\n", pw->gpu_avg_W,
            pw->gpu_peak_W, pw->gpu_idle_W, pw->gpu_wait_W);
     printf("  source: %s\n", pw->gpu_power_source);
@@ -221,7 +228,10 @@ static void text_failures(const run_view *v)
     fmt_duration(b, sizeof b, r->interval_daly_s);
     fmt_duration(c2, sizeof c2, r->interval_young_s);
     printf("  interval %s%s; optimal %s (Daly 2006; Young 1974: %s)\n", a,
-           r->interval_given ? " (given)" : " (the optimal one)", b, c2);
+           r->interval_given ? " (given)"
+           : r->interval_s < r->interval_daly_s ? " (the whole run: shorter than the optimal one)"
+                                                 : " (the optimal one)",
+           b, c2);
     fmt_duration(a, sizeof a, r->process.down_s);
     printf("restart %s per interruption (restart %.0f s + load %.3g s%s)\n", a, v->o->restart_s,
            ck->load_s, v->o->async_checkpoint ? " + async lag" : "");

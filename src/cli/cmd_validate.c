@@ -48,6 +48,14 @@ int cmd_validate(int argc, char **argv)
         mp_catalog_destroy(cat);
         return cli_exit_for(st);
     }
+    if (v.ninput == 0) { /* a header alone (or a file cut inside it) validates nothing */
+        fprintf(stderr, "meshplan: validate \"%s\": no data rows after the header: expected at "
+                        "least one run (one line per run, the runs.csv columns)\n",
+                a.positional[0]);
+        mp_validation_free(&v);
+        mp_catalog_destroy(cat);
+        return EXIT_INPUT;
+    }
     if (cli_flag(&a, "--json")) {
         char *s = mp_report_validation_json(&v);
         if (s)

@@ -309,6 +309,18 @@ char *mp_report_validation_json(const mp_validation *v)
     return s;
 }
 
+/* One summary line; with no row (n = 0) it says so instead of printing 0.0% figures that read
+ * as a perfect prediction. */
+static void val_stats_line(FILE *f, const char *label, const mp_val_stats *st, const char *what)
+{
+    if (st->n == 0) {
+        fprintf(f, "%s n=0 (no row has %s)\n", label, what);
+        return;
+    }
+    fprintf(f, "%s n=%zu median |error| %.1f%%, mean %.1f%%, max %.1f%%\n", label, st->n,
+            st->median_abs_error_pct, st->mean_abs_error_pct, st->max_abs_error_pct);
+}
+
 void mp_report_validation_text(FILE *f, const mp_validation *v)
 {
     fprintf(f, "%-20s %-24s %-24s %11s %11s %8s  %s\n", "id", "source_group", "metric", "measured",
@@ -337,9 +349,7 @@ void mp_report_validation_text(FILE *f, const mp_validation *v)
     fprintf(f, "\npredicted %zu of %zu rows (%.1f%%)\n", predicted, v->ninput,
             v->ninput ? 100.0 * predicted / v->ninput : 0.0);
     mp_validation_stats(v, MP_VAL_MEMORY, NULL, &st);
-    fprintf(f, "memory:     n=%zu median |error| %.1f%%, mean %.1f%%, max %.1f%%\n", st.n,
-            st.median_abs_error_pct, st.mean_abs_error_pct, st.max_abs_error_pct);
+    val_stats_line(f, "memory:    ", &st, "a measured_mem_gib value");
     mp_validation_stats(v, MP_VAL_THROUGHPUT, NULL, &st);
-    fprintf(f, "throughput: n=%zu median |error| %.1f%%, mean %.1f%%, max %.1f%%\n", st.n,
-            st.median_abs_error_pct, st.mean_abs_error_pct, st.max_abs_error_pct);
+    val_stats_line(f, "throughput:", &st, "a measured throughput, MFU or step time");
 }

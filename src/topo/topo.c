@@ -94,6 +94,39 @@ static mp_status build_two_tier(const mp_catalog *cat, const mp_gpu *g, const mp
     return MP_OK;
 }
 
+/* Case-insensitive: does key contain s? (GPU keys are long: "h100" for h100-sxm5-80gb.) */
+static int key_contains(const char *key, const char *s)
+{
+    size_t n = strlen(s);
+    if (!n)
+        return 0;
+    for (; *key; key++) {
+        size_t i = 0;
+        while (i < n && key[i] && (key[i] | 0x20) == (s[i] | 0x20))
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return 0;
+}
+
+/* The catalog GPU keys containing gpu_key, as '; did you mean a, b or c?' (at most 4), or "". */
+static void gpu_key_hint(const mp_catalog *cat, const char *gpu_key, char *buf, size_t cap)
+{
+    const char *near[4];
+    int k = 0;
+    for (size_t i = 0; i < mp_catalog_gpu_count(cat) && k < 4; i++) {
+        const mp_gpu *g = mp_catalog_gpu_at(cat, i);
+        if (key_contains(g->key, gpu_key))
+            near[k++] = g->key;
+    }
+    buf[0] = '\0';
+    size_t used = 0;
+    for (int i = 0; i < k && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s%s", i ? "" : "; did you mean ",
+                                 near[i], i + 2 < k ? ", " : i + 1 < k ? " or " : "?");
+}
+
 mp_status mp_cluster_from_catalog(const mp_catalog *cat, const char *gpu_key, int64_t num_gpus,
                                   int gpus_per_node, const char *scaleout_link, mp_cluster *out,
                                   mp_diag *diag)
@@ -101,7 +134,10 @@ mp_status mp_cluster_from_catalog(const mp_catalog *cat, const char *gpu_key, in
     memset(out, 0, sizeof *out);
     const mp_gpu *g = mp_catalog_gpu(cat, gpu_key);
     if (!g) {
-        mp_diag_add(diag, "gpu = \"%s\": not in the catalog (see `meshplan catalog gpus`)", gpu_key);
+        char hint[320];
+        gpu_key_hint(cat, gpu_key, hint, sizeof hint);
+        mp_diag_add(diag, "gpu = \"%s\": not in the catalog (see `meshplan catalog gpus`)%s",
+                    gpu_key, hint);
         return MP_ERR_NOT_FOUND;
     }
     return build_two_tier(cat, g, mp_catalog_node_for_gpu(cat, gpu_key), num_gpus, gpus_per_node,
