@@ -29,7 +29,8 @@
     X(web)                  \
     X(calibrate)            \
     X(doctor)               \
-    X(import)
+    X(import)               \
+    X(infer)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
 CLI_COMMAND_LIST(CLI_X)
