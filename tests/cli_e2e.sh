@@ -901,5 +901,41 @@ check "an unknown plan key suggests the nearest one" "rc_is 2" "stderr_has 'did 
 run help
 check "help lists plan keys with values and defaults" "rc_is 0" \
     "stdout_has '  capacity_factor  [0, 64]: '" "stdout_has '  split            speed|gpus|W1:W2:...: '"
+# --- infer (docs/infer.md) -----------------------------------------------------------------------
+run infer --model llama3-70b $H100 --gpus 4 --plan "tp=4,weights=fp8,kv=fp8,batch=64,in=2048,out=256" --json
+check "infer llama3-70b tp=4 fp8 --json has the issue's keys" "rc_is 0" "no_nonfinite" "json_check '
+for k in [\"ttft_s\", \"tpot_s\", \"e2e_s\", \"output_tokens_per_s\", \"output_tokens_per_s_per_gpu\",
+          \"requests_per_s\", \"memory_bytes\", \"kv_bytes_per_token\", \"max_concurrency\", \"power_w\",
+          \"energy_j_per_output_token\", \"prefill\", \"decode\", \"assumed\"]:
+    assert k in d, \"missing key \" + k
+for k in [\"weights\", \"kv\", \"activations\", \"runtime\", \"total\", \"capacity\"]:
+    assert k in d[\"memory_bytes\"], \"missing memory_bytes.\" + k
+for ph in (\"prefill\", \"decode\"):
+    for k in [\"compute_s\", \"memory_s\", \"communication_s\", \"total_s\", \"bound\"]:
+        assert k in d[ph], \"missing %s.%s\" % (ph, k)
+assert d[\"kv_bytes_per_token\"] == 2 * 80 * 8 * 128, d[\"kv_bytes_per_token\"]
+assert d[\"decode\"][\"bound\"] in (\"memory\", \"communication\"), d[\"decode\"][\"bound\"]
+assert 0 < d[\"tpot_s\"] < d[\"e2e_s\"] and d[\"feasible\"] is True
+assert isinstance(d[\"assumed\"], list) and d[\"assumed\"]
+'"
+run infer --model llama3-8b $H100 --plan "in=1024,out=128" --batch 1:512 --csv
+check "infer --batch 1:512 --csv: one row per batch" "rc_is 0" "no_nonfinite" "lines_are 11" \
+    "stdout_has 'batch,feasible,ttft_s,tpot_s'"
+run infer --model llama3-8b $H100 --plan "in=1024,out=128" --batch 1:64 --json
+check "infer --batch sweep --json" "rc_is 0" "json_check '
+s = d[\"sweep\"]
+assert [r[\"plan\"].split(\"batch=\")[1].split(\",\")[0] for r in s] == [\"1\", \"2\", \"4\", \"8\", \"16\", \"32\", \"64\"]
+assert all(b[\"output_tokens_per_s\"] >= a[\"output_tokens_per_s\"] for a, b in zip(s, s[1:]))
+'"
+run infer --model llama3-8b $H100 --plan "in=1024,out=128,batch=8"
+check "infer text report" "rc_is 0" "stdout_has 'TPOT (ITL)'" "stdout_has 'max concurrency'"
+run infer --model llama3-8b $H100 --plan "tpp=2"
+check "infer: an unknown plan key exits 2 naming it" "rc_is 2" "stderr_has tpp" "stderr_has 'did you mean \"tp\"'"
+run infer --model llama3-8b $H100 --plan "weights=fp3"
+check "infer: a bad weights value exits 2 naming it" "rc_is 2" "stderr_has weights" "stderr_has fp3"
+run infer --model llama3-8b $H100 --gpus 8 --plan "tp=3"
+check "infer: tp not dividing heads and GPUs exits 2" "rc_is 2" "stderr_has plan.tp"
+run infer --model llama3-8b $H100 --batch 0:4
+check "infer: a bad --batch range exits 2" "rc_is 2" "stderr_has batch"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -126,4 +126,10 @@ typedef struct {
 mp_status mp_cost_compute(const mp_cost_opts *o, double gpus_billed, double wall_s,
                           double energy_J, double tokens, mp_cost *out, mp_diag *diag);
 
+/** A GPU's power points, W: idle (no job) and active idle (a process at P0 clocks, no kernels):
+ *  the measured figures where the power table has the GPU, else the shares of its TDP measured
+ *  on H100 and V100 (the same values mp_energy_step uses; docs/energy.md). Returns 1 when they
+ *  were measured for this GPU, 0 when derived (0 W each when the TDP is unknown too). */
+int mp_energy_gpu_points(const mp_gpu *g, double *idle_W, double *wait_W);
+
 #endif

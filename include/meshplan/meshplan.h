@@ -44,6 +44,7 @@
 
 #include "meshplan/status.h"
 #include "meshplan/hw.h"
+#include "meshplan/infer.h"
 #include "meshplan/model.h"
 #include "meshplan/catalog.h"
 #include "meshplan/topo.h"

@@ -42,6 +42,8 @@
  *  kinds, the kernel roofline and the collectives table with its own shape and passes. */
 typedef enum {
     MP_WL_TRAIN_STEP, /* forward + backward of gb sequences, gradient reduction, optimizer */
+    MP_WL_PREFILL,    /* one forward of every prompt token, writing the KV cache (mp_wl_infer) */
+    MP_WL_DECODE,     /* one forward of one new token per sequence, reading the KV cache */
     MP_WL_PHASE_COUNT
 } mp_wl_phase;
 
@@ -344,5 +346,66 @@ void mp_workload_stage_time(const mp_workload *w, const mp_wl_stage *s, int last
  *  Returns 2 * params * bytes_per_param / mem_Bps seconds; 0 for a non-positive or non-finite
  *  argument. */
 double mp_fsdp_copy_out_s(double params, double bytes_per_param, double mem_Bps);
+
+/* ---- inference phases (src/workload/infer_phase.c) -----------------------------------------
+ * Prefill and decode reuse the layer kinds (dense, MoE, head), the kernel roofline
+ * (src/workload/kernels.c) and coll; what differs is the shape: tokens per step (the prompt, or
+ * one per sequence), the attention context (the KV cache) and forward only. The consumer that
+ * turns them into TTFT and TPOT is src/infer/. */
+
+/** The shape of one inference step on one model replica (tp x pp GPUs; ep inside them). */
+typedef struct {
+    mp_wl_phase phase;        /* MP_WL_PREFILL or MP_WL_DECODE */
+    int tp, pp, ep;           /* degrees, >= 1; ep divides tp * pp's GPUs and the experts */
+    double seqs;              /* sequences in this step (one pipeline micro-batch), > 0 */
+    double new_tokens;        /* tokens each sequence adds this step: the prompt, or 1 */
+    double context;           /* KV tokens each new token attends to on average (causal prefill:
+                                 (in + 1) / 2; decode: the tokens already cached) */
+    double weight_bytes;      /* bytes per linear-layer weight: 2 bf16/fp16, 1 fp8/int8, 0.5 fp4/int4 */
+    double kv_bytes;          /* bytes per cached K/V element: 2 bf16, 1 fp8 */
+    mp_dtype compute_dtype;   /* GEMM tensor-core rate: MP_DT_FP8 for fp8/fp4 weights on a GPU
+                                 with fp8, else 16-bit (weight-only int8/int4 dequantize to it) */
+    double gemm_frac;         /* (0, 1] of the measured GEMM rate the engine's kernels reach */
+    double attn_frac;         /* (0, 1] of the catalogued fused-attention rate */
+    double mem_frac;          /* (0, 1] of the measured HBM bandwidth that weight and KV streams reach */
+    double moe_load;          /* routed tokens of the busiest expert / mean, >= 1 */
+} mp_wl_infer_shape;
+
+/** One inference step of one pipeline stage's layers (the stage holding most), priced. Times in
+ *  seconds on one GPU; flop and bytes are that GPU's. */
+typedef struct {
+    double gemm_s;            /* linear layers (attention projections, FFN, experts, LM head) */
+    double attn_s;            /* attention core against the KV cache */
+    double elem_s;            /* norms, residuals, activation, rotary */
+    double tp_s;              /* TP all-reduces (2 per layer) on the tiers the TP group spans */
+    double ep_s;              /* MoE dispatch + combine all-to-all */
+    double pp_s;              /* one send of the activations to the next stage */
+    double compute_bound_s;   /* of gemm_s + attn_s: the kernels whose FLOPs bound them */
+    double memory_bound_s;    /* of gemm_s + attn_s + elem_s: the kernels HBM bound */
+    double total_s;           /* one stage: gemm + attn + elem + tp + ep (pp_s apart) */
+    double flop;              /* model FLOPs of the stage (GEMMs + attention) */
+    double weight_bytes_read; /* weight bytes streamed from HBM */
+    double kv_bytes_read;     /* KV cache bytes read (decode) or written (prefill) */
+    double layers;            /* transformer layers of the stage */
+    mp_kernel_rates rates;    /* the rates used */
+} mp_wl_infer;
+
+/** KV cache bytes per token of the whole model (every layer, every KV head, no TP split):
+ *  2 * layers * kv_heads * head_dim * kv_bytes for MHA/GQA/MQA; MLA keeps one latent and the
+ *  decoupled rotary key per token, (kv_lora_rank + qk_rope_head_dim) * layers * kv_bytes
+ *  (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1.3 and Table 1). kv_bytes > 0. */
+double mp_wl_kv_bytes_per_token(const mp_model *m, double kv_bytes);
+
+/** The same, held by one GPU of stage 0 under tp x pp: KV heads split over TP (a GPU holds at
+ *  least one head: vLLM replicates KV heads when tp > kv_heads), an MLA latent replicated on
+ *  every TP rank (vLLM and SGLang without DP attention), layers split over pp (the stage with
+ *  most layers). */
+double mp_wl_kv_bytes_per_token_gpu(const mp_model *m, double kv_bytes, int tp, int pp);
+
+/** Price one inference step of shape s for model m on cluster c (the TP group on the innermost
+ *  GPUs, pipeline stages next). Returns MP_OK, or MP_ERR_INPUT (diag names the field) when a
+ *  degree does not divide heads, layers or experts or a fraction is out of range. */
+mp_status mp_workload_infer(const mp_model *m, const mp_cluster *c, const mp_wl_infer_shape *s,
+                            mp_wl_infer *out, mp_diag *diag);
 
 #endif

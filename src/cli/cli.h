@@ -187,6 +187,8 @@ void cli_progress_done(cli_progress *p);
 /** The plan keys with their values, defaults and meaning, from the library's tables, for help
  *  (cli_plan_keys.c). */
 void cli_print_plan_keys(FILE *f);
+/** The inference plan keys (`meshplan infer --plan`), from the library's table (cmd_infer.c). */
+void cli_print_infer_keys(FILE *f);
 
 /* Islands joined by WAN links (cli_islands.c). */
 /** 1 if --cluster names a shipped preset or file holding an islands description. */

@@ -247,6 +247,23 @@ static void print_wrapped(FILE *f, const char *text, int col, int indent)
     fputc('\n', f);
 }
 
+/* Commands whose --plan takes another key table than the training plan's: their help prints it
+ * instead (one row per such command). */
+static const struct {
+    const char *command;
+    void (*print)(FILE *f);
+} own_plan_keys[] = {
+    {"infer", cli_print_infer_keys},
+};
+
+static void (*plan_keys_of(const cli_command *c))(FILE *)
+{
+    for (size_t i = 0; i < sizeof own_plan_keys / sizeof own_plan_keys[0]; i++)
+        if (!strcmp(c->name, own_plan_keys[i].command))
+            return own_plan_keys[i].print;
+    return NULL;
+}
+
 static int takes_plan(const cli_command *c)
 {
     return find_option(c->options, "--plan", 6) || find_option(c->options, "--fix", 5);
@@ -287,7 +304,11 @@ void cli_print_command_help(FILE *f, const cli_command *c)
     }
     if (c->notes)
         fprintf(f, "\n%s", c->notes);
-    if (takes_plan(c)) {
+    void (*own_keys)(FILE *) = plan_keys_of(c);
+    if (own_keys) {
+        fputc('\n', f);
+        own_keys(f);
+    } else if (takes_plan(c)) {
         fputc('\n', f);
         print_plan_keys(f);
     }

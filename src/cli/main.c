@@ -30,6 +30,7 @@
     X(calibrate)            \
     X(doctor)               \
     X(import)               \
+    X(infer)                \
     X(sweep)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;

@@ -349,3 +349,17 @@ mp_status mp_cost_compute(const mp_cost_opts *o, double gpus_billed, double wall
     out->usd_per_mtoken = out->usd / (tokens / 1e6);
     return MP_OK;
 }
+
+int mp_energy_gpu_points(const mp_gpu *g, double *idle_W, double *wait_W)
+{
+    double idle = 0.0, wait = 0.0;
+    for (size_t i = 0; i < sizeof gpu_power_points / sizeof gpu_power_points[0]; i++)
+        if (!strcmp(g->key, gpu_power_points[i].key)) {
+            idle = gpu_power_points[i].idle_W;
+            wait = gpu_power_points[i].wait_W;
+        }
+    int measured = idle > 0 && wait > 0;
+    *idle_W = idle > 0 ? idle : UNSEEN_IDLE_FRAC * fmax(0.0, g->tdp_W);
+    *wait_W = wait > 0 ? wait : UNSEEN_WAIT_FRAC * fmax(0.0, g->tdp_W);
+    return measured;
+}

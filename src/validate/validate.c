@@ -15,15 +15,16 @@
 #include "meshplan/plan.h"
 #include "meshplan/topo.h"
 #include "meshplan/validate.h"
+#include "validate/validate_internal.h"
 
-#define MAX_COLS 64
+#define MAX_COLS MP_VAL_MAX_COLS
 /* FLOPs-per-token agreement within which a row's TFLOP/s is taken to use our convention
  * (Narayanan et al. 2021: 6 x activated matmul weights + non-causal attention + LM head).
  * Measured on runs.csv: NeMo 24.07 agrees to 0.1%, MosaicML to 3.2% (its 125M model counts
  * the embedding in 6N); Megatron-Bridge 25.11 (causal attention, MTP, gpt-oss experts as two
  * matrices) differs by 4.0% to 27%. */
 #define MP_VALIDATE_FLOPS_CONVENTION_TOL 0.035
-#define MAX_FIELD 1024
+#define MAX_FIELD MP_VAL_FIELD
 
 typedef struct {
     const char *p, *end;
@@ -80,6 +81,14 @@ static int csv_record(csv_reader *r, char (*fields)[MAX_FIELD], int *overflow)
             r->p++;
         return n;
     }
+}
+
+int mp_val_csv_next(const char **p, const char *end, char (*fields)[MP_VAL_FIELD], int *overflow)
+{
+    csv_reader r = {*p, end};
+    int n = csv_record(&r, fields, overflow);
+    *p = r.p;
+    return n;
 }
 
 enum {
@@ -632,6 +641,10 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
         mp_diag_add(diag, "%s: empty file or no header line: expected the runs.csv columns", origin);
         free(fields);
         return MP_ERR_PARSE;
+    }
+    if (mp_val_header_is_infer(fields, nh)) { /* ../shared/validation/inference/README.md */
+        free(fields);
+        return mp_validate_infer_csv(cat, csv_text, len, origin, out, diag);
     }
     int idx[C_COUNT];
     if (read_header(fields, nh, origin, idx, diag)) {

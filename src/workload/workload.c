@@ -120,8 +120,9 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
     memset(w, 0, offsetof(mp_workload, run));
     const int moe = mp_model_is_moe(m);
     const int64_t etp = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
-    if ((unsigned)phase >= MP_WL_PHASE_COUNT) {
-        mp_diag_add(diag, "workload phase %d: expected 0 (train step)", (int)phase);
+    if (phase != MP_WL_TRAIN_STEP) { /* prefill and decode are shaped by mp_workload_infer */
+        mp_diag_add(diag, "workload phase %d: expected 0 (train step; prefill and decode: "
+                          "mp_workload_infer)", (int)phase);
         return MP_ERR_INPUT;
     }
     if (!resolved(m, c, p, moe, etp)) {

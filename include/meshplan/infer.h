@@ -1,0 +1,128 @@
+/* meshplan/infer.h — inference: time to first token, time per output token, throughput, memory,
+ * KV-cache concurrency and energy of serving a model on a cluster, for a fixed batch of
+ * sequences of `in` prompt and `out` output tokens (offline batch, as trtllm-bench and vLLM's
+ * benchmark_throughput run). Built on the workload's prefill and decode phases
+ * (workload.h mp_workload_infer) priced by the same kernel roofline and collectives as training;
+ * the engine (vLLM, SGLang, TensorRT-LLM) is a data profile (data/engines.json). Equations and
+ * sources: docs/infer.md.
+ */
+#ifndef MESHPLAN_INFER_H
+#define MESHPLAN_INFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meshplan/model.h"
+#include "meshplan/status.h"
+#include "meshplan/topo.h"
+
+/** Weight formats: names "bf16", "fp16", "fp8", "fp4", "int8", "int4" (mp_infer_weights_name). */
+typedef enum { MP_WQ_BF16, MP_WQ_FP16, MP_WQ_FP8, MP_WQ_FP4, MP_WQ_INT8, MP_WQ_INT4, MP_WQ_COUNT } mp_infer_weights;
+/** KV cache formats: "bf16", "fp8". */
+typedef enum { MP_KVQ_BF16, MP_KVQ_FP8, MP_KVQ_COUNT } mp_infer_kv;
+/** Engines with a profile in data/engines.json: "vllm", "sglang", "trtllm". */
+typedef enum { MP_ENGINE_VLLM, MP_ENGINE_SGLANG, MP_ENGINE_TRTLLM, MP_ENGINE_COUNT } mp_engine_id;
+
+const char *mp_infer_weights_name(mp_infer_weights w);
+const char *mp_infer_kv_name(mp_infer_kv k);
+const char *mp_engine_name(mp_engine_id e);
+/** Bytes per weight: 2, 2, 1, 0.5, 1, 0.5 (fp4/int4 scales, one per group of 16-128, not counted). */
+double mp_infer_weights_bytes(mp_infer_weights w);
+
+/** An inference plan (keys of `meshplan infer --plan`, docs/infer.md). */
+typedef struct {
+    int tp, pp, ep, dp;       /* degrees, >= 1; dp = replicas (0 before resolve: gpus/(tp*pp)) */
+    int64_t batch;            /* sequences in flight per replica, >= 1 */
+    int64_t in, out;          /* prompt and output tokens per sequence, >= 1 */
+    int weights;              /* mp_infer_weights */
+    int kv;                   /* mp_infer_kv */
+    int engine;               /* mp_engine_id */
+    double kv_frac;           /* the engine's memory share (vLLM gpu_memory_utilization, SGLang
+                                 mem_fraction_static, TRT-LLM kv_cache_free_gpu_mem_fraction),
+                                 (0, 1]; 0 = the engine's default */
+    int cuda_graphs;          /* 0 or 1; -1 = the engine's default (on) */
+    unsigned given;           /* one bit per key parsed (table order) */
+} mp_infer_plan;
+
+/** Defaults: tp pp ep 1, dp 0 (derived), batch 1, in 1024, out 128, bf16 weights and KV, vLLM,
+ *  its kv_frac and CUDA graphs. */
+void mp_infer_plan_init(mp_infer_plan *p);
+
+/** Parse "key=value,..." over p (initialised by the caller). Every bad or unknown key adds one
+ *  diag line (field, value, what was expected; the nearest key for a typo). MP_OK or
+ *  MP_ERR_INPUT. */
+mp_status mp_infer_plan_parse(const char *text, mp_infer_plan *p, mp_diag *diag);
+
+/** The plan as "tp=..,pp=..,..." (every key). Returns the length needed, as snprintf. */
+int mp_infer_plan_format(const mp_infer_plan *p, char *buf, size_t cap);
+
+/** Help lines of the inference keys (as mp_plan_keys_help). */
+int mp_infer_plan_keys_help(char *buf, size_t cap);
+
+/** One engine profile (data/engines.json; each value with its source there). */
+typedef struct {
+    char key[16], version[64];
+    double step_overhead_graphs_s;   /* CPU + launch time per decode step with CUDA graphs */
+    double step_overhead_eager_s;    /* the same without (eager kernel launches) */
+    double gemm_frac, attn_frac, mem_frac; /* shares of the measured kernel rates (workload.h) */
+    int kv_budget_of_free;           /* 0: kv_frac x capacity - weights - activations - runtime
+                                        (vLLM, SGLang); 1: kv_frac x (capacity - the same) (TRT-LLM) */
+    double kv_frac;                  /* default memory share */
+    int block_tokens;                /* KV page size, tokens */
+    double max_batched_tokens;       /* tokens of one prefill chunk (activation peak) */
+    double runtime_bytes;            /* CUDA context, NCCL and cuBLAS workspaces, graph pools */
+    double max_batch;                /* the engine's default cap on sequences in flight */
+    char source[384];
+} mp_engine_profile;
+
+/** The built-in profile of engine e (data/engines.json). MP_OK, MP_ERR_INPUT for an unknown e,
+ *  MP_ERR_PARSE when the embedded file is malformed (diag says where). */
+mp_status mp_engine_profile_get(mp_engine_id e, mp_engine_profile *out, mp_diag *diag);
+
+/** One phase of a request, per model replica. */
+typedef struct {
+    double compute_s;   /* kernels FLOP-bound */
+    double memory_s;    /* kernels HBM-bound (weights, KV cache, element-wise) */
+    double comm_s;      /* TP all-reduces, EP all-to-alls, pipeline sends */
+    double overhead_s;  /* engine per-step CPU and launch time */
+    double total_s;     /* the phase (prefill: once; decode: one step) */
+    double flop;        /* model FLOPs per GPU of the phase (decode: one step) */
+    double bytes;       /* weight + KV bytes read per GPU (decode: one step) */
+    const char *bound;  /* "compute", "memory", "communication" or "overhead": the largest part */
+    double mfu;         /* flop / (total_s x dense peak at the GEMM dtype) */
+    double mbu;         /* bytes / (total_s x peak HBM bandwidth) */
+    double power_w;     /* one GPU's average power in the phase */
+} mp_infer_phase;
+
+#define MP_INFER_MAX_ASSUMED 12
+/** What mp_infer_estimate predicts. */
+typedef struct {
+    mp_infer_plan plan;             /* resolved (dp derived) */
+    mp_engine_profile engine;
+    int feasible;                   /* the batch's KV fits the engine's KV pool */
+    char reason[256];               /* why not, when not */
+    mp_infer_phase prefill;         /* the whole batch's prompts */
+    mp_infer_phase decode;          /* one step at the mean context in + out/2 */
+    double ttft_s, tpot_s, e2e_s;
+    double output_tokens_per_s;     /* all replicas */
+    double output_tokens_per_s_per_replica, output_tokens_per_s_per_gpu;
+    double requests_per_s;
+    double weights_bytes, kv_bytes, activations_bytes, runtime_bytes, total_bytes, capacity_bytes;
+    double kv_pool_bytes;           /* the engine's KV pool per GPU */
+    double kv_bytes_per_token;      /* whole model (mp_wl_kv_bytes_per_token) */
+    double kv_bytes_per_token_gpu;  /* on one GPU */
+    int64_t max_concurrency;        /* sequences of in + out tokens the pool holds (paged blocks) */
+    double power_w;                 /* one GPU's average over the request */
+    double energy_j_per_output_token; /* GPUs of a replica x power x e2e / (batch x out) */
+    int nassumed;
+    char assumed[MP_INFER_MAX_ASSUMED][160];
+} mp_infer_result;
+
+/** Predict plan p for model m on cluster c (c's GPU count = tp * pp * dp). MP_OK (an over-memory
+ *  batch is an answer: feasible 0 with the reason), MP_ERR_INPUT when the plan cannot be formed
+ *  (degrees that do not divide heads, layers, experts or the GPU count; a GPU without the
+ *  weights' format; its TDP unknown), every reason in diag. */
+mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_infer_plan *p,
+                            mp_infer_result *out, mp_diag *diag);
+
+#endif

@@ -1,0 +1,222 @@
+/* src/infer/infer.c — the inference estimator: a fixed batch of sequences (in prompt, out output
+ * tokens) on one model replica of tp x pp GPUs, dp replicas. It shapes the workload's prefill
+ * and decode phases (src/workload/infer_phase.c), turns their stage times into TTFT and TPOT with
+ * the pipeline's micro-batches and the engine's per-step overhead, sizes memory and the KV pool
+ * the way the engine does, and prices power with the energy module's GPU power points.
+ * Equations and sources: docs/infer.md. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "meshplan/energy.h"
+#include "meshplan/infer.h"
+#include "meshplan/workload.h"
+
+static void assume(mp_infer_result *r, const char *fmt, ...)
+{
+    if (r->nassumed >= MP_INFER_MAX_ASSUMED)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->assumed[r->nassumed++], sizeof r->assumed[0], fmt, ap);
+    va_end(ap);
+}
+
+/* Resolve dp and the engine's defaults; every reason a plan cannot be formed goes to d. */
+static int resolve(const mp_model *m, const mp_cluster *c, mp_infer_plan *p, mp_diag *d)
+{
+    int bad = 0;
+    int64_t per = (int64_t)p->tp * p->pp;
+    if (p->dp <= 0)
+        p->dp = per > 0 && c->num_gpus % per == 0 ? (int)(c->num_gpus / per) : 0;
+    if (p->dp <= 0 || per * p->dp != c->num_gpus) {
+        mp_diag_add(d, "plan: tp x pp x dp = %d x %d x %d: expected the cluster's %lld GPUs",
+                    p->tp, p->pp, p->dp, (long long)c->num_gpus);
+        bad++;
+    }
+    (void)m;
+    return bad;
+}
+
+/* Bytes of weights on one GPU of the stage holding most: linear layers at the weights' format
+ * split over TP (routed experts over EP when ep > 1), embedding and LM head in 16 bits
+ * (vocab-parallel over TP), over pp stages. MTP modules are not loaded (no speculative decode). */
+static double weight_bytes_gpu(const mp_model *m, const mp_infer_plan *p, double wb)
+{
+    mp_param_count pc;
+    mp_model_params(m, p->tp, &pc);
+    double embed = (double)pc.embedding + (double)pc.lm_head;
+    double routed = (double)pc.routed_total;
+    double linear = (double)pc.total - (double)pc.mtp - routed - embed;
+    double shard = p->ep > 1 ? p->ep : p->tp;
+    return ((linear / p->tp + routed / shard) * wb + embed / p->tp * 2.0) / p->pp;
+}
+
+/* Peak activation memory of one GPU: one prefill chunk's live tensors of a layer (input,
+ * residual, norm output, Q/K/V, the FFN's up/gate and activation) in 16 bits, and fp32 logits of
+ * the engine's largest batch: what vLLM's profile run measures with max_num_batched_tokens and
+ * max_num_seqs dummy sequences, whatever the batch later served (so the KV pool, and max
+ * concurrency, do not depend on the batch). */
+static double activation_bytes_gpu(const mp_model *m, const mp_infer_plan *p, const mp_engine_profile *e)
+{
+    mp_attn_dims ad;
+    mp_model_attn_dims(m, &ad);
+    double chunk = e->max_batched_tokens;
+    double f = fmax((double)m->ffn_hidden, (double)(m->moe_topk * m->moe_ffn_hidden));
+    double per_tok = 3.0 * m->hidden + (ad.q_width + ad.k_width + ad.v_width) / p->tp +
+                     (m->glu ? 3.0 : 2.0) * f / p->tp;
+    double logits = e->max_batch * (double)mp_model_padded_vocab(m, p->tp) / p->tp * 4.0;
+    return chunk * per_tok * 2.0 + logits;
+}
+
+/* One phase's report from its stage: k stage-times (pipeline fill and micro-batches), m
+ * micro-batches of work per GPU, plus the engine's overhead. */
+static void phase_of(const mp_wl_infer *w, double k, double mb, double overhead_s, const mp_gpu *g,
+                     mp_dtype dt, double wait_W, double pj_per_bit, mp_infer_phase *ph)
+{
+    ph->compute_s = k * w->compute_bound_s;
+    ph->memory_s = k * w->memory_bound_s;
+    ph->comm_s = k * (w->tp_s + w->ep_s + w->pp_s);
+    ph->overhead_s = overhead_s;
+    ph->total_s = ph->compute_s + ph->memory_s + ph->comm_s + ph->overhead_s;
+    ph->flop = mb * w->flop;
+    ph->bytes = mb * (w->weight_bytes_read + w->kv_bytes_read);
+    double parts[4] = {ph->compute_s, ph->memory_s, ph->comm_s, ph->overhead_s};
+    static const char *const names[4] = {"compute", "memory", "communication", "overhead"};
+    int b = 0;
+    for (int i = 1; i < 4; i++)
+        if (parts[i] > parts[b])
+            b = i;
+    ph->bound = names[b];
+    double peak = g->peak_flops_per_s[dt] > 0 ? g->peak_flops_per_s[dt] : g->peak_flops_per_s[MP_DT_BF16];
+    ph->mfu = ph->total_s > 0 && peak > 0 ? ph->flop / (ph->total_s * peak) : 0.0;
+    ph->mbu = ph->total_s > 0 && g->mem_bw_Bps > 0 ? ph->bytes / (ph->total_s * g->mem_bw_Bps) : 0.0;
+    /* Linear activity model (Hong & Kim 2010; docs/energy.md): active idle + the dynamic power of
+     * the tensor cores in proportion to the achieved FLOP rate over the best GEMM rate (reached at
+     * the power limit) + HBM traffic x 8 bits x E_bit; at most the TDP. */
+    double best = g->measured_matmul_flops_per_s[dt] > 0 ? g->measured_matmul_flops_per_s[dt] : 0.835 * peak;
+    double u = best > 0 && ph->total_s > 0 ? fmin(1.0, ph->flop / ph->total_s / best) : 0.0;
+    double bw = ph->total_s > 0 ? ph->bytes / ph->total_s : 0.0;
+    ph->power_w = fmin(g->tdp_W, wait_W + (g->tdp_W - wait_W) * u + bw * 8.0 * pj_per_bit * 1e-12);
+}
+
+/* Memory of one GPU and the engine's KV pool; max concurrency as the engine counts it. */
+static void memory(const mp_model *m, const mp_cluster *c, const mp_infer_plan *p, double wb,
+                   double kvb, mp_infer_result *r)
+{
+    const mp_engine_profile *e = &r->engine;
+    r->weights_bytes = weight_bytes_gpu(m, p, wb);
+    r->activations_bytes = activation_bytes_gpu(m, p, e);
+    r->runtime_bytes = e->runtime_bytes;
+    r->capacity_bytes = c->gpu.memory_bytes;
+    r->kv_bytes_per_token = mp_wl_kv_bytes_per_token(m, kvb);
+    r->kv_bytes_per_token_gpu = mp_wl_kv_bytes_per_token_gpu(m, kvb, p->tp, p->pp);
+    double frac = p->kv_frac;
+    double rest = r->weights_bytes + r->activations_bytes + r->runtime_bytes;
+    /* vLLM: gpu_memory_utilization x capacity - the rest; SGLang: mem_fraction_static x capacity -
+     * weights (its rest lives in the other share, counted here too); TRT-LLM: a fraction of what is
+     * free after the rest (data/engines.json names each) */
+    r->kv_pool_bytes = e->kv_budget_of_free ? frac * (r->capacity_bytes - rest) : frac * r->capacity_bytes - rest;
+    if (r->kv_pool_bytes < 0)
+        r->kv_pool_bytes = 0;
+    /* paged KV: whole blocks of block_tokens per sequence (Kwon et al. 2023, SOSP, Sec. 4.1) */
+    double seq_tok = (double)(p->in + p->out);
+    double per_seq = ceil(seq_tok / e->block_tokens) * e->block_tokens * r->kv_bytes_per_token_gpu;
+    r->max_concurrency = per_seq > 0 ? (int64_t)floor(r->kv_pool_bytes / per_seq) : 0;
+    r->kv_bytes = (double)p->batch * per_seq;
+    r->total_bytes = rest + r->kv_bytes;
+    r->feasible = (int64_t)p->batch <= r->max_concurrency;
+    if (!r->feasible)
+        snprintf(r->reason, sizeof r->reason,
+                 "batch %lld needs %.2f GiB of KV per GPU; the engine's pool holds %.2f GiB "
+                 "(%lld sequences of %lld tokens)", (long long)p->batch, r->kv_bytes / 1073741824.0,
+                 r->kv_pool_bytes / 1073741824.0, (long long)r->max_concurrency, (long long)(p->in + p->out));
+}
+
+mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_infer_plan *plan,
+                            mp_infer_result *r, mp_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    r->plan = *plan;
+    mp_infer_plan *p = &r->plan;
+    mp_status st = mp_engine_profile_get((mp_engine_id)p->engine, &r->engine, d);
+    if (st != MP_OK)
+        return st;
+    const mp_engine_profile *e = &r->engine;
+    if (!(p->kv_frac > 0))
+        p->kv_frac = e->kv_frac;
+    if (p->cuda_graphs < 0)
+        p->cuda_graphs = 1;
+    int bad = resolve(m, c, p, d);
+    const mp_gpu *g = &c->gpu;
+    if (!(g->tdp_W > 0)) {
+        mp_diag_add(d, "gpu %s: tdp_W is unknown: power cannot be derived (give tdp_W in a --catalog file)", g->key);
+        bad++;
+    }
+    const double wb = mp_infer_weights_bytes((mp_infer_weights)p->weights);
+    const double kvb = p->kv == MP_KVQ_FP8 ? 1.0 : 2.0;
+    int fp8_w = p->weights == MP_WQ_FP8 || p->weights == MP_WQ_FP4;
+    mp_dtype dt = fp8_w && g->peak_flops_per_s[MP_DT_FP8] > 0 ? MP_DT_FP8
+                  : g->peak_flops_per_s[MP_DT_BF16] > 0       ? MP_DT_BF16 : MP_DT_FP16;
+    mp_workload_opts wo;
+    mp_workload_opts_init(&wo);
+    mp_wl_infer_shape s = {MP_WL_PREFILL, p->tp, p->pp, p->ep, 1, (double)p->in, 0.5 * (p->in + 1.0),
+                           wb, kvb, dt, e->gemm_frac, e->attn_frac, e->mem_frac,
+                           mp_model_is_moe(m) ? wo.moe_imbalance : 1.0};
+    /* micro-batches in flight: one per stage (vLLM's virtual engines), fewer when batch < pp */
+    const double mbs = fmin((double)p->pp, (double)p->batch);
+    s.seqs = ceil((double)p->batch / mbs);
+    mp_wl_infer pre, dec;
+    if (mp_workload_infer(m, c, &s, &pre, d) != MP_OK)
+        bad++;
+    s.phase = MP_WL_DECODE;
+    s.new_tokens = 1;
+    s.context = (double)p->in + 0.5 * (double)p->out; /* the mean cached length over the decode */
+    if (!bad && mp_workload_infer(m, c, &s, &dec, d) != MP_OK)
+        bad++;
+    if (bad)
+        return MP_ERR_INPUT;
+
+    memory(m, c, p, wb, kvb, r);
+    double idle_W, wait_W;
+    int measured = mp_energy_gpu_points(g, &idle_W, &wait_W);
+    mp_energy_opts eo;
+    mp_energy_opts_init(&eo);
+    const double step_over = p->cuda_graphs ? e->step_overhead_graphs_s : e->step_overhead_eager_s;
+    /* Prefill of the whole batch: pp + mbs - 1 stage-times fill and drain the pipeline (GPipe,
+     * Huang et al. 2019), one engine step per chunk of max_batched_tokens (chunked prefill). */
+    double chunks = ceil((double)p->batch * (double)p->in / e->max_batched_tokens);
+    phase_of(&pre, p->pp + mbs - 1.0, mbs, chunks * e->step_overhead_graphs_s, g, dt, wait_W,
+             eo.mem_pJ_per_bit, &r->prefill);
+    /* Decode: every token crosses all pp stages; with pp micro-batches in flight the stages stay
+     * busy and the whole batch advances one token per pp stage-times (+ the step's overhead). */
+    phase_of(&dec, (double)p->pp, mbs, step_over, g, dt, wait_W, eo.mem_pJ_per_bit, &r->decode);
+    r->ttft_s = r->prefill.total_s;
+    r->tpot_s = r->decode.total_s;
+    r->e2e_s = r->ttft_s + (double)(p->out - 1) * r->tpot_s;
+    const double gpus = (double)p->tp * p->pp, toks = (double)p->batch * (double)p->out;
+    r->output_tokens_per_s_per_replica = toks / r->e2e_s;
+    r->output_tokens_per_s_per_gpu = r->output_tokens_per_s_per_replica / gpus;
+    r->output_tokens_per_s = r->output_tokens_per_s_per_replica * p->dp;
+    r->requests_per_s = (double)p->batch * p->dp / r->e2e_s;
+    r->power_w = (r->prefill.power_w * r->ttft_s + r->decode.power_w * (r->e2e_s - r->ttft_s)) / r->e2e_s;
+    r->energy_j_per_output_token = r->power_w * gpus * r->e2e_s / toks;
+
+    assume(r, "engine %s %s profile (data/engines.json): overheads and kernel fractions ASSUMED there",
+           e->key, e->version);
+    assume(r, "fixed batch: all %lld prompts prefilled before the first decode step (TTFT is the last one's)",
+           (long long)p->batch);
+    assume(r, "decode priced at the mean context in + out/2 = %.0f tokens", s.context);
+    if (p->weights >= MP_WQ_INT8 || (fp8_w && dt != MP_DT_FP8))
+        assume(r, "weights=%s weight-only: GEMMs at the %s rate, dequantization fused (not priced)",
+               mp_infer_weights_name((mp_infer_weights)p->weights), mp_dtype_name(dt));
+    if (p->weights == MP_WQ_FP4)
+        assume(r, "fp4 GEMMs at the fp8 tensor rate (the catalog has no fp4 peak)");
+    if (mp_model_is_moe(m))
+        assume(r, "MoE routing uniform, busiest expert x %.2f of the mean", s.moe_load);
+    if (!measured)
+        assume(r, "GPU power points derived from the %.0f W TDP (no measurement)", g->tdp_W);
+    assume(r, "power: GPUs only (no host, switches or PUE)");
+    return MP_OK;
+}

@@ -1,0 +1,334 @@
+/* tests/test_infer.c — inference (include/meshplan/infer.h, workload.h's prefill and decode):
+ *   - KV bytes per token by hand for GQA (Llama 3 8B), MQA (the same with one KV head) and MLA
+ *     (DeepSeek-V3), whole model and per GPU under TP;
+ *   - the decode step of Llama 3 8B bf16 on one H100 at batch 1 is the weights streamed at HBM
+ *     bandwidth: its memory-bound part within 5% of (weights + KV) / the bandwidth the engine
+ *     reaches, and within [1, 1.3] of weights / the measured STREAM bandwidth;
+ *   - properties: a longer prompt never lowers TTFT; more batch never lowers throughput while the
+ *     batch fits, and never lowers TPOT; a GPU with more HBM bandwidth never decodes slower;
+ *   - the plan keys: bad values and unknown keys are refused with the key named; engine profiles
+ *     load from the embedded data/engines.json;
+ *   - validate detects the inference schema from the header: KV bytes per token exact, server rows
+ *     and unknown models skipped with the reason, missing cells listed as assumed; on
+ *     ../shared/validation/inference/infer_runs.csv (when present) the figures are printed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "meshplan/meshplan.h"
+
+static mp_infer_result g_r;
+
+static void cluster(const char *gpu, int n, mp_cluster *c)
+{
+    mp_diag d = {0};
+    if (mp_cluster_from_catalog(g_cat, gpu, n, 0, NULL, c, &d) != MP_OK)
+        fail_msg("cluster %s x %d: %s", gpu, n, d.text);
+}
+
+static void estimate(const mp_model *m, const mp_cluster *c, const char *plan, mp_infer_result *r)
+{
+    mp_diag d = {0};
+    mp_infer_plan p;
+    mp_infer_plan_init(&p);
+    if (mp_infer_plan_parse(plan, &p, &d) != MP_OK || mp_infer_estimate(m, c, &p, r, &d) != MP_OK)
+        fail_msg("%s: %s", plan, d.text);
+}
+
+static void test_kv_bytes_per_token(void **state)
+{
+    (void)state;
+    const mp_model *l8 = mp_catalog_model(g_cat, "llama3-8b");
+    const mp_model *ds = mp_catalog_model(g_cat, "deepseek-v3");
+    assert_non_null(l8);
+    assert_non_null(ds);
+    /* GQA: 2 (K and V) x 32 layers x 8 KV heads x 128 head dim x 2 bytes */
+    assert_close(mp_wl_kv_bytes_per_token(l8, 2.0), 2.0 * 32 * 8 * 128 * 2, 1e-15);
+    assert_close(mp_wl_kv_bytes_per_token(l8, 1.0), 2.0 * 32 * 8 * 128 * 1, 1e-15);
+    /* per GPU: tp 4 holds 2 KV heads; tp 16 > 8 KV heads: one head each (replicated) */
+    assert_close(mp_wl_kv_bytes_per_token_gpu(l8, 2.0, 4, 1), 2.0 * 32 * 2 * 128 * 2, 1e-15);
+    assert_close(mp_wl_kv_bytes_per_token_gpu(l8, 2.0, 16, 1), 2.0 * 32 * 1 * 128 * 2, 1e-15);
+    assert_close(mp_wl_kv_bytes_per_token_gpu(l8, 2.0, 1, 2), 2.0 * 16 * 8 * 128 * 2, 1e-15);
+    /* MQA: one KV head */
+    mp_model mqa = *l8;
+    mqa.kv_heads = 1;
+    assert_close(mp_wl_kv_bytes_per_token(&mqa, 2.0), 2.0 * 32 * 1 * 128 * 2, 1e-15);
+    assert_close(mp_wl_kv_bytes_per_token_gpu(&mqa, 2.0, 8, 1), 2.0 * 32 * 1 * 128 * 2, 1e-15);
+    /* MLA: (kv_lora_rank 512 + rope 64) x 61 layers x 2 bytes = 70272, replicated over TP */
+    assert_int_equal(ds->kv_lora_rank, 512);
+    assert_int_equal(ds->qk_rope_head_dim, 64);
+    assert_close(mp_wl_kv_bytes_per_token(ds, 2.0), (512.0 + 64.0) * 61 * 2, 1e-15);
+    assert_close(mp_wl_kv_bytes_per_token_gpu(ds, 2.0, 8, 1), (512.0 + 64.0) * 61 * 2, 1e-15);
+    /* the estimate reports the same */
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 1, &c);
+    estimate(l8, &c, "batch=1,in=1024,out=128", &g_r);
+    assert_close(g_r.kv_bytes_per_token, 131072.0, 1e-15);
+}
+
+static void test_decode_batch1_is_weights_over_bandwidth(void **state)
+{
+    (void)state;
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 1, &c);
+    estimate(m, &c, "batch=1,in=1024,out=128,weights=bf16,kv=bf16", &g_r);
+    const double bw = c.gpu.measured_mem_bw_Bps;
+    assert_true(bw > 0);
+    /* weights: 8.03e9 parameters x 2 bytes on one GPU */
+    assert_close(g_r.weights_bytes, 2.0 * 8.03e9, 0.01);
+    /* batch 1 decode is memory-bound: no kernel FLOP-bound, no communication */
+    assert_true(g_r.decode.compute_s == 0.0);
+    assert_true(g_r.decode.comm_s == 0.0);
+    assert_string_equal(g_r.decode.bound, "memory");
+    /* the step streams every linear weight (the LM head too, not the embedding) and the KV cache
+     * at the engine's share of the measured bandwidth; norms and residuals add < 1% */
+    double bytes = g_r.decode.bytes;
+    assert_close(g_r.decode.memory_s, bytes / (bw * g_r.engine.mem_frac), 0.05);
+    double ratio = g_r.decode.memory_s / (g_r.weights_bytes / bw);
+    printf("decode batch 1: memory part %.3f ms = %.3f x weights / measured HBM (%.3f ms), "
+           "%.3f x weights / peak; TPOT %.3f ms (+ %.3f ms engine overhead)\n",
+           g_r.decode.memory_s * 1e3, ratio, g_r.weights_bytes / bw * 1e3,
+           g_r.decode.memory_s / (g_r.weights_bytes / c.gpu.mem_bw_Bps), g_r.tpot_s * 1e3,
+           g_r.decode.overhead_s * 1e3);
+    assert_true(ratio >= 1.0 && ratio <= 1.3);
+    assert_true(g_r.tpot_s >= g_r.weights_bytes / c.gpu.mem_bw_Bps);
+}
+
+static void test_longer_prompt_never_lowers_ttft(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v3"};
+    static const char *const plans[] = {"tp=1", "tp=8", "tp=8", "tp=8,ep=8,weights=fp8"};
+    for (size_t k = 0; k < 4; k++) {
+        const mp_model *m = mp_catalog_model(g_cat, models[k]);
+        assert_non_null(m);
+        mp_cluster c;
+        int n = strcmp(plans[k], "tp=1") ? 8 : 1;
+        cluster(strcmp(models[k], "deepseek-v3") ? "h100-sxm5-80gb" : "h200-sxm-141gb", n, &c);
+        double prev = 0.0;
+        for (int in = 1; in <= 32768; in = in * 3 / 2 + 1) {
+            char plan[128];
+            snprintf(plan, sizeof plan, "%s,batch=4,in=%d,out=16", plans[k], in);
+            estimate(m, &c, plan, &g_r);
+            if (g_r.ttft_s < prev)
+                fail_msg("%s %s: TTFT %.9g < %.9g at the shorter prompt", models[k], plan, g_r.ttft_s, prev);
+            prev = g_r.ttft_s;
+        }
+    }
+}
+
+static void test_batch_raises_throughput_and_tpot(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"llama3-8b", "llama3-70b", "mixtral-8x7b"};
+    static const char *const plans[] = {"tp=1", "tp=4,weights=fp8,kv=fp8", "tp=2"};
+    static const int gpus[] = {1, 4, 2};
+    for (size_t k = 0; k < 3; k++) {
+        const mp_model *m = mp_catalog_model(g_cat, models[k]);
+        mp_cluster c;
+        cluster("h100-sxm5-80gb", gpus[k], &c);
+        double prev_tps = 0.0, prev_tpot = 0.0;
+        for (int b = 1; b <= 1024; b *= 2) {
+            char plan[128];
+            snprintf(plan, sizeof plan, "%s,batch=%d,in=1024,out=256", plans[k], b);
+            estimate(m, &c, plan, &g_r);
+            if (g_r.tpot_s < prev_tpot)
+                fail_msg("%s %s: TPOT %.9g < %.9g at the smaller batch", models[k], plan, g_r.tpot_s, prev_tpot);
+            prev_tpot = g_r.tpot_s;
+            if (!g_r.feasible) /* memory saturates: the throughput claim stops here */
+                break;
+            if (g_r.output_tokens_per_s < prev_tps * (1.0 - 1e-12))
+                fail_msg("%s %s: tokens/s %.9g < %.9g at the smaller batch", models[k], plan,
+                         g_r.output_tokens_per_s, prev_tps);
+            prev_tps = g_r.output_tokens_per_s;
+        }
+    }
+}
+
+static void test_more_bandwidth_never_decodes_slower(void **state)
+{
+    (void)state;
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-70b");
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 4, &c);
+    for (int b = 1; b <= 256; b *= 4) {
+        char plan[128];
+        snprintf(plan, sizeof plan, "tp=4,batch=%d,in=2048,out=128", b);
+        double prev = 1e30;
+        mp_cluster cc = c;
+        for (double f = 1.0; f <= 3.0; f += 0.25) {
+            cc.gpu.mem_bw_Bps = c.gpu.mem_bw_Bps * f;
+            cc.gpu.measured_mem_bw_Bps = c.gpu.measured_mem_bw_Bps * f;
+            estimate(m, &cc, plan, &g_r);
+            if (g_r.tpot_s > prev)
+                fail_msg("%s x%.2f bandwidth: TPOT %.9g > %.9g", plan, f, g_r.tpot_s, prev);
+            prev = g_r.tpot_s;
+        }
+    }
+    /* and across catalogued GPUs: H200 (4.8 TB/s) decodes 8B no slower than H100 (3.35 TB/s) */
+    const mp_model *m8 = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster h100, h200;
+    cluster("h100-sxm5-80gb", 1, &h100);
+    cluster("h200-sxm-141gb", 1, &h200);
+    mp_infer_result *r2 = malloc(sizeof *r2);
+    assert_non_null(r2);
+    estimate(m8, &h100, "batch=8,in=1024,out=128", &g_r);
+    estimate(m8, &h200, "batch=8,in=1024,out=128", r2);
+    assert_true(r2->tpot_s <= g_r.tpot_s);
+    free(r2);
+}
+
+static void test_plan_keys_and_engines(void **state)
+{
+    (void)state;
+    mp_infer_plan p;
+    mp_diag d = {0};
+    mp_infer_plan_init(&p);
+    assert_int_equal(mp_infer_plan_parse("tp=4,weights=fp8,kv=fp8,batch=64,in=2048,out=256,"
+                                         "engine=trtllm,kv_frac=0.85,cuda_graphs=0", &p, &d), MP_OK);
+    assert_int_equal(p.tp, 4);
+    assert_int_equal(p.weights, MP_WQ_FP8);
+    assert_int_equal(p.kv, MP_KVQ_FP8);
+    assert_int_equal(p.engine, MP_ENGINE_TRTLLM);
+    assert_int_equal(p.cuda_graphs, 0);
+    assert_close(p.kv_frac, 0.85, 1e-15);
+    char buf[512];
+    mp_infer_plan_format(&p, buf, sizeof buf);
+    assert_non_null(strstr(buf, "weights=fp8"));
+    assert_true(buf[0] == 't');
+    mp_infer_plan_init(&p);
+    memset(&d, 0, sizeof d);
+    assert_int_equal(mp_infer_plan_parse("tpp=4", &p, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "tpp"));
+    memset(&d, 0, sizeof d);
+    mp_infer_plan_init(&p);
+    assert_int_equal(mp_infer_plan_parse("weights=fp3", &p, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "weights"));
+    memset(&d, 0, sizeof d);
+    mp_infer_plan_init(&p);
+    assert_int_equal(mp_infer_plan_parse("batch=0", &p, &d), MP_ERR_INPUT);
+    /* a plan that cannot be formed: tp does not divide the heads; tp x pp != GPUs */
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 8, &c);
+    mp_infer_plan_init(&p);
+    p.tp = 3;
+    p.dp = 1;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(mp_infer_estimate(m, &c, &p, &g_r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "tp"));
+    mp_infer_plan_init(&p);
+    p.ep = 2; /* a dense model */
+    memset(&d, 0, sizeof d);
+    assert_int_equal(mp_infer_estimate(m, &c, &p, &g_r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "ep"));
+    for (int e = 0; e < MP_ENGINE_COUNT; e++) {
+        mp_engine_profile ep;
+        memset(&d, 0, sizeof d);
+        assert_int_equal(mp_engine_profile_get((mp_engine_id)e, &ep, &d), MP_OK);
+        assert_string_equal(ep.key, mp_engine_name((mp_engine_id)e));
+        assert_true(ep.version[0] && ep.source[0] && ep.block_tokens >= 1);
+        assert_true(ep.step_overhead_eager_s > ep.step_overhead_graphs_s);
+    }
+    /* vLLM's pool: 0.9 x capacity - weights - activations - runtime, in 16-token blocks */
+    cluster("h100-sxm5-80gb", 1, &c);
+    estimate(m, &c, "batch=1,in=1000,out=24", &g_r);
+    double pool = 0.9 * g_r.capacity_bytes - g_r.weights_bytes - g_r.activations_bytes - g_r.runtime_bytes;
+    assert_close(g_r.kv_pool_bytes, pool, 1e-12);
+    assert_int_equal(g_r.max_concurrency, (int64_t)(pool / (64.0 * 16 * 131072.0)));
+}
+
+static mp_validation validate_text(const char *path, size_t *nskips_out)
+{
+    size_t len = 0;
+    char *csv = slurp(path, &len);
+    mp_validation v;
+    memset(&v, 0, sizeof v);
+    if (!csv)
+        return v;
+    mp_diag d = {0};
+    if (mp_validate_csv(g_cat, csv, len, path, NULL, &v, &d) != MP_OK)
+        fail_msg("%s: %s", path, d.text);
+    free(csv);
+    *nskips_out = v.nskips;
+    return v;
+}
+
+static const mp_val_row *row_of(const mp_validation *v, const char *id)
+{
+    for (size_t i = 0; i < v->nrows; i++)
+        if (!strcmp(v->rows[i].id, id))
+            return &v->rows[i];
+    return NULL;
+}
+
+static const char *skip_of(const mp_validation *v, const char *id)
+{
+    for (size_t i = 0; i < v->nskips; i++)
+        if (!strcmp(v->skips[i].id, id))
+            return v->skips[i].reason;
+    return NULL;
+}
+
+static void test_validate_inference_schema(void **state)
+{
+    (void)state;
+    size_t ns = 0;
+    mp_validation v = validate_text(MESHPLAN_SOURCE_DIR "/tests/data/infer_runs_small.csv", &ns);
+    assert_int_equal(v.ninput, 5);
+    const mp_val_row *k1 = row_of(&v, "k1"), *k2 = row_of(&v, "k2"), *o1 = row_of(&v, "o1");
+    assert_non_null(k1);
+    assert_non_null(k2);
+    assert_non_null(o1);
+    assert_true(k1->error_pct == 0.0 && k2->error_pct == 0.0);
+    assert_non_null(strstr(o1->assumed, "tp="));
+    assert_non_null(strstr(o1->assumed, "in=1024"));
+    assert_non_null(strstr(o1->assumed, "batch="));
+    assert_non_null(strstr(o1->assumed, "kv=fp8"));
+    assert_non_null(skip_of(&v, "s1"));
+    assert_non_null(strstr(skip_of(&v, "s1"), "server"));
+    assert_non_null(skip_of(&v, "m1"));
+    assert_non_null(strstr(skip_of(&v, "m1"), "nosuch-model"));
+    mp_validation_free(&v);
+
+    v = validate_text(MESHPLAN_VALIDATION_DIR "/inference/infer_runs.csv", &ns);
+    if (!v.ninput) {
+        printf("../shared/validation/inference/infer_runs.csv absent: skipped\n");
+        return;
+    }
+    static const char *const groups[] = {"trtllm_perf_overview_v1.0", "mlperf_v4.1", "mlenergy_leaderboard_v1"};
+    printf("infer_runs.csv: %zu of %zu rows predicted\n", v.nrows, v.ninput);
+    for (size_t g = 0; g < 3; g++) {
+        mp_val_stats st;
+        mp_validation_stats(&v, MP_VAL_ALL, groups[g], &st);
+        printf("  %-28s n %3zu  median |error| %5.1f%%\n", groups[g], st.n, st.median_abs_error_pct);
+    }
+    /* every row is predicted or skipped with a reason */
+    assert_int_equal(v.nrows + v.nskips, v.ninput);
+    for (size_t i = 0; i < v.nskips; i++)
+        assert_true(v.skips[i].reason[0] != '\0');
+    mp_validation_free(&v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kv_bytes_per_token),
+        cmocka_unit_test(test_decode_batch1_is_weights_over_bandwidth),
+        cmocka_unit_test(test_longer_prompt_never_lowers_ttft),
+        cmocka_unit_test(test_batch_raises_throughput_and_tpot),
+        cmocka_unit_test(test_more_bandwidth_never_decodes_slower),
+        cmocka_unit_test(test_plan_keys_and_engines),
+        cmocka_unit_test(test_validate_inference_schema),
+    };
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
+}
