@@ -50,10 +50,14 @@ if ! "$CC" -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >/dev/
     skip "$CC cannot link -fsanitize=fuzzer (libFuzzer runtime missing: scripts/setup.sh --fuzz)"
 fi
 rm -rf "$probe"
+# The toml++ wrapper (src/import/toml_wrap.cpp) is C++: it must be built by the matching clang++,
+# since the fuzz flags (-fsanitize=fuzzer-no-link) are clang's.
+CXX=${FUZZ_CXX:-${CC/clang/clang++}}
+command -v "$CXX" >/dev/null 2>&1 || skip "no $CXX found beside $CC (the clang package installs it)"
 
 mkdir -p "$B"
 echo "fuzz: building $B with $CC"
-if ! { CC=$CC cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHPLAN_FUZZ=ON \
+if ! { CC=$CC CXX=$CXX cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHPLAN_FUZZ=ON \
         -DBUILD_TESTING=OFF >"$B/build.log" 2>&1 &&
        cmake --build "$B" -j"${JOBS_BUILD:-2}" --target fuzz >>"$B/build.log" 2>&1; }; then
     tail -30 "$B/build.log"

@@ -2,6 +2,7 @@
  * the Pareto set, the CSV and the checkpoint. Rows are formatted text from the start and every
  * figure the Pareto set compares is read back from that text (%.9g), so a row computed now, one
  * computed on another rank and one loaded from a checkpoint are the same bytes. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_MONOTONIC (clang hides them under C11 otherwise: the fuzz build) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
