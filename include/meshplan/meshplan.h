@@ -65,6 +65,7 @@
 #include "meshplan/web.h"
 #include "meshplan/run.h"
 #include "meshplan/api.h"
+#include "meshplan/sweep.h"
 #include "meshplan/calibrate.h"
 #include "meshplan/import.h"
 

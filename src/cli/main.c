@@ -30,7 +30,8 @@
     X(calibrate)            \
     X(doctor)               \
     X(import)               \
-    X(infer)
+    X(infer)                \
+    X(sweep)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
 CLI_COMMAND_LIST(CLI_X)
