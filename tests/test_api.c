@@ -181,12 +181,48 @@ static void test_bad_requests(void **state)
 static void test_command_table(void **state)
 {
     (void)state;
-    assert_int_equal(mp_api_command_count(), 4);
+    assert_int_equal(mp_api_command_count(), 5);
     assert_string_equal(mp_api_command_name(0), "predict");
-    assert_null(mp_api_command_name(4));
+    assert_string_equal(mp_api_command_name(4), "infer");
+    assert_null(mp_api_command_name(5));
     char *e = mp_api_error_json(MP_ERR_INPUT, NULL);
     assert_non_null(strstr(e, "\"bad input\""));
     mp_api_free(e);
+}
+
+/* "infer": the text of infer --json (mp_report_infer_json) for the same job; gpus defaults to
+ * tp x pp x dp; a bad plan key or an unknown request key is bad input naming it. */
+static void test_infer(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    mp_diag d = {0};
+    assert_int_equal(mp_api_call_json("infer", "{\"model\":\"llama3-8b\",\"gpu\":\"h100-sxm5-80gb\","
+                                      "\"plan\":\"tp=2,dp=2,batch=32,weights=fp8\"}", (size_t)-1, &out, &d),
+                     MP_OK);
+    mp_model m = *mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster cl;
+    mp_infer_plan p;
+    mp_infer_plan_init(&p);
+    assert_int_equal(mp_infer_plan_parse("tp=2,dp=2,batch=32,weights=fp8", &p, &d), MP_OK);
+    assert_int_equal(mp_cluster_from_catalog(g_cat, "h100-sxm5-80gb", 4, 0, NULL, &cl, &d), MP_OK);
+    mp_infer_result *r = malloc(sizeof *r);
+    assert_non_null(r);
+    assert_int_equal(mp_infer_estimate(&m, &cl, &p, r, &d), MP_OK);
+    char *want = mp_report_infer_json(r, 1, 0);
+    free(r);
+    assert_string_equal(out, want);
+    free(want);
+    mp_api_free(out);
+    mp_diag_clear(&d);
+    assert_int_equal(mp_api_call_json("infer", "{\"model\":\"llama3-8b\",\"gpu\":\"h100-sxm5-80gb\","
+                                      "\"plan\":\"tp=2,batch=0\"}", (size_t)-1, &out, &d), MP_ERR_INPUT);
+    assert_null(out);
+    assert_non_null(strstr(d.text, "batch"));
+    mp_diag_clear(&d);
+    assert_int_equal(mp_api_call_json("infer", "{\"model\":\"llama3-8b\",\"gpu\":\"h100-sxm5-80gb\","
+                                      "\"tokens\":5}", (size_t)-1, &out, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "tokens"));
 }
 
 int main(void)
@@ -197,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_search_collective_run),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_command_table),
+        cmocka_unit_test(test_infer),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -223,13 +223,45 @@ static void test_pages(void **state)
     mp_web_response_free(&r);
 }
 
+/* POST /api/infer: the JSON of `infer --json` (the writer cmd_infer.c prints, mp_report_infer_json)
+ * for the same job, byte for byte; a bad inference plan key is 400 naming it. */
+static void test_infer(void **state)
+{
+    (void)state;
+    mp_web_response r = call("POST", "/api/infer",
+                             "{\"model\":\"llama3-8b\",\"gpu\":\"h100-sxm5-80gb\",\"plan\":\"tp=2,batch=8\"}");
+    assert_int_equal(r.status, 200);
+    mp_model m = *mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster cl;
+    mp_infer_plan p;
+    mp_diag d = {0};
+    mp_infer_plan_init(&p);
+    assert_int_equal(mp_infer_plan_parse("tp=2,batch=8", &p, &d), MP_OK);
+    assert_int_equal(mp_cluster_from_catalog(g_cat, "h100-sxm5-80gb", 2, 0, NULL, &cl, &d), MP_OK);
+    mp_infer_result *res = malloc(sizeof *res);
+    assert_non_null(res);
+    assert_int_equal(mp_infer_estimate(&m, &cl, &p, res, &d), MP_OK);
+    char *want = mp_report_infer_json(res, 1, 0);
+    free(res);
+    assert_non_null(want);
+    assert_int_equal(r.len, strlen(want));
+    assert_memory_equal(r.body, want, r.len);
+    assert_non_null(strstr(want, "\"ttft_s\""));
+    free(want);
+    mp_web_response_free(&r);
+    expect_error("POST", "/api/infer",
+                 "{\"model\":\"llama3-8b\",\"gpu\":\"h100-sxm5-80gb\",\"plan\":\"tp=0,batch=8\"}", 400,
+                 "plan.tp", "tp");
+    expect_error("GET", "/api/infer", NULL, 405, NULL, "POST");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_predict_good),        cmocka_unit_test(test_predict_infeasible_is_an_answer),
         cmocka_unit_test(test_predict_cluster_preset), cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_search),              cmocka_unit_test(test_pages),
-        cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_trace),               cmocka_unit_test(test_infer),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

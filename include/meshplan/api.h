@@ -42,9 +42,14 @@
  *               checkpoint_interval_s, restart_s, repair_h, spare_nodes (integer or "auto"),
  *               failures (a failure-model object, faults.h), failure_scale, trials, seed,
  *               async_checkpoint (bool)
+ *   infer       model, gpu, gpus (default tp x pp x dp of the plan), gpus_per_node, scale_out,
+ *               cluster, catalog, plan (an inference plan string as `meshplan infer --plan`
+ *               takes it: "tp=4,weights=fp8,kv=fp8,batch=64,in=2048,out=256", infer.h); one
+ *               batch (the CLI's --batch sweep is not taken)
  * The output of each is the CLI's --json object for that command: predict (report.h
  * mp_report_estimate_json), search (search.h mp_search_report_json), collective
- * ({op, ranks, stride, cluster, rows[...]}) and run (the `run --json` keys). Numbers are exact
+ * ({op, ranks, stride, cluster, rows[...]}), run (the `run --json` keys) and infer (infer.h
+ * mp_report_infer_json). Numbers are exact
  * (JSON reals with 10 significant digits or more).
  */
 #ifndef MESHPLAN_API_H
@@ -62,7 +67,8 @@
     X(predict, mp_api_predict_json)         \
     X(search, mp_api_search_json)           \
     X(collective, mp_api_collective_json)   \
-    X(run, mp_api_run_json)
+    X(run, mp_api_run_json)                 \
+    X(infer, mp_api_infer_json)
 
 /** Each command: request[0..len) (len (size_t)-1: NUL-terminated) -> *out, a malloc'd
  *  NUL-terminated JSON object (free with mp_api_free). On failure *out is NULL and the status
@@ -75,8 +81,10 @@ mp_status mp_api_predict_json(const char *request, size_t len, char **out, mp_di
 mp_status mp_api_search_json(const char *request, size_t len, char **out, mp_diag *diag);
 mp_status mp_api_collective_json(const char *request, size_t len, char **out, mp_diag *diag);
 mp_status mp_api_run_json(const char *request, size_t len, char **out, mp_diag *diag);
+mp_status mp_api_infer_json(const char *request, size_t len, char **out, mp_diag *diag);
 
-/** The same, by command name ("predict", "search", "collective", "run"): MP_ERR_NOT_FOUND with
+/** The same, by command name ("predict", "search", "collective", "run",
+ *  "infer"): MP_ERR_NOT_FOUND with
  *  a diag line listing the names when there is no such command. */
 mp_status mp_api_call_json(const char *command, const char *request, size_t len, char **out,
                            mp_diag *diag);

@@ -125,4 +125,13 @@ typedef struct {
 mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_infer_plan *p,
                             mp_infer_result *out, mp_diag *diag);
 
+/** infer --json (the CLI, the request -> JSON layer's "infer", the web's /api/infer): the object
+ *  of rows[0] when sweep is 0 (nrows must be 1), else {"sweep": [one object per row]}. Keys:
+ *  plan, engine_version, feasible, reason, ttft_s, tpot_s, e2e_s, output_tokens_per_s(_per_gpu,
+ *  _per_replica), requests_per_s, memory_bytes{...}, kv_bytes_per_token(_per_gpu),
+ *  max_concurrency, power_w, energy_j_per_output_token, mfu_prefill, mbu_decode, prefill{...},
+ *  decode{...}, assumed[...]. Indented by 2, no trailing newline; malloc'd (caller frees); NULL
+ *  when out of memory or nrows does not fit sweep. */
+char *mp_report_infer_json(const mp_infer_result *rows, size_t nrows, int sweep);
+
 #endif

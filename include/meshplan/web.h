@@ -15,9 +15,13 @@
  *                                "objective", "tokens", "price_gpu_hour", "top",
  *                                "gpus_per_node", "scale_out"]} -> the JSON of `search --json`
  *                                (mp_search_report_json)
+ *   POST /api/infer             {"model", "gpu", "plan"[, "gpus", "cluster", "gpus_per_node",
+ *                                "scale_out", "catalog"]} (api.h "infer"; plan: an inference
+ *                                plan, `infer --plan`) -> the JSON of `infer --json`
+ *                                (mp_report_infer_json)
  * Everything served is embedded in the binary (cmake/embed_files.cmake); no file is opened, so
  * no path can reach outside it. Models, GPUs, links and clusters are catalog keys or shipped
- * presets only (no file names). There is no /api/infer: no inference estimator exists yet.
+ * presets only (no file names).
  *
  * Errors answer a JSON object {"error": "message", "field": "name"} ("field" when one field is
  * at fault; the message names the field, the value and what was expected):

@@ -20,7 +20,7 @@ import os
 
 from . import _lib
 
-__all__ = ["predict", "search", "collective", "run", "call", "commands", "MeshplanError",
+__all__ = ["predict", "search", "collective", "run", "infer", "call", "commands", "MeshplanError",
            "InputError", "NotFoundError", "ParseError", "RangeError", "InternalError",
            "__version__", "library_path"]
 
@@ -138,3 +138,11 @@ def run(model, gpu=None, gpus=None, plan=None, tokens=None, **options):
     ``meshplan run --json``. Options as the CLI's (price_gpu_hour, pue, power_cap_W, trials,
     seed, async_checkpoint, failures (a dict or file), ...)."""
     return call("run", model=model, gpu=gpu, gpus=gpus, plan=plan, tokens=tokens, **options)
+
+
+def infer(model, gpu=None, gpus=None, plan=None, cluster=None, **options):
+    """Serving one batch (TTFT, TPOT, tokens/s, memory, KV concurrency, power, J per token): the
+    dict of ``meshplan infer --json``. plan: an inference plan, "tp=4,weights=fp8,batch=64,..."
+    (the keys of ``meshplan infer --plan``); gpus defaults to tp x pp x dp of the plan. Options:
+    gpus_per_node, scale_out, catalog."""
+    return call("infer", model=model, gpu=gpu, gpus=gpus, plan=plan, cluster=cluster, **options)

@@ -40,6 +40,15 @@ def test_predict_equals_cli(cli):
     assert 0 < got["mfu"] < 1
 
 
+def test_infer_equals_cli(cli):
+    got = meshplan.infer("llama3-8b", gpu="h100-sxm5-80gb", gpus=4, plan="tp=2,batch=16,in=2048,out=256")
+    want = cli("infer", "--model", "llama3-8b", "--gpu", "h100-sxm5-80gb", "--gpus", "4",
+               "--plan", "tp=2,batch=16,in=2048,out=256")
+    assert_same(got, want)
+    assert got["plan"].startswith("tp=2,pp=1,ep=1,dp=2,")
+    assert 0 < got["tpot_s"] < got["e2e_s"]
+
+
 def test_model_and_cluster_files_equal_cli(cli, root):
     hf = os.path.join(root, "tests", "data", "hf", "gpt-neox-20b.json")
     cl = os.path.join(root, "examples", "clusters", "dgx-h100-roce100.json")

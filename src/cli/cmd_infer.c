@@ -42,51 +42,6 @@ const cli_command cli_cmd_infer = {
     infer_run,
 };
 
-static json_t *phase_json(const mp_infer_phase *ph)
-{
-    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:f,s:f,s:f,s:f}", "compute_s", ph->compute_s,
-                     "memory_s", ph->memory_s, "communication_s", ph->comm_s, "overhead_s",
-                     ph->overhead_s, "total_s", ph->total_s, "bound", ph->bound, "flop", ph->flop,
-                     "bytes", ph->bytes, "mfu", ph->mfu, "mbu", ph->mbu, "power_w", ph->power_w);
-}
-
-static json_t *result_json(const mp_infer_result *r)
-{
-    char plan[512];
-    mp_infer_plan_format(&r->plan, plan, sizeof plan);
-    json_t *mem = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "weights", r->weights_bytes, "kv",
-                            r->kv_bytes, "activations", r->activations_bytes, "runtime",
-                            r->runtime_bytes, "total", r->total_bytes, "capacity", r->capacity_bytes,
-                            "kv_pool", r->kv_pool_bytes);
-    json_t *assumed = json_array();
-    for (int i = 0; i < r->nassumed; i++)
-        json_array_append_new(assumed, json_string(r->assumed[i]));
-    json_t *o = json_pack("{s:s,s:s,s:b,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "plan", plan, "engine_version",
-                          r->engine.version, "feasible", r->feasible, "reason", r->reason, "ttft_s",
-                          r->ttft_s, "tpot_s", r->tpot_s, "e2e_s", r->e2e_s, "output_tokens_per_s",
-                          r->output_tokens_per_s, "output_tokens_per_s_per_gpu",
-                          r->output_tokens_per_s_per_gpu, "output_tokens_per_s_per_replica",
-                          r->output_tokens_per_s_per_replica, "requests_per_s", r->requests_per_s);
-    if (!o || !mem || !assumed) {
-        json_decref(o);
-        json_decref(mem);
-        json_decref(assumed);
-        return NULL;
-    }
-    json_object_set_new(o, "memory_bytes", mem);
-    json_object_set_new(o, "kv_bytes_per_token", json_real(r->kv_bytes_per_token));
-    json_object_set_new(o, "kv_bytes_per_token_per_gpu", json_real(r->kv_bytes_per_token_gpu));
-    json_object_set_new(o, "max_concurrency", json_integer(r->max_concurrency));
-    json_object_set_new(o, "power_w", json_real(r->power_w));
-    json_object_set_new(o, "energy_j_per_output_token", json_real(r->energy_j_per_output_token));
-    json_object_set_new(o, "mfu_prefill", json_real(r->prefill.mfu));
-    json_object_set_new(o, "mbu_decode", json_real(r->decode.mbu));
-    json_object_set_new(o, "prefill", phase_json(&r->prefill));
-    json_object_set_new(o, "decode", phase_json(&r->decode));
-    json_object_set_new(o, "assumed", assumed);
-    return o;
-}
-
 static void phase_text(const char *name, const mp_infer_phase *ph)
 {
     printf("  %-8s %9.3f ms  compute %8.3f  memory %8.3f  comm %7.3f  overhead %6.3f ms  bound: %s"
@@ -197,17 +152,16 @@ static int infer_run(int argc, char **argv)
         cli_print_diag(&d);
         return cli_exit_for(st);
     }
-    mp_infer_result *r = malloc(sizeof *r);
-    json_t *rows = json ? json_array() : NULL;
-    if (!r || (json && !rows)) {
-        free(r);
-        json_decref(rows);
+    /* one row per batch of the sweep: lo, 2lo, ... hi, at most 22 (batch <= 2^20) */
+    mp_infer_result *rows = calloc(22, sizeof *rows);
+    size_t nrows = 0;
+    if (!rows)
         return EXIT_INTERNAL;
-    }
     if (csv)
         fputs(CSV_HEADER, stdout);
     for (long long batch = lo; batch <= hi && rc == 0; batch = batch < hi && batch * 2 > hi ? hi : batch * 2) {
         p.batch = batch;
+        mp_infer_result *r = &rows[nrows];
         st = mp_infer_estimate(&m, &cl, &p, r, &d);
         if (st != MP_OK) {
             fprintf(stderr, "meshplan: infer: the plan cannot be formed:\n");
@@ -216,7 +170,7 @@ static int infer_run(int argc, char **argv)
             break;
         }
         if (json)
-            json_array_append_new(rows, result_json(r));
+            nrows++;
         else if (csv)
             result_csv(r);
         else {
@@ -227,12 +181,17 @@ static int infer_run(int argc, char **argv)
         if (batch == hi)
             break;
     }
-    free(r);
     if (json && rc == 0) {
-        json_t *out = b ? json_pack("{s:O}", "sweep", rows) : json_incref(json_array_get(rows, 0));
-        json_decref(rows);
-        return cli_print_json(out, JSON_INDENT(2));
+        char *out = mp_report_infer_json(rows, nrows, b != NULL);
+        free(rows);
+        if (!out) {
+            fprintf(stderr, "meshplan: out of memory writing JSON\n");
+            return EXIT_INTERNAL;
+        }
+        printf("%s\n", out);
+        free(out);
+        return 0;
     }
-    json_decref(rows);
+    free(rows);
     return rc;
 }

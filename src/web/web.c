@@ -122,9 +122,10 @@ mp_status mp_web_handle(const mp_catalog *cat, const char *method, const char *t
     path[n] = '\0';
     int get = method && (!strcmp(method, "GET") || !strcmp(method, "HEAD"));
     int post = method && !strcmp(method, "POST");
-    static const char *const api[] = {"/api/catalog", "/api/predict", "/api/search", "/api/trace"};
+    static const char *const api[] = {"/api/catalog", "/api/predict", "/api/search", "/api/trace",
+                                      "/api/infer"};
     int which = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < (int)(sizeof api / sizeof api[0]); i++)
         if (!strcmp(path, api[i]))
             which = i;
     if (which < 0) {
@@ -137,7 +138,7 @@ mp_status mp_web_handle(const mp_catalog *cat, const char *method, const char *t
             web_error(out, 405, NULL, "%s %s: this path takes GET", method ? method : "", path);
         else
             web_error(out, 404, NULL, "%s: not found (the page is /, the API /api/predict, "
-                      "/api/trace, /api/search and /api/catalog)", path);
+                      "/api/trace, /api/search, /api/infer and /api/catalog)", path);
     } else if (which == 0 ? !get : !post) {
         web_error(out, 405, NULL, "%s %s: this path takes %s", method ? method : "", path,
                   which == 0 ? "GET" : "POST with a JSON body");
@@ -150,8 +151,10 @@ mp_status mp_web_handle(const mp_catalog *cat, const char *method, const char *t
         web_api_predict(cat, body, len, out);
     } else if (which == 2) {
         web_api_search(cat, body, len, out);
-    } else {
+    } else if (which == 3) {
         web_api_trace(cat, body, len, out);
+    } else {
+        web_api_infer(body, len, out);
     }
     return out->body ? MP_OK : MP_ERR_NOMEM;
 }

@@ -17,5 +17,7 @@ void web_api_catalog(const mp_catalog *cat, mp_web_response *out);
 void web_api_predict(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out);
 void web_api_trace(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out);
 void web_api_search(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out);
+/* POST /api/infer (src/web/api_infer.c): the request -> JSON layer's "infer". */
+void web_api_infer(const char *body, size_t len, mp_web_response *out);
 
 #endif
