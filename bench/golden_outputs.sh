@@ -61,6 +61,13 @@ for fmt in "" --json; do
     go predict --model llama3-8b --cluster three-continents --plan "zero=3,gb=1024,sync=gossip" $fmt
     go predict --model llama3-8b --cluster three-continents --plan "zero=3,gb=1024,sync=diloco,compress=topk:2" $fmt
     go predict --model llama3-8b --cluster three-continents --plan "zero=3,gb=1024,sync=hsdp,inner_steps=10" $fmt
+    for x in "sync=diloco,exchange=rotate" "sync=diloco,exchange=star" "sync=fl" "sync=fl,compress=topk:0.01" \
+             "sync=diloco,fragments=4,overlap=2,buckets=8,compress=int8" "sync=diloco,split=1:2:3" \
+             "sync=diloco,exchange=rotate,compress=topk:0.05" "sync=hsdp,compress=topk:0.05" \
+             "sync=hsdp,compress=fp8,ring=tsp" "sync=diloco,transport=rendezvous,split=gpus"; do
+        go predict --model llama3-8b --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=4096,$x" $fmt
+    done
+    go predict --model llama3-8b --cluster three-continents --plan "tp=8,mb=1,gb=256,seq=4096,sync=pp" $fmt
     go islands-scale --model llama3-70b --cluster three-continents --plan "$I70" --island-gpus 64:4096 $fmt
     go islands-scale --model llama3-70b --cluster three-continents --plan "$I70" --island-gpus 64:128 $fmt
     go islands-scale --model intellect-1 --cluster three-continents --plan "zero=3,mb=1,gb=1024,seq=4096,recompute=full,sync=diloco,ring=tsp,exchange=star" --island-gpus 8:64 $fmt
