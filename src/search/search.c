@@ -929,6 +929,77 @@ static int merge_threads(tstate *ts, int nt, const mp_search_opts *o, mp_search_
     return nomem;
 }
 
+/* The states of nt threads: walker callbacks, frontiers, an estimate, a top heap and a
+ * collective cache each; the hot loop's options with memory before time (with pruning a plan
+ * over memory is never timed: the search needs only its memory; the plan needing the least is
+ * evaluated in full for the report; the exhaustive search, prune 0, times every plan). NULL
+ * when out of memory for the array; a thread short of its buffers is marked nomem. */
+static tstate *tstates_create(const search_ctx *sc, const mp_estimate_opts *hot, int nt)
+{
+    const mp_search_opts *o = sc->o;
+    tstate *ts = calloc((size_t)nt, sizeof *ts);
+    if (!ts)
+        return NULL;
+    for (int i = 0; i < nt; i++) {
+        ts[i].w.visit = ts_visit;
+        ts[i].w.skip = ts_skip;
+        ts[i].w.variant = ts_variant;
+        ts[i].w.tail = ts_tail;
+        ts[i].w.prune = o->prune;
+        ts[i].sc = sc;
+        ts[i].fm.kind = FR_MEMORY;
+        ts[i].fc.kind = FR_COST;
+        ts[i].e = malloc(sizeof *ts[i].e);
+        ts[i].heap = malloc((size_t)sc->k * sizeof *ts[i].heap);
+        ts[i].cache = malloc(sizeof *ts[i].cache);
+        ts[i].eo = *hot;
+        ts[i].eo.cache = ts[i].cache;
+        ts[i].eo.feasibility_only = o->prune ? 1 : 0;
+        ts[i].eo_mem = ts[i].eo;
+        ts[i].eo_mem.memory_only = 1;
+        sb_workload_opts(&ts[i].eo, &ts[i].wo);
+        if (ts[i].cache)
+            mp_wl_cache_init(ts[i].cache);
+        if (!ts[i].e || !ts[i].heap || !ts[i].cache)
+            ts[i].nomem = 1;
+    }
+    return ts;
+}
+
+/* After the merge: the bottleneck texts of the lists, the least-memory plan in full, and the
+ * explanations of #1 against #2 and against the first plan scoring differently. */
+static void finish_result(const search_ctx *sc, const mp_cluster *clusters, int nclusters,
+                          int have_distinct, mp_estimate *scratch, mp_search_result *out)
+{
+    const mp_model *m = sc->m;
+    const mp_search_opts *o = sc->o;
+    if (out->ntop)
+        out->have_least_memory = 0; /* only reported when nothing fits */
+    out->rank = out->rank_feasible ? out->rank + 1 : 0;
+    fill_bottlenecks(sc, out->top, out->ntop, scratch);
+    fill_bottlenecks(sc, out->pareto_memory, out->npareto_memory, scratch);
+    fill_bottlenecks(sc, out->pareto_cost, out->npareto_cost, scratch);
+    if (out->have_least_memory) {
+        /* Found from its memory alone (feasibility_only): evaluated in full for the report. */
+        mp_search_entry lm;
+        const int ci = out->least_memory.cluster;
+        if (evaluate_full(m, &clusters[ci], ci, o, &out->least_memory.plan, scratch, &lm, NULL) == MP_OK)
+            out->least_memory = lm;
+    }
+    if (out->ntop >= 2 &&
+        mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->top[1], 2,
+                          &out->explanation, NULL) == MP_OK)
+        out->have_explanation = 1;
+    if (out->have_explanation && out->explanation.tied && have_distinct) {
+        out->next_distinct_rank = out->winner_ties + 1;
+        fill_bottlenecks(sc, &out->next_distinct, 1, scratch);
+        if (mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->next_distinct,
+                              out->next_distinct_rank > INT_MAX ? INT_MAX : (int)out->next_distinct_rank,
+                              &out->explanation_next, NULL) != MP_OK)
+            out->next_distinct_rank = 0;
+    }
+}
+
 mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters,
                     const mp_search_opts *o, mp_search_result *out, mp_diag *diag)
 {
@@ -1010,36 +1081,10 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
 
     const int nt = thread_count(o, out->counts.plans, norder);
     out->threads = nt;
-    tstate *ts = calloc((size_t)nt, sizeof *ts);
+    tstate *ts = tstates_create(&sc, &hot, nt);
     if (!ts) {
         st = MP_ERR_NOMEM;
         goto fail;
-    }
-    for (int i = 0; i < nt; i++) {
-        ts[i].w.visit = ts_visit;
-        ts[i].w.skip = ts_skip;
-        ts[i].w.variant = ts_variant;
-        ts[i].w.tail = ts_tail;
-        ts[i].w.prune = o->prune;
-        ts[i].sc = &sc;
-        ts[i].fm.kind = FR_MEMORY;
-        ts[i].fc.kind = FR_COST;
-        ts[i].e = malloc(sizeof *ts[i].e);
-        ts[i].heap = malloc((size_t)sc.k * sizeof *ts[i].heap);
-        ts[i].cache = malloc(sizeof *ts[i].cache);
-        ts[i].eo = hot;
-        ts[i].eo.cache = ts[i].cache;
-        /* Memory before time: with pruning a plan over memory is never timed (the search needs
-         * only its memory; the plan needing the least is evaluated in full for the report). The
-         * exhaustive search (prune 0) times every plan. */
-        ts[i].eo.feasibility_only = o->prune ? 1 : 0;
-        ts[i].eo_mem = ts[i].eo;
-        ts[i].eo_mem.memory_only = 1;
-        sb_workload_opts(&ts[i].eo, &ts[i].wo);
-        if (ts[i].cache)
-            mp_wl_cache_init(ts[i].cache);
-        if (!ts[i].e || !ts[i].heap || !ts[i].cache)
-            ts[i].nomem = 1;
     }
 
     run_items(&space, clusters, shapes, order, norder, ts, nt, out->counts.plans);
@@ -1054,32 +1099,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         st = MP_ERR_NOMEM;
         goto fail;
     }
-    if (out->ntop)
-        out->have_least_memory = 0; /* only reported when nothing fits */
-    out->rank = out->rank_feasible ? out->rank + 1 : 0;
-
-    fill_bottlenecks(&sc, out->top, out->ntop, scratch);
-    fill_bottlenecks(&sc, out->pareto_memory, out->npareto_memory, scratch);
-    fill_bottlenecks(&sc, out->pareto_cost, out->npareto_cost, scratch);
-    if (out->have_least_memory) {
-        /* Found from its memory alone (feasibility_only): evaluated in full for the report. */
-        mp_search_entry lm;
-        const int ci = out->least_memory.cluster;
-        if (evaluate_full(m, &clusters[ci], ci, o, &out->least_memory.plan, scratch, &lm, NULL) == MP_OK)
-            out->least_memory = lm;
-    }
-    if (out->ntop >= 2 &&
-        mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->top[1], 2,
-                          &out->explanation, NULL) == MP_OK)
-        out->have_explanation = 1;
-    if (out->have_explanation && out->explanation.tied && have_distinct) {
-        out->next_distinct_rank = out->winner_ties + 1;
-        fill_bottlenecks(&sc, &out->next_distinct, 1, scratch);
-        if (mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->next_distinct,
-                              out->next_distinct_rank > INT_MAX ? INT_MAX : (int)out->next_distinct_rank,
-                              &out->explanation_next, NULL) != MP_OK)
-            out->next_distinct_rank = 0;
-    }
+    finish_result(&sc, clusters, nclusters, have_distinct, scratch, out);
     free(scratch);
     free(order);
     free(shapes);
