@@ -42,7 +42,8 @@
  * spaces (dense, MoE, MLA, CP, fp8, ZeRO-3) and checks searches with and without pruning give
  * the same lists, frontiers and counts: a change that breaks one of these premises fails there.
  *
- * Cost: one mp_workload_shape per group (no collective priced), then O(1) per line.
+ * Cost: one mp_workload_shape per cluster (no collective priced; F, R and the load do not change
+ * within a job), then O(1) per group and per line.
  */
 #include <math.h>
 #include <string.h>
@@ -68,17 +69,23 @@ void sb_bound_init(const mp_model *m, const mp_cluster *c, const mp_plan *p,
     mp_workload w;
     if (mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, wo, cache, &w, NULL) != MP_OK)
         return;
-    const double R = fmax(w.rates.matmul_flops_per_s, w.rates.bf16_matmul_flops_per_s);
-    const double F = w.flops.fwd_matmul_per_token;
-    const double load = w.moe ? fmin(1.0, w.moe_load) : 1.0;
+    out->rate = fmax(w.rates.matmul_flops_per_s, w.rates.bf16_matmul_flops_per_s);
+    out->flop_per_token = w.flops.fwd_matmul_per_token;
+    out->load = w.moe ? fmin(1.0, w.moe_load) : 1.0;
+    sb_bound_regroup(out, p);
+}
+
+void sb_bound_regroup(sb_bound *b, const mp_plan *p)
+{
+    const double R = b->rate, F = b->flop_per_token, load = b->load;
+    b->ok = 0;
     if (!(R > 0) || !isfinite(R) || !(F >= 0) || !isfinite(F) || !(load > 0) || p->dp < 1 ||
         p->cp < 1 || p->tp < 1 || p->pp < 1 || p->vpp < 1)
         return;
-    out->seq_s = (double)p->seq / (double)p->cp * 3.0 * F * load /
-                 ((double)p->tp * (double)p->pp * R);
-    out->local_seqs = (double)p->gb / (double)p->dp;
-    out->bubble = p->pp > 1 && p->schedule != MP_SCHED_ZB ? (double)(p->pp - 1) / (double)p->vpp : 0.0;
-    out->ok = isfinite(out->seq_s) && out->seq_s >= 0;
+    b->seq_s = (double)p->seq / (double)p->cp * 3.0 * F * load / ((double)p->tp * (double)p->pp * R);
+    b->local_seqs = (double)p->gb / (double)p->dp;
+    b->bubble = p->pp > 1 && p->schedule != MP_SCHED_ZB ? (double)(p->pp - 1) / (double)p->vpp : 0.0;
+    b->ok = isfinite(b->seq_s) && b->seq_s >= 0;
 }
 
 double sb_step_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc)

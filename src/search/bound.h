@@ -14,6 +14,10 @@ typedef struct {
     double seq_s;       /* GEMM time of one sequence's share on the slowest stage, s (c below) */
     double local_seqs;  /* sequences per DP rank per step, G = gb / dp */
     double bubble;      /* (pp - 1) / vpp for 1F1B, interleaved and GPipe; 0 for ZB-H1 or pp 1 */
+    /* What the group does not change (the job's on one cluster): */
+    double flop_per_token; /* F: GEMM FLOPs a token passes in the layers, forward */
+    double rate;        /* R: the fastest GEMM rate of the workload's roofline, FLOP/s */
+    double load;        /* min(1, the MoE load factor); 1 for dense models */
 } sb_bound;
 
 /* The bound of the plans sharing p's degrees, sharding, expert layout, vpp and schedule, from
@@ -21,6 +25,11 @@ typedef struct {
  * wo and the thread's cache. Never fails: on an error out->ok = 0. */
 void sb_bound_init(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                    const mp_workload_opts *wo, mp_wl_cache *cache, sb_bound *out);
+
+/* The bound of another group of the same job on the same cluster (p's degrees, vpp and
+ * schedule; the job's gb and seq), from b's F, R and load without shaping a workload: they
+ * depend only on the model, the GPU, the sequence, the precision and the MoE load keys. */
+void sb_bound_regroup(sb_bound *b, const mp_plan *p);
 
 /* The lower bound on step_s of every plan of the group with micro-batch mb and recompute mode
  * rc (any sp, CP algorithm, rank order): non-decreasing in mb. 0 when !b->ok. */

@@ -522,11 +522,14 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
     tstate *t = (tstate *)w;
     if (!t->have_states || t->sc->eo->comm_compute_slowdown_frac < 0)
         return 0;
-    if (!t->have_bound || t->bkey_ci != t->ci || !same_group(&t->bkey, p)) {
+    if (!t->have_bound || t->bkey_ci != t->ci) {
         sb_bound_init(t->sc->m, t->c, p, &t->wo, t->cache, &t->bound);
         t->bkey = *p;
         t->bkey_ci = t->ci;
         t->have_bound = 1;
+    } else if (!same_group(&t->bkey, p)) {
+        sb_bound_regroup(&t->bound, p); /* the same job on the same cluster: F, R, load kept */
+        t->bkey = *p;
     }
     const double lb = sb_step_lb_s(&t->bound, mbs[0], p->recompute);
     const double tps = (double)p->gb * (double)p->seq;
