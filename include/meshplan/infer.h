@@ -42,6 +42,9 @@ typedef struct {
                                  (0, 1]; 0 = the engine's default */
     int cuda_graphs;          /* 0 or 1; -1 = the engine's default (on) */
     unsigned given;           /* one bit per key parsed (table order) */
+    int64_t chunk;            /* tokens of one prefill chunk and of the engine's profile run
+                                 (vLLM max_num_batched_tokens, SGLang chunked_prefill_size,
+                                 TRT-LLM max_num_tokens), >= 1; 0 = the engine's default */
 } mp_infer_plan;
 
 /** Defaults: tp pp ep 1, dp 0 (derived), batch 1, in 1024, out 128, bf16 weights and KV, vLLM,
@@ -70,8 +73,10 @@ typedef struct {
     double kv_frac;                  /* default memory share */
     int block_tokens;                /* KV page size, tokens */
     double max_batched_tokens;       /* tokens of one prefill chunk (activation peak) */
-    double runtime_bytes;            /* CUDA context, NCCL and cuBLAS workspaces, graph pools */
+    double runtime_bytes;            /* CUDA context and cuBLAS workspace of every GPU */
     double max_batch;                /* the engine's default cap on sequences in flight */
+    double runtime_multi_gpu_bytes;  /* added when a replica spans GPUs: NCCL buffers and
+                                        communicators, custom all-reduce workspaces */
     char source[384];
 } mp_engine_profile;
 

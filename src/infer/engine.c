@@ -38,6 +38,7 @@ static void read_profile(mp_jreader *r, const json_t *o, mp_engine_profile *p)
     mp_jr_num(r, o, "max_batched_tokens", 1, 0, 1e7, &p->max_batched_tokens, "tokens in [1, 1e7]");
     mp_jr_num(r, o, "runtime_bytes", 0, 0, 1e12, &p->runtime_bytes, "bytes in [0, 1e12]");
     mp_jr_num(r, o, "max_batch", 1, 0, 1e6, &p->max_batch, "sequences in [1, 1e6]");
+    mp_jr_num(r, o, "runtime_multi_gpu_bytes", 0, 0, 1e12, &p->runtime_multi_gpu_bytes, "bytes in [0, 1e12]");
     mp_jr_str(r, o, "kv_budget", budget, sizeof budget);
     if (!strcmp(budget, "free"))
         p->kv_budget_of_free = 1;
