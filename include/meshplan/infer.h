@@ -20,8 +20,9 @@
 typedef enum { MP_WQ_BF16, MP_WQ_FP16, MP_WQ_FP8, MP_WQ_FP4, MP_WQ_INT8, MP_WQ_INT4, MP_WQ_COUNT } mp_infer_weights;
 /** KV cache formats: "bf16", "fp8". */
 typedef enum { MP_KVQ_BF16, MP_KVQ_FP8, MP_KVQ_COUNT } mp_infer_kv;
-/** Engines with a profile in data/engines.json: "vllm", "sglang", "trtllm". */
-typedef enum { MP_ENGINE_VLLM, MP_ENGINE_SGLANG, MP_ENGINE_TRTLLM, MP_ENGINE_COUNT } mp_engine_id;
+/** Engines with a profile in data/engines.json: "vllm", "sglang", "trtllm", "hf" (Hugging Face
+ *  transformers generate(), eager PyTorch: the ML.ENERGY v1 runs). */
+typedef enum { MP_ENGINE_VLLM, MP_ENGINE_SGLANG, MP_ENGINE_TRTLLM, MP_ENGINE_HF, MP_ENGINE_COUNT } mp_engine_id;
 
 const char *mp_infer_weights_name(mp_infer_weights w);
 const char *mp_infer_kv_name(mp_infer_kv k);
@@ -77,6 +78,9 @@ typedef struct {
     double max_batch;                /* the engine's default cap on sequences in flight */
     double runtime_multi_gpu_bytes;  /* added when a replica spans GPUs: NCCL buffers and
                                         communicators, custom all-reduce workspaces */
+    double step_overhead_eager_per_layer_s; /* eager steps: CPU dispatch of one layer's kernels
+                                        (added x layers to step_overhead_eager_s; 0 when that
+                                        figure already covers them) */
     char source[384];
 } mp_engine_profile;
 

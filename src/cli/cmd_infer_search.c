@@ -132,7 +132,7 @@ static int parse_opts(const cli_args *a, mp_infer_search_opts *o)
             if (!strcmp(eng, mp_engine_name((mp_engine_id)i)))
                 o->engine = i;
         if (o->engine < 0)
-            rc = cli_fail("infer-search: --engine \"%s\": expected vllm, sglang or trtllm", eng);
+            rc = cli_fail("infer-search: --engine \"%s\": expected vllm, sglang, trtllm or hf", eng);
     }
     return rc;
 }

@@ -190,7 +190,10 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
     int measured = mp_energy_gpu_points(g, &idle_W, &wait_W);
     mp_energy_opts eo;
     mp_energy_opts_init(&eo);
-    const double step_over = p->cuda_graphs ? e->step_overhead_graphs_s : e->step_overhead_eager_s;
+    /* eager: the step's fixed CPU work + the dispatch of every layer's kernels (the stages of a
+     * pipeline dispatch theirs in parallel, but each token crosses all of them) */
+    const double step_over = p->cuda_graphs ? e->step_overhead_graphs_s
+                                            : e->step_overhead_eager_s + e->step_overhead_eager_per_layer_s * (double)m->layers;
     /* Prefill of the whole batch: pp + mbs - 1 stage-times fill and drain the pipeline (GPipe,
      * Huang et al. 2019), one engine step per chunk of max_batched_tokens (chunked prefill). */
     double chunks = ceil((double)p->batch * (double)p->in / chunk_tokens(p, e));

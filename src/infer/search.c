@@ -210,7 +210,7 @@ static int check_opts(const mp_infer_search_opts *o, mp_diag *d)
     if (!(o->ttft_p99_s >= 0 && isfinite(o->ttft_p99_s))) { mp_diag_add(d, "slo ttft_p99 = %g s: expected a finite time >= 0", o->ttft_p99_s); bad++; }
     if (!(o->tpot_p99_s >= 0 && isfinite(o->tpot_p99_s))) { mp_diag_add(d, "slo tpot_p99 = %g s: expected a finite time >= 0", o->tpot_p99_s); bad++; }
     if ((unsigned)o->objective >= MP_ISO_COUNT) { mp_diag_add(d, "objective %d: expected cost, energy or throughput", o->objective); bad++; }
-    if ((unsigned)o->engine >= MP_ENGINE_COUNT) { mp_diag_add(d, "engine %d: expected vllm, sglang or trtllm", o->engine); bad++; }
+    if ((unsigned)o->engine >= MP_ENGINE_COUNT) { mp_diag_add(d, "engine %d: expected vllm, sglang, trtllm or hf", o->engine); bad++; }
     if (!(o->price_gpu_hour_usd >= 0 && isfinite(o->price_gpu_hour_usd))) { mp_diag_add(d, "price = %g USD per GPU-hour: expected a finite number >= 0", o->price_gpu_hour_usd); bad++; }
     if (o->max_batch < 0 || o->max_batch > (1 << 20)) { mp_diag_add(d, "max_batch = %lld: expected 0 .. 2^20", (long long)o->max_batch); bad++; }
     return bad;

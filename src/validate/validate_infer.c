@@ -18,7 +18,7 @@
  *   - KV format missing: fp8 with fp8/fp4 weights under TensorRT-LLM (ModelOpt checkpoints quantize
  *     the KV cache with the weights), else 16-bit;
  *   - engine: trtllm and mlperf-nvidia -> trtllm, vllm and mlperf-amd -> vllm, sglang; other (HF
- *     transformers) -> vllm's profile without CUDA graphs (eager);
+ *     transformers, as the README says of the ML.ENERGY v1 rows) -> hf, eager;
  *   - engine settings a row's notes state as key=value (max_model_len, gpu_memory_utilization)
  *     are used: vLLM's profile run covers max(max_model_len, its chunk) tokens (chunked prefill
  *     off: SchedulerConfig sets max_num_batched_tokens to at least max_model_len). */
@@ -109,9 +109,9 @@ static int engine_of(const char *fw, int *cuda_graphs)
         return MP_ENGINE_SGLANG;
     if (!strcmp(fw, "vllm") || !strcmp(fw, "mlperf-amd"))
         return MP_ENGINE_VLLM;
-    if (!strcmp(fw, "other")) {
+    if (!strcmp(fw, "other")) { /* the README: ML.ENERGY v1 = HF transformers with FastChat */
         *cuda_graphs = 0;
-        return MP_ENGINE_VLLM;
+        return MP_ENGINE_HF;
     }
     return -1;
 }
@@ -205,7 +205,7 @@ int mp_val_infer_setup(const mp_catalog *cat, mp_val_infer_row *r, const mp_mode
     p->engine = e;
     p->cuda_graphs = graphs;
     if (!graphs)
-        note(r, "%s", "HF transformers: vLLM profile without CUDA graphs", 0);
+        note(r, "%s", "framework other: HF transformers eager (engine hf)", 0);
     int w = weights_of(r->cell[MP_VIC_WDT][0] ? r->cell[MP_VIC_WDT] : "bf16");
     if (w < 0)
         return snprintf(r->why, sizeof r->why, "weight_dtype \"%.20s\" unknown", r->cell[MP_VIC_WDT]), 1;
