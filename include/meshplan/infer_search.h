@@ -35,6 +35,10 @@ void mp_infer_search_opts_init(mp_infer_search_opts *o);
  *  basis, in src/infer/search.c); 0 for a GPU it does not list. */
 double mp_infer_gpu_price_usd(const char *gpu_key);
 
+/** 1 when g has fp4 tensor cores (Blackwell: b200, b300, gb200, gb300, rtx-pro-6000-se; the
+ *  catalog has no fp4 peak key, so a list in src/infer/search.c), else 0. */
+int mp_infer_gpu_has_fp4(const mp_gpu *g);
+
 /** One candidate as the search scored it. */
 typedef struct {
     mp_infer_result r;            /* the estimate (plan resolved: tp, pp, ep, dp, batch, formats) */

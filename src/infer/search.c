@@ -61,7 +61,7 @@ double mp_infer_gpu_price_usd(const char *gpu_key)
 
 /* GPUs with fp4 tensor cores (Blackwell: NVIDIA Blackwell architecture technical brief, 2024;
  * RTX Blackwell whitepaper, 2025); the catalog has no fp4 peak key, so a list. */
-static int has_fp4(const mp_gpu *g)
+int mp_infer_gpu_has_fp4(const mp_gpu *g)
 {
     static const char *const bw[] = {"b200", "b300", "gb200", "gb300", "rtx-pro-6000-se"};
     for (size_t i = 0; i < sizeof bw / sizeof bw[0]; i++)
@@ -228,7 +228,7 @@ mp_status mp_infer_search(const mp_model *m, const mp_cluster *c, const mp_infer
         return MP_ERR_INPUT;
     }
     out->price_gpu_hour_usd = s.price;
-    const int moe = mp_model_is_moe(m), fp8 = c->gpu.peak_flops_per_s[MP_DT_FP8] > 0, fp4 = has_fp4(&c->gpu);
+    const int moe = mp_model_is_moe(m), fp8 = c->gpu.peak_flops_per_s[MP_DT_FP8] > 0, fp4 = mp_infer_gpu_has_fp4(&c->gpu);
     const int wlist[3] = {MP_WQ_BF16, MP_WQ_FP8, MP_WQ_FP4};
     mp_infer_candidate *sc = malloc(sizeof *sc); /* large (the estimate's assumed lines): one, reused */
     if (!sc)
