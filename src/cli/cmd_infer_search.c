@@ -24,7 +24,7 @@ static const cli_option infer_search_opts[] = {
     CLI_OPT("--out", "TOKENS", "output tokens per request (default 256)"),
     CLI_OPT("--slo", "SLO", "\"ttft_p99=2s,tpot_p99=50ms\" (units s, ms or us; either may be left out)"),
     CLI_OPT("--objective", "OBJ", "cost ($ per million output tokens, default), energy (J per token) or throughput"),
-    CLI_OPT("--engine", "E", "engine profile: vllm (default), sglang or trtllm"),
+    CLI_OPT("--engine", "E", "engine profile: vllm (default), sglang, trtllm or hf"),
     CLI_OPT("--price", "G=USD[,...]", "rental price per GPU-hour of a type (default: the built-in ASSUMED table)"),
     CLI_OPT_JSON,
     CLI_END,

@@ -267,10 +267,14 @@ mp_status mp_infer_search(const mp_model *m, const mp_cluster *c, const mp_infer
     mp_infer_plan next = out->best.r.plan;
     next.batch *= 2;
     int fits;
+    const int64_t cap = o->max_batch > 0 ? o->max_batch : 4096;
     if (next.batch <= (1 << 20) && score(&s, &next, sc, &fits, out->next_batch_why, sizeof out->next_batch_why)) {
         out->next_batch = next.batch;
-        if (fits)
-            snprintf(out->next_batch_why, sizeof out->next_batch_why, "%s %.4g is worse, or above the batch cap",
+        if (fits && ((double)next.batch > sc->r.engine.max_batch || next.batch > cap))
+            snprintf(out->next_batch_why, sizeof out->next_batch_why, "above the batch cap (%s max_batch %.0f, search %lld)",
+                     sc->r.engine.key, sc->r.engine.max_batch, (long long)cap);
+        else if (fits)
+            snprintf(out->next_batch_why, sizeof out->next_batch_why, "its %s %.4g is worse",
                      mp_infer_objective_name((mp_infer_objective)o->objective), fabs(sc->objective));
     }
     free(sc);
