@@ -267,6 +267,11 @@ mp_status mp_rl_rollout_estimate(const mp_model *m, const mp_cluster *c, int64_t
     const int64_t Nx = (int64_t)ceil((double)N * (1.0 + x));
     o->engines = gpus / per;
     o->seqs_per_engine = (Nx + o->engines - 1) / o->engines;
+    if (o->seqs_per_engine > (1 << 20)) {
+        mp_diag_add(d, "rollout: %lld responses per engine: expected at most 1048576 (more rollout GPUs)",
+                    (long long)o->seqs_per_engine);
+        return MP_ERR_INPUT;
+    }
     const int64_t keep = (N + o->engines - 1) / o->engines;
     const double P = cfg->prompt_tokens;
     mp_infer_result *scratch = malloc(sizeof *scratch);

@@ -12,7 +12,8 @@
  * GPUs; each moved GPU pays a round trip of its state (the engine's weights out, the trainer's
  * shard in, and back) at host_Bps; and no reallocation shortens the straggler's own sequence,
  * whose decode runs on one engine whatever the pool size:
- *   step_dyn = max(rollout_straggler, (g_R R busy + g_T T) / G + realloc) + sync
+ *   step_dyn = max(rollout_all, (g_R R busy + g_T T) / G + realloc) + sync
+ * with rollout_all the rollout on every GPU of the job (the fastest any reallocation can make it)
  * taken only when below the static step. */
 #include <math.h>
 #include <stdio.h>
@@ -77,17 +78,22 @@ static void dynamic(const mp_model *m, const mp_cluster *c, const mp_rl_config *
     const double busy = gR * R * r->rollout.busy_frac + gT * T;
     o->realloc_cost_s = 2.0 * (r->sync.bytes_per_rollout_gpu + r->train_state_bytes) / k.host_Bps;
     o->movable_gpu_s = r->rollout_pool_idle_s * gR + r->train_pool_idle_s * gT;
-    const double straggler = R; /* one engine's decode of the longest response */
+    /* no reallocation makes the rollout faster than every GPU of the job generating: the same
+     * responses over G / tp engines (the straggler then holds fewer sequences beside the longest) */
+    double straggler = R;
+    mp_rl_rollout all;
+    if (mp_rl_rollout_estimate(m, c, c->num_gpus, &k, &all, &d) == MP_OK && all.total_s < straggler)
+        straggler = all.total_s;
     double dyn = fmax(straggler, busy / G + o->realloc_cost_s) + r->weight_sync_s;
     if (dyn > s->step_s)
         dyn = s->step_s;
     o->dynamic_step_s = dyn;
     o->dynamic_gain_frac = s->step_s > 0 ? 1.0 - dyn / s->step_s : 0.0;
     if (o->dynamic_gain_frac <= 1e-3)
-        snprintf(o->why, sizeof o->why, "no gain: the rollout's straggler (%.1f s on one engine, the "
-                 "longest response of %.0f tokens) bounds the step and extra GPUs cannot shorten one "
+        snprintf(o->why, sizeof o->why, "no gain: the rollout's straggler (%.1f s even with all %d GPUs generating; "
+                 "the longest response is %.0f tokens) bounds the step and extra GPUs cannot shorten one "
                  "sequence; the idle %.0f GPU-s are tail or wait time that no move can fill",
-                 straggler, r->rollout.longest_tokens, o->movable_gpu_s);
+                 straggler, (int)G, r->rollout.longest_tokens, o->movable_gpu_s);
     else
         snprintf(o->why, sizeof o->why, "%.0f GPU-s idle per step in the static split (the %s pool "
                  "waits); moving GPUs when their pool drains spreads the busy %.0f GPU-s over all %d "

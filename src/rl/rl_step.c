@@ -84,8 +84,8 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
     if (k->train_plan[0] && mp_plan_parse(k->train_plan, p, d) != MP_OK)
         return MP_ERR_INPUT;
     const int64_t N = k->prompts * k->responses;
-    if (!user.seq)
-        p->seq = (int64_t)ceil(k->prompt_tokens + mean_resp);
+    if (!user.seq) /* a multiple of 8 (2 cp for load-balanced context parallelism, up to cp 4) */
+        p->seq = ((int64_t)ceil(k->prompt_tokens + mean_resp) + 7) / 8 * 8;
     int64_t tp = p->tp ? p->tp : 1, pp = p->pp ? p->pp : 1, cp = p->cp ? p->cp : 1;
     int64_t dp = p->dp ? p->dp : k->train_gpus / (tp * pp * cp);
     int64_t mb = p->mb ? p->mb : 1, unit = (dp > 0 ? dp : 1) * mb;

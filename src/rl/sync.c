@@ -3,15 +3,17 @@
  *
  * The sync has three parts (docs/rl.md "Weight sync"):
  *   gather:   the training layout (ZeRO-3/FSDP shards, TP/PP/EP slices) -> full tensors on the
- *             senders: an all-gather of the whole model over the trainer's shard group (the
- *             collective model, coll.h), skipped when the training layout is already the
- *             rollout's (no sharding beyond a TP equal to the rollout's);
+ *             senders, tensor by tensor: one all-gather per tensor over the trainer's shard
+ *             group (the collective model, coll.h, latency included), skipped when the training
+ *             layout is already the rollout's (no sharding beyond a TP equal to the rollout's);
  *   transfer: colocated, a copy into the engine's buffers in place (HBM read + write); split
  *             pools, an NCCL broadcast per bucket (or per tensor) from the trainer to every
  *             rollout replica, each rollout GPU receiving its TP shard, over the tiers the job
  *             spans; cpu, a device -> host copy then host -> device (host_Bps each way);
  *   host:     one Python-level call per collective (and the engine's load_weights per call):
- *             per_tensor_host_s each — per tensor when not bucketed, per bucket when bucketed
+ *             per_tensor_host_s each — per tensor when not bucketed, per bucket when bucketed —
+ *             and, when the layouts differ, per_tensor_host_s per gathered tensor (each is
+ *             renamed and cast to the engine's layout in Python: the "parameter generation")
  *             (verl checkpoint-engine; the README of verl recipe/fully_async_policy reports
  *             >60% less sync time with it).
  * Tensors per layer: q, k, v, o, two norms and the FFN's 3 (GLU) or 2 matrices; an MoE layer
@@ -73,22 +75,30 @@ mp_status mp_rl_sync_estimate(const mp_model *m, const mp_cluster *c, const mp_r
     mp_rl_pool(c, cfg->train_gpus, &tpool);
     mp_coll_cost cc;
 
-    /* gather: the shard group of the training layout (ZeRO-3/HSDP over dp, times tp x pp x cp);
-     * full tensors are gathered bucket by bucket over it (all-gather of the whole model) */
+    /* gather: the group a tensor is spread over in the training layout: the ZeRO-3/HSDP shards
+     * over dp, the TP slices when the rollout's TP differs, the experts over EP (vLLM shards
+     * experts over its TP). Pipeline stages hold different layers and send them in parallel;
+     * CP ranks hold copies: neither gathers. */
     int64_t shard = (train->zero == 3 ? (train->hsdp > 0 ? train->hsdp : train->dp) : 1) *
-                    train->tp * train->pp * train->cp;
-    if (train->ep > 1 && train->zero != 3)
-        shard *= train->ep;
+                    (train->tp != rtp ? train->tp : 1) * (train->ep > 1 ? train->ep : 1);
     if (shard > cfg->train_gpus)
         shard = cfg->train_gpus;
-    int same_layout = shard == 1 || (train->zero != 3 && train->pp == 1 && train->tp == rtp && train->ep <= 1);
+    int same_layout = shard == 1;
     if (!same_layout) {
-        if (mp_coll_time(&tpool, MP_COLL_ALL_GATHER, o->bytes, (mp_group){shard, 1}, MP_ALGO_AUTO, &cc) != MP_OK) {
+        /* tensor by tensor: FSDP2's full_tensor() per parameter, Megatron's export per weight
+         * (verl's sync loops over the state dict), so each tensor is its own all-gather over the
+         * shard group, latency included (the "parameter generation" verl's README names as the
+         * sync's dominant cost) */
+        double per = o->bytes / (double)o->tensors;
+        if (mp_coll_time(&tpool, MP_COLL_ALL_GATHER, per, (mp_group){shard, 1}, MP_ALGO_AUTO, &cc) != MP_OK) {
             mp_diag_add(d, "rl: weight sync: the trainer's all-gather over %lld GPUs cannot be priced",
                         (long long)shard);
             return MP_ERR_INPUT;
         }
-        o->gather_s = cc.total_s;
+        o->gather_s = (double)o->tensors * cc.total_s;
+        /* and each gathered tensor is renamed and cast to the engine's layout in Python before
+         * it is sent (Megatron's export, FSDP2's state-dict loop): host work per tensor */
+        o->host_s += (double)o->tensors * cfg->per_tensor_host_s;
     }
 
     if (cfg->sync == MP_RL_SYNC_CPU) {
@@ -118,7 +128,7 @@ mp_status mp_rl_sync_estimate(const mp_model *m, const mp_cluster *c, const mp_r
         int tier = cc.bottleneck_tier >= 0 ? cc.bottleneck_tier : 0;
         snprintf(o->link, sizeof o->link, "%s", c->tier[tier].link);
     }
-    o->host_s = (double)o->buckets * cfg->per_tensor_host_s;
+    o->host_s += (double)o->buckets * cfg->per_tensor_host_s;
     o->total_s = o->gather_s + o->transfer_s + o->host_s;
     return MP_OK;
 }

@@ -16,10 +16,9 @@
  *     with a template, as DAPO-Math-17k);
  *   - prompts missing: 512; responses per prompt missing: 16 (verl's DAPO recipes);
  *   - mini-batches: prompts / ppo_mini_batch from the notes, else 1;
- *   - rollout tp missing: the smallest power of two whose weights take at most 0.6 of a GPU;
- *     engine vLLM;
- *   - train backend fsdp: zero=3 with FSDP2, full recompute; megatron: zero=1, full recompute,
- *     ep = 8 for an MoE model (the pool's GPUs if fewer);
+ *   - train plan, rollout tp, CUDA graphs and the engine's memory share from verl's recipe
+ *     scripts for the backend (row_config cites them); a rollout tp raised to the smallest power
+ *     of two whose weights take at most 0.6 of a GPU; engine vLLM;
  *   - fully_async: staleness and partial rollout from the notes (verl's fields), else 0.5 and on;
  *     a "stream off-policy ... staleness 0" row has both off;
  *   - weight-sync rows: "checkpoint-engine on" is the bucketed sync, "off" per tensor.
@@ -142,30 +141,38 @@ static int row_config(const mp_catalog *cat, rrow *r, const mp_model **m, mp_clu
     k->response = (mp_rl_lengths){MP_RL_LEN_LOGNORMAL, meanr, maxr, 1.0};
     double mini = note_num(r->cell[RC_NOTES], "ppo_mini_batch");
     k->mini_batches = mini > 0 && mini <= (double)k->prompts ? (int64_t)ceil((double)k->prompts / mini) : 1;
-    /* rollout tp: the smallest power of two with the weights at most WEIGHT_SHARE of a GPU */
+    /* the train plan, the rollout tp, CUDA graphs and memory share of the verl recipe scripts of
+     * the backend (recipe/fully_async_policy/ at commit 19997f9e's era):
+     *   fsdp (dense, dapo_7b_math_fsdp2_colocate.sh): FSDP2, gradient checkpointing, gen_tp 1,
+     *     gpu_memory_utilization 0.80;
+     *   megatron dense (dapo_7b_math_megatron_colocate.sh): tp 2, pp 2, gen_tp 2, 0.80;
+     *   megatron MoE (grpo_30b_a3b_base_math_megatron_96_32.sh): tp 2, cp 2, ep 8, etp 1,
+     *     INFER_TP 4, enforce_eager, 0.7. */
+    const char *be = r->cell[RC_BACKEND];
+    int moe = mp_model_is_moe(*m), megatron = !strcmp(be, "megatron");
+    int tp = 1;
+    k->rollout.kv_frac = 0.8;
+    if (megatron && moe) {
+        snprintf(k->train_plan, sizeof k->train_plan, "tp=2,cp=2,ep=8,etp=1,zero=1,recompute=full");
+        tp = 4;
+        k->rollout.kv_frac = 0.7;
+        k->rollout.cuda_graphs = 0;
+        note(r, "Megatron MoE recipe: tp 2, cp 2, ep 8, rollout tp 4 eager");
+    } else if (megatron) {
+        snprintf(k->train_plan, sizeof k->train_plan, "tp=2,pp=2,zero=1");
+        tp = 2;
+        note(r, "Megatron recipe: tp 2, pp 2, rollout tp 2");
+    } else {
+        snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,recompute=full");
+        note(r, be[0] ? "FSDP2 recipe: rollout tp 1" : "train backend not stated: FSDP2 recipe, rollout tp 1");
+    }
+    /* a model whose bf16 weights take more than WEIGHT_SHARE of a GPU: the smallest power of two
+     * that brings them under it */
     mp_param_count pc;
     mp_model_params(*m, 1, &pc);
-    int tp = 1;
     while (tp < 8 && (double)pc.total * 2.0 / tp > WEIGHT_SHARE * cl->gpu.memory_bytes)
         tp *= 2;
     k->rollout.tp = num(r->cell[RC_RTP], &x) ? (int)x : tp;
-    if (!r->cell[RC_RTP][0]) {
-        char b[48];
-        snprintf(b, sizeof b, "rollout tp %d", k->rollout.tp);
-        note(r, b);
-    }
-    const char *be = r->cell[RC_BACKEND];
-    int moe = mp_model_is_moe(*m);
-    int64_t tg = k->placement == MP_RL_COLOCATED ? cl->num_gpus : (k->train_gpus ? k->train_gpus : cl->num_gpus / 2);
-    int ep = moe ? (int)(tg < 8 ? tg : 8) : 1;
-    if (!strcmp(be, "megatron"))
-        snprintf(k->train_plan, sizeof k->train_plan, "zero=1,recompute=full%s%d", moe ? ",ep=" : "", moe ? ep : 0);
-    else
-        snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,recompute=full");
-    if (!strcmp(be, "megatron") && !moe)
-        snprintf(k->train_plan, sizeof k->train_plan, "zero=1,recompute=full");
-    if (!be[0])
-        note(r, "train backend FSDP2 (zero=3)");
     const char *n = r->cell[RC_NOTES];
     if (k->placement == MP_RL_FULLY_ASYNC) {
         double s = note_num(n, "staleness");
@@ -256,12 +263,13 @@ static void one_row(const mp_catalog *cat, rrow *r, mp_rl_result *res, mp_valida
  * GPU count, batch and response limit: measured ratio vs predicted ratio. */
 static void pairs(rrow *rows, size_t n, mp_validation *out)
 {
-    for (size_t i = 0; i < n; i++) {
+    const size_t cap = out->nrows + n; /* rows holds 2 n + 1 */
+    for (size_t i = 0; i < n && out->nrows < cap; i++) {
         rrow *a = &rows[i];
         if (!a->ok || strcmp(a->cell[RC_METRIC], "step_s") || strcmp(a->cell[RC_QUALITY], "exact") ||
             strcmp(a->cell[RC_PLACEMENT], "colocated"))
             continue;
-        for (size_t j = 0; j < n; j++) {
+        for (size_t j = 0; j < n && out->nrows < cap; j++) {
             rrow *b = &rows[j];
             if (!b->ok || strcmp(b->cell[RC_METRIC], "step_s") || strcmp(b->cell[RC_QUALITY], "exact") ||
                 !strcmp(b->cell[RC_PLACEMENT], "colocated"))
@@ -310,7 +318,7 @@ mp_status mp_validate_rl_csv(const mp_catalog *cat, const char *text, size_t len
         }
     }
     rrow *rows = calloc(nrec + 1, sizeof *rows);
-    out->rows = calloc(nrec * nrec + nrec + 1, sizeof *out->rows);
+    out->rows = calloc(2 * nrec + 1, sizeof *out->rows); /* the rows, then at most nrec pairs */
     out->skips = calloc(nrec + 1, sizeof *out->skips);
     if (!fields || !res || !rows || !out->rows || !out->skips) {
         mp_validation_free(out);
