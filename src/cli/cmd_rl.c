@@ -39,6 +39,14 @@ static const cli_option rl_opts[] = {
 
 static int rl_run(int argc, char **argv);
 
+void cli_print_rl_keys(FILE *f)
+{
+    fprintf(f, "--rollout-plan: ");
+    cli_print_infer_keys(f);
+    fprintf(f, "\n--train-plan: ");
+    cli_print_plan_keys(f);
+}
+
 const cli_command cli_cmd_rl = {
     "rl", "RL post-training step: rollout (long tail), ref/log-prob passes, update, weight sync, "
     "idle per pool, $ and J per step",
@@ -166,6 +174,10 @@ static json_t *result_json(const mp_rl_result *r)
     json_object_set_new(idle, "rollout_pool", json_real(r->rollout_pool_idle_s));
     json_object_set_new(idle, "train_pool", json_real(r->train_pool_idle_s));
     json_object_set_new(o, "idle_s", idle);
+    json_t *idlef = json_object();
+    json_object_set_new(idlef, "rollout_pool", json_real(r->rollout_pool_idle_frac));
+    json_object_set_new(idlef, "train_pool", json_real(r->train_pool_idle_frac));
+    json_object_set_new(o, "idle_frac", idlef);
     json_object_set_new(util, "rollout_pool", json_real(r->gpu_util_rollout_frac));
     json_object_set_new(util, "train_pool", json_real(r->gpu_util_train_frac));
     json_object_set_new(o, "gpu_util_frac", util);
