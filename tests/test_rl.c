@@ -13,6 +13,8 @@
  *     up to the job are refused;
  *   - rl-search over 64 GPUs: under 1 s of CPU time, best first, the dynamic reallocation gain
  *     >= 0 and never above the best static step, with its reason;
+ *   - validate on tests/data/rl_runs_small.csv: every row predicted, the pair derived, the
+ *     per-tensor sync slower than the bucketed one;
  *   - validate detects the RL schema from the header; on ../shared/validation/inference/
  *     rl_runs.csv (when present) >= 80% of the rows are predicted and the figures are printed. */
 #include <setjmp.h>
@@ -316,6 +318,35 @@ static void test_search_64(void **state)
     assert_true(strlen(o.why) > 20);
 }
 
+/* tests/data/rl_runs_small.csv (a fixed copy of 5 rows): every row predicted, the colocated vs
+ * fully_async pair checked, the per-tensor sync slower than the bucketed one, the defaults named. */
+static void test_validate_small_file(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    char *text = slurp(MESHPLAN_SOURCE_DIR "/tests/data/rl_runs_small.csv", &len);
+    assert_non_null(text);
+    mp_validation v;
+    mp_diag d = {0};
+    assert_int_equal(mp_validate_csv(g_cat, text, len, "rl_runs_small.csv", NULL, &v, &d), MP_OK);
+    assert_int_equal(v.ninput, 5);
+    assert_int_equal(v.nskips, 0);
+    assert_int_equal(v.nrows, 6); /* 5 rows + the 001/006 pair */
+    double off = 0, on = 0;
+    for (size_t i = 0; i < v.nrows; i++) {
+        assert_true(isfinite(v.rows[i].predicted) && v.rows[i].predicted > 0);
+        if (!strcmp(v.rows[i].id, "verlfa_045"))
+            off = v.rows[i].predicted;
+        if (!strcmp(v.rows[i].id, "verlfa_046"))
+            on = v.rows[i].predicted;
+    }
+    assert_true(off > on && on > 0);
+    assert_string_equal(v.rows[5].id, "verlfa_001/verlfa_006");
+    assert_non_null(strstr(v.rows[0].assumed, "FSDP2 recipe"));
+    mp_validation_free(&v);
+    free(text);
+}
+
 static void test_validate_rl_schema(void **state)
 {
     (void)state;
@@ -367,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_more_rollout_gpus_never_slower),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_search_64),
+        cmocka_unit_test(test_validate_small_file),
         cmocka_unit_test(test_validate_rl_schema),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
