@@ -224,7 +224,7 @@ typedef struct {
     double dynamic_gain_frac;  /* 1 - dynamic / best static */
     double realloc_cost_s;     /* reshard + weight load for the GPUs that move */
     double movable_gpu_s;      /* rollout GPU-seconds idle in the tail that could move */
-    char why[320];             /* in words */
+    char why[400];             /* in words */
     int evaluated;
 } mp_rl_search_result;
 

@@ -95,11 +95,12 @@ static void dynamic(const mp_model *m, const mp_cluster *c, const mp_rl_config *
                  "sequence; the idle %.0f GPU-s are tail or wait time that no move can fill",
                  straggler, (int)G, r->rollout.longest_tokens, o->movable_gpu_s);
     else
-        snprintf(o->why, sizeof o->why, "%.0f GPU-s idle per step in the static split (the %s pool "
-                 "waits); moving GPUs when their pool drains spreads the busy %.0f GPU-s over all %d "
-                 "GPUs, at %.1f s per move (weights out, trainer shard in, and back)",
-                 o->movable_gpu_s, r->rollout_pool_idle_s * gR > r->train_pool_idle_s * gT ? "rollout" : "train",
-                 busy, (int)G, o->realloc_cost_s);
+        snprintf(o->why, sizeof o->why, "the static split leaves %.0f GPU-s per step waiting (mostly the %s "
+                 "pool) and %.0f GPU-s of the rollout pool unused in the long tail; moving GPUs when their "
+                 "pool drains spreads the busy %.0f GPU-s over all %d GPUs, at %.1f s per move (weights "
+                 "out, trainer shard in, and back)", o->movable_gpu_s,
+                 r->rollout_pool_idle_s * gR > r->train_pool_idle_s * gT ? "rollout" : "train",
+                 gR * R * (1.0 - r->rollout.busy_frac), busy, (int)G, o->realloc_cost_s);
 }
 
 mp_status mp_rl_search(const mp_model *m, const mp_cluster *c, const mp_rl_config *cfg,

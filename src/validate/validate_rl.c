@@ -144,7 +144,7 @@ static int row_config(const mp_catalog *cat, rrow *r, const mp_model **m, mp_clu
     /* the train plan, the rollout tp, CUDA graphs and memory share of the verl recipe scripts of
      * the backend (recipe/fully_async_policy/ at commit 19997f9e's era):
      *   fsdp (dense, dapo_7b_math_fsdp2_colocate.sh): FSDP2, gradient checkpointing, gen_tp 1,
-     *     gpu_memory_utilization 0.80;
+     *     gpu_memory_utilization 0.80; fully_async (dapo_7b_math_fsdp2_16_16.sh): gen_tp 4;
      *   megatron dense (dapo_7b_math_megatron_colocate.sh): tp 2, pp 2, gen_tp 2, 0.80;
      *   megatron MoE (grpo_30b_a3b_base_math_megatron_96_32.sh): tp 2, cp 2, ep 8, etp 1,
      *     INFER_TP 4, enforce_eager, 0.7. */
@@ -162,6 +162,11 @@ static int row_config(const mp_catalog *cat, rrow *r, const mp_model **m, mp_clu
         snprintf(k->train_plan, sizeof k->train_plan, "tp=2,pp=2,zero=1");
         tp = 2;
         note(r, "Megatron recipe: tp 2, pp 2, rollout tp 2");
+    } else if (k->placement == MP_RL_FULLY_ASYNC) {
+        /* dapo_7b_math_fsdp2_16_16.sh: gen_tp 4, actor not offloaded (Ulysses sp 4 not modelled) */
+        snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,recompute=full");
+        tp = 4;
+        note(r, be[0] ? "FSDP2 fully-async recipe: rollout tp 4" : "train backend not stated: FSDP2 fully-async recipe, rollout tp 4");
     } else {
         snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,recompute=full");
         note(r, be[0] ? "FSDP2 recipe: rollout tp 1" : "train backend not stated: FSDP2 recipe, rollout tp 1");
