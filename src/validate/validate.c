@@ -86,7 +86,7 @@ enum {
     C_ID, C_GROUP, C_NAME, C_LAYERS, C_HIDDEN, C_HEADS, C_KV, C_FFN, C_GLU, C_VOCAB, C_SEQ,
     C_EXPERTS, C_TOPK, C_MOEFFN, C_GPU, C_NGPUS, C_GPN, C_TP, C_PP, C_DP, C_CP, C_EP, C_VPP, C_SP,
     C_MB, C_GB, C_RC, C_PREC, C_ZERO, C_TFLOPS, C_BASIS, C_MFU, C_HFU, C_TOK, C_STEP, C_MEM,
-    C_MEMBASIS, C_COUNT
+    C_MEMBASIS, C_EXTRA, C_COUNT
 };
 static const char *const col_names[C_COUNT] = {
     "id", "source_group", "model_name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
@@ -94,7 +94,7 @@ static const char *const col_names[C_COUNT] = {
     "gpus_per_node", "tp", "pp", "dp", "cp", "ep", "vpp", "sp", "micro_batch", "global_batch",
     "recompute", "precision", "zero_stage", "measured_tflops_per_gpu", "tflops_basis",
     "measured_mfu", "measured_hfu", "measured_tokens_per_s_per_gpu", "measured_step_s",
-    "measured_mem_gib", "mem_basis"};
+    "measured_mem_gib", "mem_basis", "plan_extra"};
 /* Columns a file must have. */
 static const int required_cols[] = {C_ID, C_LAYERS, C_HIDDEN, C_HEADS, C_FFN, C_VOCAB, C_SEQ,
                                     C_GPU, C_NGPUS, C_TP, C_PP, C_GB};
@@ -404,6 +404,19 @@ static int row_plan(row_in *r, const mp_model *m, int64_t ngpus, mp_plan *p)
                 p->fsdp = 2;
         }
     mp_diag pd = {0};
+    /* plan_extra (optional): plan keys the columns cannot say ("fsdp=2,opt_dtype=bf16"),
+     * applied last. Separated by ';' or spaces in the CSV cell, as ',' separates cells. */
+    if (cell[C_EXTRA][0]) {
+        char extra[256];
+        mp_strlcpy(extra, cell[C_EXTRA], sizeof extra);
+        for (char *q = extra; *q; q++)
+            if (*q == ';' || *q == ' ')
+                *q = ',';
+        if (mp_plan_parse(extra, p, &pd) != MP_OK) {
+            snprintf(r->why, sizeof r->why, "plan_extra = \"%.40s\": %.180s", cell[C_EXTRA], pd.text);
+            return 1;
+        }
+    }
     if (mp_plan_resolve(p, m, ngpus, &pd) != MP_OK) {
         snprintf(r->why, sizeof r->why, "plan cannot be formed: %.220s", pd.text);
         return 1;
@@ -525,8 +538,13 @@ static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
     } else if (num_cell(cell[C_STEP], &meas) == 1 && meas > 0) {
         PUSH(C_STEP, "step_s", est->step_s);
     }
+    /* Memory by its basis: "allocated" (torch.cuda.max_memory_allocated, Megatron's "max
+     * allocated") is the peak of allocated tensors; "reserved", "nvidia-smi" and "peak"
+     * (torchtitan's logged peak, max_memory_reserved) are everything the process holds. */
     if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0)
-        PUSH(C_MEM, "mem_gib", est->memory.total / 1073741824.0);
+        PUSH(C_MEM, "mem_gib",
+             (!strcmp(cell[C_MEMBASIS], "allocated") ? est->memory.allocated : est->memory.total) /
+                 1073741824.0);
 #undef PUSH
     if (!have_metric && bad_metric)
         snprintf(r->why, sizeof r->why, "%s = %g: out of range (the relative error overflows)",
