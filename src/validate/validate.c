@@ -230,6 +230,8 @@ static int push_row(mp_validation *v, const char *id, const char *group, const c
     mp_strlcpy(r->source_group, group, sizeof r->source_group);
     mp_strlcpy(r->metric, metric, sizeof r->metric);
     mp_strlcpy(r->assumed, assumed, sizeof r->assumed);
+    r->mem_basis[0] = '\0';
+    r->verdict = MP_VERDICT_FITS;
     mp_utf8_scrub(r->id);
     mp_utf8_scrub(r->source_group);
     r->measured = measured;
@@ -490,6 +492,7 @@ static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
 {
     const char *const *cell = r->cell;
     const char *basis = cell[C_BASIS];
+    const size_t first_row = out->nrows;
     int have_metric = 0;
     const char *bad_metric = NULL; /* a measured cell whose error overflowed */
     double meas = 0, bad_value = 0;
@@ -541,10 +544,17 @@ static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
     /* Memory by its basis: "allocated" (torch.cuda.max_memory_allocated, Megatron's "max
      * allocated") is the peak of allocated tensors; "reserved", "nvidia-smi" and "peak"
      * (torchtitan's logged peak, max_memory_reserved) are everything the process holds. */
-    if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0)
+    if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0) {
+        size_t before = out->nrows;
         PUSH(C_MEM, "mem_gib",
              (!strcmp(cell[C_MEMBASIS], "allocated") ? est->memory.allocated : est->memory.total) /
                  1073741824.0);
+        if (out->nrows > before)
+            mp_strlcpy(out->rows[out->nrows - 1].mem_basis, cell[C_MEMBASIS],
+                       sizeof out->rows[0].mem_basis);
+    }
+    for (size_t k = first_row; k < out->nrows; k++)
+        out->rows[k].verdict = est->verdict;
 #undef PUSH
     if (!have_metric && bad_metric)
         snprintf(r->why, sizeof r->why, "%s = %g: out of range (the relative error overflows)",
