@@ -4,8 +4,8 @@
 #
 #   fuzz/run.sh [SECONDS] [TARGET...]      SECONDS per target (default 60); TARGET: plan,
 #                                          model_json, hf_json, catalog, validate_csv, cli,
-#                                          cluster_json, islands_json, faults_json
-#                                          (default: all nine, one after the other)
+#                                          cluster_json, islands_json, faults_json, web
+#                                          (default: all ten, one after the other)
 #
 # Environment: FUZZ_JOBS=N runs N targets at a time (default 1); FUZZ_BUILD=dir (default
 # build-fuzz); FUZZ_SKIP_OK=1 exits 0 with a message when clang or libFuzzer is missing (CI).
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECS=${1:-60}
 shift || true
-ALL=(plan model_json hf_json catalog validate_csv cli cluster_json islands_json faults_json)
+ALL=(plan model_json hf_json catalog validate_csv cli cluster_json islands_json faults_json web)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 B=${FUZZ_BUILD:-build-fuzz}
@@ -117,7 +117,7 @@ PY
 dict_for() {
     case $1 in
         plan) echo fuzz/dicts/plan.dict ;;
-        model_json|hf_json|catalog|cluster_json|islands_json|faults_json) echo fuzz/dicts/json.dict ;;
+        model_json|hf_json|catalog|cluster_json|islands_json|faults_json|web) echo fuzz/dicts/json.dict ;;
         validate_csv) echo fuzz/dicts/csv.dict ;;
         cli) echo fuzz/dicts/cli.dict ;;
     esac

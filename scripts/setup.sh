@@ -7,6 +7,8 @@
 set -euo pipefail
 
 PKGS=(cmake gcc libc6-dev make pkg-config libjansson-dev libcmocka-dev python3)
+# Plots (cairo, fontconfig, a font), the local web page (libmicrohttpd) and its browser test.
+PKGS+=(libcairo2-dev libfontconfig1-dev libmicrohttpd-dev chromium fonts-dejavu-core)
 # The library's install test (groff renders the man page) and the Python package's tests
 # (python/: ctypes, pytest, an offline venv install with setuptools and pip).
 PKGS+=(groff-base python3-pytest python3-venv python3-setuptools python3-pip python3-wheel python3-cffi)

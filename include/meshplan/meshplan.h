@@ -59,6 +59,9 @@
 #include "meshplan/sim.h"
 #include "meshplan/xsync.h"
 #include "meshplan/islands.h"
+#include "meshplan/format.h"
+#include "meshplan/plot.h"
+#include "meshplan/web.h"
 #include "meshplan/run.h"
 #include "meshplan/api.h"
 

@@ -177,7 +177,7 @@ typedef struct {
     uint64_t shapes_rejected;        /* of which cannot be formed */
     uint64_t rule[MP_RULE_COUNT];    /* shapes breaking each rule (a shape may break several) */
     uint64_t plans;                  /* plans in the space (formed) */
-    uint64_t evaluated;              /* mp_estimate_plan calls */
+    uint64_t evaluated;              /* plans fully evaluated (timed) by mp_estimate_plan */
     uint64_t feasible;
     uint64_t over_memory;            /* infeasible: over the GPU memory (evaluated or proven) */
     uint64_t over_memory_proven;     /* of which skipped without evaluation */
@@ -185,6 +185,10 @@ typedef struct {
     uint64_t order_skipped;          /* feasible communication variants (CP algorithm, rank order)
                                         not evaluated: proven unable to enter the top list, a
                                         frontier or a rank */
+    /* Added later. */
+    uint64_t memory_checked;         /* over memory, found from mp_estimate_plan's memory alone
+                                        (opts feasibility_only, with pruning) and never timed;
+                                        in over_memory, not in evaluated nor over_memory_proven */
 } mp_search_counts;
 
 /** Why the winner beats the runner-up. */

@@ -1,7 +1,9 @@
+#define _POSIX_C_SOURCE 200809L /* strtok_r (clang, for the fuzz build, declares it only then) */
 /* src/api/api_collective.c — collective as a request -> JSON call: the object `meshplan
  * collective --json` prints, one row per message size (nccl-tests columns: bytes, count, type,
  * time_us, algbw_GBps, busbw_GBps = algbw x mp_coll_busbw_factor, the algorithm, protocol and
  * bounding tier; on congested clusters the congestion and what an unaware choice would cost). */
+#define _POSIX_C_SOURCE 200809L /* strtok_r (clang's C11 headers hide it otherwise: the fuzz build) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -136,6 +136,15 @@ struct json_t; /* jansson's */
  *  to print, as when building it ran out of memory). Returns 0, or EXIT_INTERNAL after saying
  *  on stderr that the JSON could not be written. */
 int cli_print_json(struct json_t *o, size_t flags);
+/** One CSV field on stdout, quoted when it holds a comma, quote or newline (RFC 4180). */
+void cli_csv_field(const char *s);
+/** --csv of a one-record answer (run, trace): o flattened into "key,value" rows with dotted
+ *  keys, exact values (cli_csv.c); releases o. 0, or EXIT_INTERNAL when o is NULL. */
+int cli_print_csv_flat(struct json_t *o);
+/** --csv of a list: arr, an array of flat objects with the same keys (catalog's), as a header of
+ *  the first object's keys and one row per object (cli_csv.c); does not release arr. 0, or
+ *  EXIT_INTERNAL when arr is not such an array. */
+int cli_print_csv_table(struct json_t *arr);
 /** Parse a finite real value in [min, max]; 0 or EXIT_INPUT after printing the problem. */
 int cli_parse_real(const char *name, const char *s, double min, double max, double *out);
 /** The same for an optional option (named with its "--"); leaves *out alone when it is absent. */
@@ -195,6 +204,52 @@ struct json_t;
 struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
                                 const mp_islands_estimate *e);
 
+/** trace's simulator options (cmd_trace.c), shared with plot timeline; 0 or EXIT_INPUT. */
+int cli_trace_sim_opts(const cli_args *args, long long ngpus, mp_sim_opts *so);
+
+/* --- scale (cmd_scale.c), shared with plot scale --- */
+/** One GPU count of the scaling study. */
+typedef struct {
+    long long gpus;
+    int ok;                   /* a plan fits */
+    long long gb;             /* batch searched (weak: scaled); 0: no weak point at this count */
+    mp_search_entry best;
+    double eff;               /* efficiency vs the reference; 0 when not defined */
+} cli_scale_point;
+/** The study: the best plan per count, strong and weak (docs/search.md "Scaling"). */
+typedef struct {
+    mp_catalog *cat;
+    mp_model m;
+    mp_search_opts o;
+    mp_cluster *clusters;     /* n */
+    cli_scale_point *strong, *weak; /* n each */
+    long long counts[MP_SEARCH_MAX_CLUSTERS];
+    int n;
+    long long gb, nmax;       /* --gb; the largest count */
+    double wall;              /* seconds of search */
+} cli_scale_run;
+/** Run the study from scale's options (--model --gpu --gpus A:B --gb and the search options);
+ *  0 or an exit code after printing. Free *r with cli_scale_free, also on error. */
+int cli_scale_compute(const cli_args *a, cli_scale_run *r);
+void cli_scale_free(cli_scale_run *r);
+
+/* --- collective (cmd_collective.c), shared with plot collective --- */
+#define CLI_COLL_MAX_SIZES 64
+/** A collective job from the options of `collective`. */
+typedef struct {
+    mp_coll_op op;
+    unsigned mask;                    /* algorithms (MP_ALGO_BIT) from --algo */
+    const char *type;                 /* --type's name */
+    double tsize;                     /* its bytes per element */
+    double sizes[CLI_COLL_MAX_SIZES]; /* message sizes, bytes */
+    int nsizes;
+    mp_cluster cluster;
+    mp_group g;                       /* --ranks, --stride (default: every GPU) */
+} cli_coll_job;
+/** Fill job from collective's options (--op --gpu --gpus --gpus-per-node --scale-out --cluster
+ *  --catalog --sizes --algo --type --ranks --stride); 0 or an exit code after printing. */
+int cli_collective_job(const cli_args *args, cli_coll_job *job);
+
 /** The whole command: argv[0] is the program name, argv[1] the command. Returns the exit code.
  *  main() only calls this, so the fuzz harness can run the command in-process. */
 int cli_main(int argc, char **argv);
@@ -209,5 +264,7 @@ int cmd_search(int argc, char **argv);
 int cmd_scale(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_web(int argc, char **argv);
 
 #endif

@@ -184,6 +184,7 @@ void cli_islands_text(FILE *f, const mp_model *m, const mp_islands *isl, const m
     fprintf(f, "  compute utilization %.1f%% of wall-clock in training steps\n", 100.0 * e->compute_util);
     fprintf(f, "  MFU               %.1f%% over wall-clock, %.1f%% in training steps\n", 100.0 * e->mfu,
             100.0 * e->mfu_in_steps);
+    fprintf(f, "                    (%s)\n", MP_MFU_CONVENTION);
     fprintf(f, "  WAN               %s per step, %s per hour, %.4g bytes per token",
             human_bytes(e->wan_bytes / (double)e->steps_per_period, b1, sizeof b1),
             human_bytes(e->wan_bytes_per_hour, b2, sizeof b2), e->wan_bytes_per_token);

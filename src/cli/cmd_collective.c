@@ -345,3 +345,21 @@ int cmd_collective(int argc, char **argv)
                           "rows", jrows);
     return cli_print_json(o, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
 }
+
+/* The job of `plot collective` (cmd_plot.c): the same reading of collective's options. */
+int cli_collective_job(const cli_args *args, cli_coll_job *job)
+{
+    _Static_assert(CLI_COLL_MAX_SIZES == MAX_SIZES, "cli_coll_job holds collective's sizes");
+    coll_job j;
+    int rc;
+    if ((rc = coll_read_opts(args, &j)) || (rc = coll_cluster(args, &j, &job->cluster)))
+        return rc;
+    job->op = j.op;
+    job->mask = j.mask;
+    job->type = j.type;
+    job->tsize = j.tsize;
+    memcpy(job->sizes, j.sizes, sizeof job->sizes);
+    job->nsizes = j.nsizes;
+    job->g = (mp_group){j.ranks, j.stride};
+    return 0;
+}

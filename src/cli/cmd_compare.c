@@ -157,7 +157,7 @@ static void print_text(const mp_model *m, long long ngpus, const char *plan, con
                 printf(" %9.3f", mp_time_part_s(&e->time, (mp_time_part)k));
         printf("  %s%s\n", by, e->feasible ? "" : "  [does not fit in memory]");
     }
-    printf("bottleneck:\n");
+    printf("%s\nbottleneck:\n", MP_MFU_CONVENTION);
     for (int i = 0; i < nres; i++)
         if (res[i].ok)
             printf("  %-26s %s\n", res[i].spec, res[i].e->bottleneck);

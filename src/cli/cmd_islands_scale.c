@@ -37,6 +37,7 @@ static const cli_option islands_scale_opts[] = {
     CLI_OPT("--quality-factor", "F", "tokens-to-quality factor of the sync scheme, [0.01, 100]"),
     CLI_OPT_CATALOG,
     CLI_OPT_JSON,
+    CLI_FLAG("--csv", "print the --json object as key,value rows"),
     CLI_END,
 };
 
@@ -81,7 +82,10 @@ int cmd_islands_scale(int argc, char **argv)
     const char *model = cli_opt(&args, "--model"), *cluster = cli_opt(&args, "--cluster");
     const char *plan = cli_opt(&args, "--plan");
     const char *only = cli_opt(&args, "--island");
-    const int json = cli_flag(&args, "--json"), weak = cli_flag(&args, "--weak");
+    const int csv = cli_flag(&args, "--csv");
+    const int json = cli_flag(&args, "--json") || csv, weak = cli_flag(&args, "--weak");
+    if (csv && cli_flag(&args, "--json"))
+        return cli_fail("islands-scale: --json and --csv exclude each other%s", "");
     long long lo = 0, hi = 0;
     double quality = 0.0;
     if ((rc = islands_scale_numbers(&args, &lo, &hi, &quality)))
@@ -218,7 +222,7 @@ int cmd_islands_scale(int argc, char **argv)
         json_object_set_new(o, "diminishing_from_island_gpus",
                             dim >= 0 ? json_integer(rows[dim].island_gpus) : json_null());
         json_object_set_new(o, "threshold_marginal_efficiency", json_real(DIMINISHING_FRAC));
-        if ((rc = cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
+        if ((rc = csv ? cli_print_csv_flat(o) : cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
             goto done;
     } else {
         printf("islands-scale  %s on %s, %s%s, plan %s%s\n", model, cluster, only ? "island " : "every island",
@@ -240,7 +244,8 @@ int cmd_islands_scale(int argc, char **argv)
                    100.0 * r->util, 100.0 * r->mfu, 100.0 * r->wan_frac,
                    r->comm_bound ? "communication" : "compute", r->feasible ? "" : " (does not fit)");
         }
-        printf("(marginal: tokens/s the added GPUs bring each, relative to the first row's per-GPU rate)\n");
+        printf("(marginal: tokens/s the added GPUs bring each, relative to the first row's per-GPU rate)\n"
+               "(%s)\n", MP_MFU_CONVENTION);
         if (dim >= 0)
             printf("diminishing returns: going from %lld to %lld GPUs per island adds %.0f%% throughput; the "
                    "added GPUs give %.0f%% of the first row's per-GPU rate (below %.0f%%): bigger islands "

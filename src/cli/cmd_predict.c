@@ -21,6 +21,9 @@ static const cli_option predict_opts[] = {
             "across islands: tokens-to-quality factor of the sync scheme, [0.01, 100] "
             "(default: the published one)"),
     CLI_OPT_JSON,
+    CLI_FLAG("--csv", "print a CSV header and one row of exact values (the plan pastes into --plan)"),
+    CLI_OPT("--format", "text|json|markdown|csv", "the output: the text report (default), --json, "
+            "Markdown tables to paste, or --csv"),
     CLI_END,
 };
 
@@ -31,6 +34,26 @@ const cli_command cli_cmd_predict = {
     "With no options at all: the built-in default job, Llama 3 70B on 64 H100 (8 DGX H100).\n",
     cmd_predict,
 };
+
+/* --format text|json|markdown|csv, with --json and --csv its short forms: *format (NULL for
+ * text) and *json. 0 or EXIT_INPUT. */
+static int output_format(const cli_args *args, int *json, const char **format)
+{
+    const char *f = cli_opt(args, "--format");
+    int csv = cli_flag(args, "--csv");
+    if (f && strcmp(f, "text") && strcmp(f, "json") && strcmp(f, "markdown") && strcmp(f, "csv"))
+        return cli_fail("predict: format = \"%s\": expected text, json, markdown or csv", f);
+    if ((*json || csv) && f)
+        return cli_fail("predict: --format and --json/--csv exclude each other%s", "");
+    if (*json && csv)
+        return cli_fail("predict: --json and --csv exclude each other%s", "");
+    if (csv)
+        f = "csv";
+    if (f && !strcmp(f, "json"))
+        *json = 1;
+    *format = f && strcmp(f, "text") ? f : NULL;
+    return 0;
+}
 
 int cmd_predict(int argc, char **argv)
 {
@@ -44,6 +67,9 @@ int cmd_predict(int argc, char **argv)
     } a = {cli_opt(&args, "--model"), cli_opt(&args, "--gpu"), cli_opt(&args, "--gpus"),
            cli_opt(&args, "--gpus-per-node"), cli_opt(&args, "--scale-out"), cli_opt(&args, "--plan"),
            cli_flag(&args, "--json")};
+    const char *format = NULL;
+    if ((rc = output_format(&args, &a.json, &format)))
+        return rc;
     const char *cluster = cli_opt(&args, "--cluster");
     if (!a.model && !a.gpu && !a.gpus && !a.plan && !cluster) {
         /* The built-in default job: Llama 3 70B on 64 H100 (8 DGX H100 nodes). */
@@ -99,6 +125,11 @@ int cmd_predict(int argc, char **argv)
                           "gives each island's GPU type and count (cluster = \"%s\")", cluster);
             goto done;
         }
+        if (format && strcmp(format, "json")) {
+            rc = cli_fail("predict: --format %s covers one cluster: a prediction across islands "
+                          "prints as text or --json", format);
+            goto done;
+        }
         rc = cli_predict_islands(cat, &m, cluster, NULL, a.plan, a.json, quality);
         goto done;
     }
@@ -118,6 +149,11 @@ int cmd_predict(int argc, char **argv)
     mp_islands_plan_init_default(&ip);
     st = mp_islands_plan_parse(a.plan, &ip, &d);
     if (st == MP_OK && (ip.xsync.sync != MP_SYNC_NONE || quality > 0)) {
+        if (format && strcmp(format, "json")) {
+            rc = cli_fail("predict: --format %s covers one cluster: a prediction across islands "
+                          "prints as text or --json", format);
+            goto done;
+        }
         rc = cli_predict_islands(cat, &m, NULL, &cl, a.plan, a.json, quality);
         goto done;
     }
@@ -150,6 +186,10 @@ int cmd_predict(int argc, char **argv)
         }
         printf("%s\n", s);
         free(s);
+    } else if (format && !strcmp(format, "markdown")) {
+        mp_report_estimate_markdown(stdout, &m, &cl, &p, e);
+    } else if (format && !strcmp(format, "csv")) {
+        mp_report_estimate_csv(stdout, &m, &cl, &p, e, 1);
     } else {
         mp_report_estimate_text(stdout, &m, &cl, &p, e);
     }

@@ -249,14 +249,22 @@ static void text_outcome(const run_view *v)
     printf("  lost time: checkpoints %.2f%%, redone work %.2f%%, restarts %.2f%%, waiting for "
            "spares %.2f%%\n", 100 * ex->ckpt_s / ex->wall_s, 100 * ex->lost_s / ex->wall_s,
            100 * ex->down_s / ex->wall_s, 100 * ex->wait_s / ex->wall_s);
-    printf("\ntotals: %.4g MWh, %.4g tCO2e (%.0f g/kWh), %.4g GPU-hours (%.4g billed with spares)\n",
-           r->energy.MWh, r->co2e_t, v->o->grid_gco2_per_kwh, r->gpu_hours, r->cost.gpu_hours);
+    /* readable numbers (meshplan/format.h): "5.773 GWh", "14.47 M$"; --json keeps them exact */
+    char wh[32], gh[32], bh[32], usd[32], cap[32], en[32];
+    mp_format_si(r->energy.MWh * 1e6, "Wh", 4, wh, sizeof wh);
+    mp_format_si(r->gpu_hours, "GPU-hours", 4, gh, sizeof gh);
+    mp_format_si(r->cost.gpu_hours, "", 4, bh, sizeof bh); /* "5.788 M" */
+    mp_format_si(r->cost.usd, "$", 4, usd, sizeof usd);
+    mp_format_si(r->cost.capital_usd, "$", 4, cap, sizeof cap);
+    mp_format_si(r->cost.energy_usd, "$", 4, en, sizeof en);
+    printf("\ntotals: %s, %.4g tCO2e (%.0f g/kWh), %s (%s billed with spares)\n", wh, r->co2e_t,
+           v->o->grid_gco2_per_kwh, gh, bh);
     if (r->cost.capex_mode)
-        printf("cost: $%.4g (capital $%.4g over %.3g years + energy $%.4g at $%.3g/kWh), $%.4g per "
-               "million tokens\n", r->cost.usd, r->cost.capital_usd, co->amortization_years,
-               r->cost.energy_usd, co->price_kwh_usd, r->cost.usd_per_mtoken);
+        printf("cost: %s (capital %s over %.3g years + energy %s at $%.3g/kWh), $%.4g per "
+               "million tokens\n", usd, cap, co->amortization_years, en, co->price_kwh_usd,
+               r->cost.usd_per_mtoken);
     else
-        printf("cost: $%.4g at $%.3g per GPU-hour, $%.4g per million tokens\n", r->cost.usd,
+        printf("cost: %s at $%.3g per GPU-hour, $%.4g per million tokens\n", usd,
                co->price_gpu_hour_usd, r->cost.usd_per_mtoken);
 }
 
@@ -295,6 +303,7 @@ static const cli_option run_opts[] = {
     CLI_OPT("--trials", "N", "Monte Carlo runs, [1, 1e7] (default 1000)"),
     CLI_OPT("--seed", "S", "the Monte Carlo's seed (default 1)"),
     CLI_OPT_JSON,
+    CLI_FLAG("--csv", "print the --json object as key,value rows"),
     CLI_END,
 };
 
@@ -310,6 +319,8 @@ int cmd_run(int argc, char **argv)
     int rc = cli_parse_cmd(&cli_cmd_run, argc, argv, &args);
     if (rc)
         return rc;
+    if (cli_flag(&args, "--json") && cli_flag(&args, "--csv"))
+        return cli_fail("run: --json and --csv exclude each other%s", "");
 
     long long ngpus = 0, gpn = 0;
     mp_run_opts o;
@@ -350,13 +361,16 @@ int cmd_run(int argc, char **argv)
                         "long; simulating %lld trials\n", (long long)o.trials, r->expect.failures,
                 (long long)r->trials);
     const run_view v = {&m, &cl, &p, e, &o, r, gbps};
-    if (cli_flag(&args, "--json")) {
+    if (cli_flag(&args, "--json") || cli_flag(&args, "--csv")) {
         char *js = mp_report_run_json(&m, &cl, &p, e, &o, r);
-        if (js)
+        if (js && cli_flag(&args, "--csv"))
+            rc = cli_print_csv_flat(json_loads(js, 0, NULL)); /* key,value rows of the same object */
+        else if (js)
             printf("%s\n", js);
         else
             fprintf(stderr, "meshplan: out of memory writing JSON\n");
-        rc = js ? 0 : EXIT_INTERNAL;
+        if (!cli_flag(&args, "--csv"))
+            rc = js ? 0 : EXIT_INTERNAL;
         free(js);
     } else {
         text_job(&v);

@@ -15,13 +15,7 @@
 
 #include "cli.h"
 
-typedef struct {
-    long long gpus;
-    int ok;                   /* a plan fits */
-    long long gb;             /* batch searched (weak: scaled) */
-    mp_search_entry best;
-    double eff;               /* efficiency vs the reference; 0 when not defined */
-} scale_point;
+typedef cli_scale_point scale_point;
 
 static void compact_plan(const mp_plan *p, char *buf, size_t cap)
 {
@@ -89,41 +83,33 @@ const cli_command cli_cmd_scale = {
     NULL, 0, scale_opts, NULL, cmd_scale,
 };
 
-int cmd_scale(int argc, char **argv)
+int cli_scale_compute(const cli_args *a, cli_scale_run *r)
 {
-    /* `scale --island-gpus A:B` is the islands' scaling study (docs/islands.md Sec. 9). */
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--island-gpus"))
-            return cmd_islands_scale(argc, argv);
-    cli_args a;
-    int rc = cli_parse_cmd(&cli_cmd_scale, argc, argv, &a);
-    if (rc)
+    memset(r, 0, sizeof *r);
+    int rc;
+    if ((rc = cli_parse_gpu_range(cli_opt(a, "--gpus"), r->counts, MP_SEARCH_MAX_CLUSTERS, &r->n)))
         return rc;
-    if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
-        return cli_fail("scale: --json and --csv exclude each other%s", "");
-    long long counts[MP_SEARCH_MAX_CLUSTERS];
-    int n = 0;
-    if ((rc = cli_parse_gpu_range(cli_opt(&a, "--gpus"), counts, MP_SEARCH_MAX_CLUSTERS, &n)))
+    const long long *counts = r->counts;
+    const int n = r->n;
+    if ((rc = cli_load_catalog(a, &r->cat)))
         return rc;
-
-    mp_catalog *cat = NULL;
-    if ((rc = cli_load_catalog(&a, &cat)))
+    mp_model *mm = &r->m;
+    mp_search_opts *oo = &r->o;
+    r->clusters = calloc((size_t)n, sizeof *r->clusters);
+    r->strong = calloc((size_t)n, sizeof *r->strong);
+    r->weak = calloc((size_t)n, sizeof *r->weak);
+    mp_cluster *clusters = r->clusters;
+    scale_point *strong = r->strong, *weak = r->weak;
+    if (!clusters || !strong || !weak)
+        return EXIT_INTERNAL;
+    if ((rc = cli_load_model(r->cat, cli_opt(a, "--model"), mm)) ||
+        (rc = cli_search_clusters(a, r->cat, counts, n, clusters)) ||
+        (rc = cli_search_opts(a, mm, oo)))
         return rc;
-    mp_model m;
-    mp_search_opts o;
-    mp_cluster *clusters = calloc((size_t)n, sizeof *clusters);
-    scale_point *strong = calloc((size_t)n, sizeof *strong), *weak = calloc((size_t)n, sizeof *weak);
-    double wall = 0;
-    if (!clusters || !strong || !weak) {
-        rc = EXIT_INTERNAL;
-        goto done;
-    }
-    if ((rc = cli_load_model(cat, cli_opt(&a, "--model"), &m)) ||
-        (rc = cli_search_clusters(&a, cat, counts, n, clusters)) ||
-        (rc = cli_search_opts(&a, &m, &o)))
-        goto done;
-    o.top_n = 1;
-    const long long gb = o.pin.gb, nmax = counts[n - 1];
+    oo->top_n = 1;
+    const long long gb = oo->pin.gb, nmax = counts[n - 1];
+    r->gb = gb;
+    r->nmax = nmax;
     for (int i = 0; i < n && !rc; i++) {
         for (int w = 0; w < 2 && !rc; w++) {
             scale_point *pt = w ? &weak[i] : &strong[i];
@@ -136,7 +122,7 @@ int cmd_scale(int argc, char **argv)
                 g = gb * counts[i] / nmax;
             }
             pt->gb = g;
-            mp_search_opts so = o;
+            mp_search_opts so = *oo;
             so.pin.gb = g;
             char label[64];
             snprintf(label, sizeof label, "%s %lld GPUs", w ? "weak" : "strong", counts[i]);
@@ -144,29 +130,63 @@ int cmd_scale(int argc, char **argv)
             cli_progress_init(&prog, label);
             so.progress = cli_progress_cb;
             so.progress_ctx = &prog;
-            mp_search_result r;
+            mp_search_result sr;
             mp_diag d = {0};
-            mp_status st = mp_search(&m, &clusters[i], 1, &so, &r, &d);
+            mp_status st = mp_search(mm, &clusters[i], 1, &so, &sr, &d);
             cli_progress_done(&prog);
             if (st != MP_OK) {
                 cli_print_diag(&d);
                 rc = cli_exit_for(st);
                 break;
             }
-            wall += r.wall_s;
-            if (r.ntop) {
+            r->wall += sr.wall_s;
+            if (sr.ntop) {
                 pt->ok = 1;
-                pt->best = r.top[0];
+                pt->best = sr.top[0];
                 pt->best.cluster = i;
             }
-            mp_search_result_free(&r);
+            mp_search_result_free(&sr);
         }
     }
     if (rc)
-        goto done;
+        return rc;
     efficiencies(strong, n);
     efficiencies(weak, n);
+    return 0;
 
+}
+
+void cli_scale_free(cli_scale_run *r)
+{
+    free(r->clusters);
+    free(r->strong);
+    free(r->weak);
+    mp_catalog_destroy(r->cat);
+    memset(r, 0, sizeof *r);
+}
+
+int cmd_scale(int argc, char **argv)
+{
+    /* `scale --island-gpus A:B` is the islands' scaling study (docs/islands.md Sec. 9). */
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--island-gpus"))
+            return cmd_islands_scale(argc, argv);
+    cli_args a;
+    int rc = cli_parse_cmd(&cli_cmd_scale, argc, argv, &a);
+    if (rc)
+        return rc;
+    if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
+        return cli_fail("scale: --json and --csv exclude each other%s", "");
+    cli_scale_run run;
+    if ((rc = cli_scale_compute(&a, &run)))
+        goto done;
+    const mp_model m = run.m;
+    const mp_search_opts o = run.o;
+    const mp_cluster *clusters = run.clusters;
+    const scale_point *strong = run.strong, *weak = run.weak;
+    const long long *counts = run.counts, gb = run.gb, nmax = run.nmax;
+    const int n = run.n;
+    const double wall = run.wall;
     if (cli_flag(&a, "--json")) {
         json_t *root = json_object();
         json_object_set_new(root, "model", json_string(m.key));
@@ -240,12 +260,9 @@ int cmd_scale(int argc, char **argv)
                        w->best.tokens_per_s / (double)counts[i], 100.0 * w->eff);
         }
         printf("\nefficiency = tokens/s per GPU relative to the smallest count with a plan that fits "
-               "(docs/search.md); %.2f s of search\n", wall);
+               "(docs/search.md); %.2f s of search\n%s\n", wall, MP_MFU_CONVENTION);
     }
 done:
-    free(clusters);
-    free(strong);
-    free(weak);
-    mp_catalog_destroy(cat);
+    cli_scale_free(&run);
     return rc;
 }

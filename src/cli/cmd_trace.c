@@ -21,13 +21,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static json_t *time_json(const mp_time *t)
-{
-    json_t *o = json_object();
-    for (int k = 0; k < MP_TIME_PART_COUNT; k++)
-        json_object_set_new(o, mp_time_parts[k].key, json_real(mp_time_part_s(t, (mp_time_part)k)));
-    return o;
-}
 
 static void row(const char *what, double sim, double ana)
 {
@@ -147,38 +140,6 @@ static int write_trace(const mp_sim *sim, const char *path, const char *title, d
 }
 
 /* trace --json. */
-static json_t *result_json(const mp_sim_result *r, const mp_estimate *e, const mp_sim_opts *so, double wall,
-                           const char *pstr, const char *outpath)
-{
-    json_t *o = json_object();
-    json_t *js = json_object();
-    json_object_set_new(js, "step_s", json_real(r->step_s));
-    json_object_set_new(js, "time_s", time_json(&r->time));
-    json_object_set_new(js, "bubble_frac", json_real(r->bubble_frac));
-    json_object_set_new(js, "critical_stage", json_integer(r->critical_stage));
-    json_object_set_new(js, "tasks", json_integer(r->tasks));
-    json_object_set_new(js, "events", json_integer(r->events));
-    json_object_set_new(js, "wall_s", json_real(wall));
-    json_object_set_new(o, "simulated", js);
-    json_t *ja = json_object();
-    json_object_set_new(ja, "step_s", json_real(e->step_s));
-    json_object_set_new(ja, "time_s", time_json(&e->time));
-    json_object_set_new(o, "analytical", ja);
-    json_object_set_new(o, "difference_pct", json_real(100.0 * (r->step_s - e->step_s) / e->step_s));
-    json_t *jo = json_object();
-    json_object_set_new(jo, "contention_frac", json_real(so->contention_frac));
-    json_object_set_new(jo, "analytical_rules", json_boolean(so->analytical_rules));
-    json_object_set_new(jo, "tp_overlap", json_boolean(so->tp_overlap));
-    json_object_set_new(jo, "p2p_overlap", json_boolean(so->p2p_overlap));
-    json_object_set_new(jo, "straggler_rank", json_integer(so->straggler_rank));
-    json_object_set_new(jo, "straggler_stage", json_integer(r->straggler_stage));
-    json_object_set_new(jo, "straggler_compute_factor", json_real(so->straggler_compute_factor));
-    json_object_set_new(jo, "straggler_link_factor", json_real(so->straggler_link_factor));
-    json_object_set_new(o, "options", jo);
-    json_object_set_new(o, "plan", json_string(pstr));
-    json_object_set_new(o, "trace", outpath ? json_string(outpath) : json_null());
-    return o;
-}
 
 /* trace's text: the job, the parts side by side, the step and the options in words. */
 static void print_text(const mp_model *m, const mp_plan *p, const mp_estimate *e, const mp_sim_result *r,
@@ -212,6 +173,12 @@ static void print_text(const mp_model *m, const mp_plan *p, const mp_estimate *e
                "analytical)\n", r->time.ep_comm, e->time.ep_comm);
 }
 
+int cli_trace_sim_opts(const cli_args *args, long long ngpus, mp_sim_opts *so)
+{
+    double max_trace; /* plot timeline writes no trace file */
+    return sim_options(args, ngpus, so, &max_trace);
+}
+
 static const cli_option trace_opts[] = {
     CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
     CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
@@ -234,6 +201,7 @@ static const cli_option trace_opts[] = {
     CLI_OPT("--max-trace-bytes", "B", "largest trace file, bytes with K, M, G (default 256M); a trace "
             "certain to be larger is refused before simulating, and no partial file is left"),
     CLI_OPT_JSON,
+    CLI_OPT_CSV,
     CLI_END,
 };
 
@@ -249,6 +217,8 @@ int cmd_trace(int argc, char **argv)
     int rc = cli_parse_cmd(&cli_cmd_trace, argc, argv, &args);
     if (rc)
         return rc;
+    if (cli_flag(&args, "--json") && cli_flag(&args, "--csv"))
+        return cli_fail("trace: --json and --csv exclude each other%s", "");
     const char *model = cli_opt(&args, "--model"), *gpu = cli_opt(&args, "--gpu");
     const char *gpus = cli_opt(&args, "--gpus"), *plan = cli_opt(&args, "--plan");
     const char *outpath = cli_opt(&args, "-o") ? cli_opt(&args, "-o") : cli_opt(&args, "--output");
@@ -294,9 +264,22 @@ int cmd_trace(int argc, char **argv)
     long trace_bytes = -1;
     if (outpath && (rc = write_trace(sim, outpath, title, max_trace, &trace_bytes, &d)))
         goto done;
-    if (cli_flag(&args, "--json")) {
-        json_t *o = result_json(&r, e, &so, wall, pstr, outpath);
-        if ((rc = cli_print_json(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10))))
+    if (cli_flag(&args, "--json") || cli_flag(&args, "--csv")) {
+        /* the library's writer, which meshplan web's /api/trace answers with too */
+        char *js = mp_report_trace_json(&p, e, &so, &r, wall, outpath);
+        if (!js) {
+            fprintf(stderr, "meshplan: out of memory writing JSON\n");
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+        if (cli_flag(&args, "--csv")) {
+            rc = cli_print_csv_flat(json_loads(js, 0, NULL));
+        } else {
+            printf("%s\n", js);
+            rc = 0;
+        }
+        free(js);
+        if (rc)
             goto done;
     } else {
         print_text(&m, &p, e, &r, &so, wall, title, outpath, trace_bytes);

@@ -8,6 +8,8 @@
 static const cli_option validate_opts[] = {
     CLI_OPT_CATALOG,
     CLI_OPT_JSON,
+    CLI_FLAG("--csv", "print the rows (id, source_group, metric, measured, predicted, error_pct, "
+             "assumed) as CSV"),
     CLI_END,
 };
 
@@ -24,6 +26,8 @@ int cmd_validate(int argc, char **argv)
     int rc = cli_parse_cmd(&cli_cmd_validate, argc, argv, &a);
     if (rc)
         return rc;
+    if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
+        return cli_fail("validate: --json and --csv exclude each other%s", "");
     if (a.npositional != 1)
         return cli_fail("validate: expected one CSV file, got %s", a.npositional ? "more" : "none");
     mp_catalog *cat = NULL;
@@ -51,6 +55,20 @@ int cmd_validate(int argc, char **argv)
         else
             rc = EXIT_INTERNAL;
         free(s);
+    } else if (cli_flag(&a, "--csv")) {
+        /* the rows of --json's "rows" (skipped rows are left out: they have no prediction) */
+        printf("id,source_group,metric,measured,predicted,error_pct,assumed\n");
+        for (size_t i = 0; i < v.nrows; i++) {
+            const mp_val_row *r = &v.rows[i];
+            cli_csv_field(r->id);
+            putchar(',');
+            cli_csv_field(r->source_group);
+            putchar(',');
+            cli_csv_field(r->metric);
+            printf(",%.10g,%.10g,%.10g,", r->measured, r->predicted, r->error_pct);
+            cli_csv_field(r->assumed);
+            putchar('\n');
+        }
     } else {
         mp_report_validation_text(stdout, &v);
     }

@@ -24,7 +24,9 @@
     X(scale)                \
     X(run)                  \
     X(trace)                \
-    X(islands_scale)
+    X(islands_scale)        \
+    X(plot)                 \
+    X(web)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
 CLI_COMMAND_LIST(CLI_X)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshplan/format.h"
 #include "meshplan/parts.h"
 #include "meshplan/report.h"
 
@@ -225,12 +226,15 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
             fprintf(f, "  %s (%s, not in total): %.2f GiB\n", mp_memory_parts[k].label, mp_memory_parts[k].key,
                     mp_memory_part_bytes(&e->memory, (mp_memory_part)k) / GiB);
     time_table(f, e);
-    fprintf(f, "\nthroughput\n  tokens/s          %.4g\n  tokens/s per GPU  %.4g\n", e->tokens_per_s,
-            e->tokens_per_s_per_gpu);
+    char tps[48], tpg[48];
+    mp_format_si(e->tokens_per_s, "tok/s", 4, tps, sizeof tps);
+    mp_format_si(e->tokens_per_s_per_gpu, "tok/s", 4, tpg, sizeof tpg);
+    fprintf(f, "\nthroughput\n  tokens/s          %s\n  tokens/s per GPU  %s\n", tps, tpg);
     fprintf(f, "  model TFLOP/s per GPU     %.1f\n  hardware TFLOP/s per GPU  %.1f\n",
             e->model_tflops_per_gpu, e->hardware_tflops_per_gpu);
     fprintf(f, "  MFU %.1f%%  HFU %.1f%%  (of %.0f TFLOP/s dense peak at the plan's precision)\n", 100 * e->mfu,
             100 * e->hfu, e->peak_flops_per_s / 1e12);
+    fprintf(f, "  (%s)\n", MP_MFU_CONVENTION);
     {
         mp_flops fl;
         mp_model_flops(m, p->seq, &fl);

@@ -313,18 +313,35 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
     tstate *t = (tstate *)w;
     const search_ctx *sc = t->sc;
     mp_estimate *e = t->e;
-    t->counts.evaluated++;
     t->last_fit = -1;
     if (mp_estimate_plan(sc->m, t->c, p, &t->eo, e, NULL) != MP_OK) {
+        t->counts.evaluated++;
         t->counts.failed++;
         return -1;
     }
+    /* evaluated counts the plans fully timed; one found over memory before its timing
+     * (feasibility_only) is counted apart, in memory_checked. */
+    const int untimed = !e->feasible && t->eo.feasibility_only;
+    if (untimed)
+        t->counts.memory_checked++;
+    else
+        t->counts.evaluated++;
     if (states) {
         *states = e->memory.weights + e->memory.gradients + e->memory.optimizer + e->memory.buffers;
         *capacity = e->memory.capacity;
     }
     mp_search_entry en;
-    if (fill_entry(sc->m, t->c, t->ci, sc->o, p, e, &en) != MP_OK) {
+    if (untimed) {
+        /* Not timed: the entry holds what the search keeps of a plan over memory (its memory,
+         * for the plan needing the least); the energy hook is not asked about it. */
+        memset(&en, 0, sizeof en);
+        en.plan = *p;
+        en.cluster = t->ci;
+        en.gpus = t->c->num_gpus;
+        en.memory_bytes = e->memory.total;
+        en.capacity_bytes = e->memory.capacity;
+        en.headroom_bytes = e->memory.capacity - e->memory.total;
+    } else if (fill_entry(sc->m, t->c, t->ci, sc->o, p, e, &en) != MP_OK) {
         t->counts.failed++;
         return -1;
     }
@@ -730,6 +747,7 @@ static int merge_threads(tstate *ts, int nt, const mp_search_opts *o, mp_search_
         nall += (size_t)ts[i].nheap;
         mp_search_counts *c = &ts[i].counts;
         out->counts.evaluated += c->evaluated;
+        out->counts.memory_checked += c->memory_checked;
         out->counts.feasible += c->feasible;
         out->counts.over_memory += c->over_memory;
         out->counts.over_memory_proven += c->over_memory_proven;
@@ -892,6 +910,10 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         ts[i].cache = malloc(sizeof *ts[i].cache);
         ts[i].eo = hot;
         ts[i].eo.cache = ts[i].cache;
+        /* Memory before time: with pruning a plan over memory is never timed (the search needs
+         * only its memory; the plan needing the least is evaluated in full for the report). The
+         * exhaustive search (prune 0) times every plan. */
+        ts[i].eo.feasibility_only = o->prune ? 1 : 0;
         if (ts[i].cache)
             mp_wl_cache_init(ts[i].cache);
         if (!ts[i].e || !ts[i].heap || !ts[i].cache)
@@ -917,8 +939,13 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
     fill_bottlenecks(&sc, out->top, out->ntop, scratch);
     fill_bottlenecks(&sc, out->pareto_memory, out->npareto_memory, scratch);
     fill_bottlenecks(&sc, out->pareto_cost, out->npareto_cost, scratch);
-    if (out->have_least_memory)
-        fill_bottlenecks(&sc, &out->least_memory, 1, scratch);
+    if (out->have_least_memory) {
+        /* Found from its memory alone (feasibility_only): evaluated in full for the report. */
+        mp_search_entry lm;
+        const int ci = out->least_memory.cluster;
+        if (evaluate_full(m, &clusters[ci], ci, o, &out->least_memory.plan, scratch, &lm, NULL) == MP_OK)
+            out->least_memory = lm;
+    }
     if (out->ntop >= 2 &&
         mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->top[1], 2,
                           &out->explanation, NULL) == MP_OK)

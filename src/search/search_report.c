@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshplan/format.h"
 #include "meshplan/search.h"
 
 #define GiB 1073741824.0
@@ -119,10 +120,12 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
     fprintf(f, "space: %llu plans below %llu degree shapes (tp, cp, pp) that can be formed, of %llu tried\n",
             (unsigned long long)k->plans, (unsigned long long)(k->shapes - k->shapes_rejected),
             (unsigned long long)k->shapes);
-    fprintf(f, "evaluated %llu plans in %.3f s on %d thread%s; %llu more proven over memory and %llu "
-            "communication variants (CP algorithm, rank order) proven unable to matter, without evaluation\n\n",
+    fprintf(f, "evaluated %llu plans in %.3f s on %d thread%s; %llu more found over memory before "
+            "their timing; %llu proven over memory and %llu communication variants (CP algorithm, "
+            "rank order) proven unable to matter, without evaluation\n\n",
             (unsigned long long)k->evaluated, r->wall_s, r->threads, r->threads == 1 ? "" : "s",
-            (unsigned long long)k->over_memory_proven, (unsigned long long)k->order_skipped);
+            (unsigned long long)k->memory_checked, (unsigned long long)k->over_memory_proven,
+            (unsigned long long)k->order_skipped);
 
     if (r->ntop) {
         fprintf(f, "top %d of %llu feasible plans (%s):\n", r->ntop, (unsigned long long)k->feasible,
@@ -179,6 +182,7 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
 
     if (r->have_explanation)
         fprintf(f, "\nwhy #1: %s\n", r->explanation.text);
+    fprintf(f, "\n%s\n", MP_MFU_CONVENTION);
     if (r->next_distinct_rank) {
         char plan[512];
         mp_plan_format(&r->next_distinct.plan, plan, sizeof plan);
@@ -319,6 +323,7 @@ char *mp_search_report_json(const mp_model *m, const mp_cluster *clusters, int n
     json_object_set_new(jc, "over_memory_proven", json_integer((json_int_t)k->over_memory_proven));
     json_object_set_new(jc, "failed", json_integer((json_int_t)k->failed));
     json_object_set_new(jc, "order_skipped", json_integer((json_int_t)k->order_skipped));
+    json_object_set_new(jc, "memory_checked", json_integer((json_int_t)k->memory_checked));
     json_object_set_new(root, "counts", jc);
     json_object_set_new(root, "top", list_json(r->top, r->ntop, 1));
     json_object_set_new(root, "pareto_memory", list_json(r->pareto_memory, r->npareto_memory, 0));

@@ -189,6 +189,9 @@ static void put_task(writer *f, const mp_sim *s, const sim_task *x)
     } else if (k == SK_CP) {
         snprintf(name, sizeof name, "CP K/V ring (exposed)");
         cat = "cp";
+    } else if (k == SK_EP) {
+        snprintf(name, sizeof name, "EP dispatch+combine all_to_all");
+        cat = "ep";
     } else {
         const char *who = k == SK_Z3_GATHER || k == SK_Z3_REDUCE ? "ZeRO-3" : k == SK_HSDP ? "HSDP" : "DP";
         snprintf(name, sizeof name, "%s %s", who, mp_coll_op_name((mp_coll_op)x->op));
