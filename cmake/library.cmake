@@ -131,4 +131,6 @@ if(BUILD_TESTING)
     set(MESHPLAN_README_ENV "README_TIMEOUT_S=60")
   endif()
   set_tests_properties(readme_commands PROPERTIES TIMEOUT 900 ENVIRONMENT "${MESHPLAN_README_ENV}")
+  # Both run `cmake --install` on this build (which rewrites its install_manifest.txt).
+  set_tests_properties(readme_commands install_prefix PROPERTIES RESOURCE_LOCK meshplan_install)
 endif()

@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECS=${1:-60}
 shift || true
-ALL=(plan model_json hf_json catalog validate_csv cli cluster_json islands_json faults_json web)
+ALL=(plan model_json hf_json catalog validate_csv cli cluster_json islands_json faults_json web import)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 B=${FUZZ_BUILD:-build-fuzz}
@@ -71,6 +71,7 @@ for t in "${ALL[@]}"; do
     [ -d "tests/fuzz_regressions/$t" ] && cp tests/fuzz_regressions/"$t"/* "$S/$t/"
 done
 cp tests/data/hf/* "$S/hf_json/"
+cp tests/data/import/* "$S/import/"
 if [ -d examples/clusters ]; then
     cp examples/clusters/*.json "$S/cluster_json/"
     cp examples/clusters/*.json "$S/islands_json/"
@@ -120,6 +121,7 @@ dict_for() {
         model_json|hf_json|catalog|cluster_json|islands_json|faults_json|web) echo fuzz/dicts/json.dict ;;
         validate_csv) echo fuzz/dicts/csv.dict ;;
         cli) echo fuzz/dicts/cli.dict ;;
+        import) echo fuzz/dicts/import.dict ;;
     esac
 }
 maxlen_for() {

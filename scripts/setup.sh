@@ -12,6 +12,8 @@ PKGS+=(libcairo2-dev libfontconfig1-dev libmicrohttpd-dev chromium fonts-dejavu-
 # The library's install test (groff renders the man page) and the Python package's tests
 # (python/: ctypes, pytest, an offline venv install with setuptools and pip).
 PKGS+=(groff-base python3-pytest python3-venv python3-setuptools python3-pip python3-wheel python3-cffi)
+# import/ reads YAML with libfyaml and TOML with toml++ (C++17: g++).
+PKGS+=(g++ libfyaml-dev libtomlplusplus-dev)
 for opt in "$@"; do
     case "$opt" in
         --fuzz) PKGS+=(clang libclang-rt-14-dev) ;;

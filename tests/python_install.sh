@@ -10,8 +10,10 @@ SRC=$(cd "$2" && pwd)
 . "$SRC/tests/python_env.sh"
 T=$(mktemp -d /tmp/meshplan-py.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-cp -r "$SRC/python" "$T/python"
-rm -rf "$T/python/build" "$T/python"/*.egg-info "$T/python/meshplan"/libmeshplan.so*
+# Only the package's sources: the checkout's python/ may hold another build's in-tree files.
+mkdir -p "$T/python/meshplan"
+cp "$SRC/python/pyproject.toml" "$SRC/python/setup.py" "$SRC/python/README.md" "$T/python/"
+cp "$SRC/python/meshplan/"*.py "$T/python/meshplan/"
 "$PY" -m venv --system-site-packages "$T/venv"
 MESHPLAN_BUILD_DIR="$BUILD" "$T/venv/bin/pip" install -q --no-index --no-build-isolation "$T/python"
 unset MESHPLAN_LIB PYTHONPATH

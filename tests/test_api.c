@@ -153,6 +153,7 @@ static void test_bad_requests(void **state)
                  MP_ERR_NOT_FOUND, "model", "no-such-model");
     assert_error("predict", "{" JOB ",", MP_ERR_PARSE, NULL, NULL);
     assert_error("predict", "[1, 2]", MP_ERR_INPUT, NULL, NULL);
+    /* Keys across islands are not plan keys of one cluster (mp_plan_parse). */
     assert_error("predict", "{" JOB ",\"plan\":\"tp=8,sync=diloco\"}", MP_ERR_INPUT, "plan.sync", "diloco");
     assert_error("search", "{\"model\":\"llama3-8b\",\"gpu\":\"h100-sxm5-80gb\",\"gpus\":8}",
                  MP_ERR_INPUT, "gb", "(missing)");

@@ -64,5 +64,7 @@
 #include "meshplan/web.h"
 #include "meshplan/run.h"
 #include "meshplan/api.h"
+#include "meshplan/calibrate.h"
+#include "meshplan/import.h"
 
 #endif

@@ -236,9 +236,17 @@ void mp_moe_layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch
                              int cp, int etp, int flash, mp_recompute rc, double load,
                              mp_layer_act *out);
 
-/** Parse a Hugging Face config.json (Llama, Mistral, Mixtral, Qwen2/3, Qwen-MoE, GPT-2, GPT-NeoX,
- *  MPT, DeepSeek-V3 field names) from text. On error returns MP_ERR_PARSE or MP_ERR_INPUT with the
- *  field named in diag. key/name are set from the file's "model_type" unless already set. */
+/** Parse a Hugging Face config.json (Llama, Mistral, Mixtral, Qwen2/3, Qwen-MoE, Phi-3, Gemma and
+ *  Gemma 2, Falcon, GPT-2, GPT-NeoX, MPT, DeepSeek-V2/V3 field names) from text. On error returns
+ *  MP_ERR_PARSE or MP_ERR_INPUT with the field named in diag (an encoder-decoder such as T5 is
+ *  MP_ERR_INPUT). key/name are set from the file's "model_type" unless already set. */
 mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out, mp_diag *diag);
+
+/** The warnings of a config.json that mp_model_from_hf_json reads: a model_type outside the
+ *  families it knows (read by the common field names), and fields it reads as something simpler
+ *  (Falcon's parallel_attn, Gemma 2's logit soft-capping). One line per warning is added to
+ *  warnings ("config.json: warning: FIELD: what"); returns their number (0 for text that is not
+ *  a JSON object). */
+int mp_model_hf_warnings(const char *json_text, size_t len, mp_diag *warnings);
 
 #endif

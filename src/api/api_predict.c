@@ -1,5 +1,6 @@
 /* src/api/api_predict.c — predict as a request -> JSON call: the job of `meshplan predict
- * --json` on one cluster (the islands of a WAN-joined cluster are the CLI's). */
+ * --json` on one cluster (islands joined by WAN links, and their plan keys, are the CLI's:
+ * mp_plan_parse refuses those keys here). */
 #include <stdlib.h>
 
 #include "api_internal.h"

@@ -204,6 +204,20 @@ struct json_t;
 struct json_t *cli_islands_json(const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
                                 const mp_islands_estimate *e);
 
+/* --calibration FILE (cli_calibration.c): cli_load_catalog loads it for the command; every cluster
+ * and every estimator option set a command builds passes through cli_cal_cluster / cli_cal_opts,
+ * which apply it and say on stderr when it holds nothing for this GPU or link. */
+int cli_cal_load(const cli_args *a);
+void cli_cal_cluster(mp_cluster *c);
+/** mp_estimate_opts_init(o), then the calibration's estimator constants for gpu_key; returns o. */
+const mp_estimate_opts *cli_cal_opts(const char *gpu_key, mp_estimate_opts *o);
+/** A training log's plan: --plan, then the keys its Megatron arguments block and the --config
+ *  file (a printed arguments block) state that --plan does not; "" when none gives any. Returns 0
+ *  or an exit code after printing why --config cannot be read. */
+int cli_cal_training_plan(const cli_args *a, const mp_log *l, char *out, size_t cap);
+#define CLI_OPT_CALIBRATION \
+    CLI_OPT("--calibration", "FILE", "constants fitted by meshplan calibrate (docs/calibrate.md)")
+
 /** trace's simulator options (cmd_trace.c), shared with plot timeline; 0 or EXIT_INPUT. */
 int cli_trace_sim_opts(const cli_args *args, long long ngpus, mp_sim_opts *so);
 
@@ -254,6 +268,37 @@ int cli_collective_job(const cli_args *args, cli_coll_job *job);
  *  main() only calls this, so the fuzz harness can run the command in-process. */
 int cli_main(int argc, char **argv);
 
+/* Launch configs (cli_config.c): what `import` and --config share. */
+typedef struct {
+    mp_import *imp;       /* malloc'd; cli_config_free releases it */
+    mp_model model;
+    int have_model;
+    char model_where[1024]; /* where the model came from, or why there is none */
+    char gpu[MP_KEY_CAP];
+    int gpu_assumed;      /* no GPU type in the file or on the command line */
+    int64_t gpus, gpus_per_node;
+    mp_plan plan;         /* resolved */
+    char plan_string[1024];
+} cli_config;
+/** Read a launch config, resolve its model, GPU and plan. 0 or an exit code after printing. */
+int cli_config_load(const mp_catalog *cat, const char *path, const mp_import_opts *opts,
+                    cli_config *cfg);
+void cli_config_free(cli_config *cfg);
+/** --config FILE (predict, run, trace, search): before the command's table parses argv, add the
+ *  options the command line left out from the file: --model (the file's model, found again by
+ *  cli_load_model under the file's name), --gpu, --gpus, and with CLI_CONFIG_PLAN --plan (the
+ *  file's resolved plan), with CLI_CONFIG_JOB --gb, --seq, --precision (the plan is searched).
+ *  argc and argv are replaced (static storage) when --config is given. 0 or an exit code. */
+enum { CLI_CONFIG_PLAN = 1, CLI_CONFIG_JOB = 2 };
+int cli_config_argv(int *argc, char ***argv, int what);
+/** search --emit FORMAT: the best plan of r written in that launch format on stdout. 0 or an
+ *  exit code (a format that cannot hold a key of the plan names it). */
+int cli_search_emit(const cli_args *a, const mp_model *m, const mp_cluster *clusters,
+                    const mp_search_result *r);
+/** The model read from a config file named spec by the last cli_config_load, or NULL. */
+const mp_model *cli_config_model(const char *spec);
+
+int cmd_import(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_islands_scale(int argc, char **argv);
 int cmd_collective(int argc, char **argv);

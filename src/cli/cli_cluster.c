@@ -67,6 +67,7 @@ int cli_load_cluster(const mp_catalog *cat, const char *spec, long long ngpus,
         cli_print_diag(&d);
         return cli_exit_for(st);
     }
+    cli_cal_cluster(out);
     return 0;
 }
 

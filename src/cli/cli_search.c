@@ -63,6 +63,7 @@ int cli_search_clusters(const cli_args *a, const mp_catalog *cat, const long lon
             cli_print_diag(&d);
             return cli_exit_for(st);
         }
+        cli_cal_cluster(&clusters[i]);
     }
     return 0;
 }
@@ -85,6 +86,9 @@ int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
 {
     int rc;
     mp_search_opts_init(o);
+    static mp_estimate_opts cal_opts; /* outlives o: the search reads it while it runs */
+    const char *gpu = cli_opt(a, "--gpu");
+    o->estimate = cli_cal_opts(gpu ? gpu : "", &cal_opts);
     const char *fix = cli_opt(a, "--fix");
     if (fix) {
         mp_diag d = {0};
@@ -95,6 +99,9 @@ int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
             return EXIT_INPUT;
         }
     }
+    const char *emit = cli_opt(a, "--emit");
+    if (emit && !strcmp(emit, "torchtitan") && !o->pin.fsdp && (o->pin.zero < 0 || o->pin.zero == 3))
+        o->pin.fsdp = 2; /* torchtitan shards with FSDP2: search the plans it runs */
     long long x = 0;
     const char *s;
     if ((s = cli_opt(a, "--gb"))) {
@@ -143,6 +150,9 @@ int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
         if ((rc = cli_parse_count("top", s, 1, MP_SEARCH_MAX_TOP, &x)))
             return rc;
         o->top_n = (int)x;
+    } else if (cli_opt(a, "--emit")) {
+        /* --emit writes the best plan its format can hold: keep enough ranked plans to find it */
+        o->top_n = MP_SEARCH_MAX_TOP;
     }
     if ((s = cli_opt(a, "--threads"))) {
         if ((rc = cli_parse_count("threads", s, 1, 4096, &x)))

@@ -100,7 +100,8 @@ int cli_plan_estimate(const mp_model *m, const mp_cluster *cl, const char *plan_
     }
     if (!(*e = malloc(sizeof **e)))
         return EXIT_INTERNAL;
-    st = mp_estimate_plan(m, cl, p, NULL, *e, d);
+    mp_estimate_opts o;
+    st = mp_estimate_plan(m, cl, p, cli_cal_opts(cl->gpu.key, &o), *e, d);
     return st == MP_OK ? 0 : cli_exit_for(st);
 }
 
@@ -114,6 +115,7 @@ int cli_job_estimate(const mp_catalog *cat, const char *model, const char *gpu, 
     mp_status st = mp_cluster_from_catalog(cat, gpu, ngpus, (int)gpus_per_node, scale_out, cl, d);
     if (st != MP_OK)
         return cli_exit_for(st);
+    cli_cal_cluster(cl);
     return cli_plan_estimate(m, cl, plan_text, ngpus, p, e, d);
 }
 
@@ -221,13 +223,20 @@ int cli_load_catalog(const cli_args *a, mp_catalog **cat)
             return cli_exit_for(st);
         }
     }
-    return 0;
+    int rc = cli_cal_load(a);
+    if (rc) {
+        mp_catalog_destroy(*cat);
+        *cat = NULL;
+    }
+    return rc;
 }
 
 /* --model: a catalog key, else a file (HF config.json or a models.json-style entry). */
 int cli_load_model(const mp_catalog *cat, const char *spec, mp_model *m)
 {
     const mp_model *cm = mp_catalog_model(cat, spec);
+    if (!cm)
+        cm = cli_config_model(spec); /* --config FILE: the model that file describes */
     if (cm) {
         *m = *cm;
         return 0;

@@ -101,6 +101,7 @@ static const cli_option collective_opts[] = {
     CLI_OPT_SCALE_OUT,
     CLI_OPT("--cluster", "C", "the wiring: a catalog node, a shipped cluster or a description file"),
     CLI_OPT_CATALOG,
+    CLI_OPT_CALIBRATION,
     CLI_OPT("--sizes", "A:B[:F]", "message sizes from A to B bytes, times F each row (default "
             "8:8G:2; K, M, G suffixes)"),
     CLI_OPT("--algo", "ALGOS", "auto (default), nccl (NCCL's algorithms only) or a comma list: "
@@ -201,6 +202,8 @@ static int coll_cluster(const cli_args *a, coll_job *j, mp_cluster *c)
     mp_catalog_destroy(cat);
     if (rc)
         return rc;
+    if (!cluster)
+        cli_cal_cluster(c);
     if (!j->ranks)
         j->ranks = c->num_gpus / j->stride;
     if (j->ranks < 1 || (j->ranks - 1) * j->stride >= c->num_gpus) {

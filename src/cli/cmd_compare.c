@@ -171,6 +171,7 @@ static const cli_option compare_opts[] = {
             "shipped cluster or a description file"),
     CLI_OPT("--gpu", "G", "the same GPU in every cluster, so that only the wiring differs"),
     CLI_OPT_CATALOG,
+    CLI_OPT_CALIBRATION,
     CLI_OPT_JSON,
     CLI_OPT_CSV,
     CLI_END,
@@ -239,7 +240,8 @@ int cmd_compare(int argc, char **argv)
             rc = EXIT_INTERNAL;
             goto done;
         }
-        st = mp_estimate_plan(&m, &r->c, &p, NULL, r->e, &d);
+        mp_estimate_opts eo;
+        st = mp_estimate_plan(&m, &r->c, &p, cli_cal_opts(r->c.gpu.key, &eo), r->e, &d);
         if (st != MP_OK) {
             fprintf(stderr, "meshplan: cluster = \"%s\":\n", specs[i]);
             cli_print_diag(&d);

@@ -15,7 +15,11 @@ static const cli_option predict_opts[] = {
     CLI_OPT("--cluster", "NODE|PRESET|FILE",
             "the wiring: a catalog node, a shipped cluster or a cluster description (docs/cluster.md); "
             "an islands description predicts across islands (docs/islands.md)"),
+    CLI_OPT("--config", "FILE",
+            "a launch config (Megatron-LM script, DeepSpeed JSON, torchtitan TOML, NeMo or "
+            "fine-tuning YAML, config.json): the options not given come from it (docs/import.md)"),
     CLI_OPT_CATALOG,
+    CLI_OPT_CALIBRATION,
     CLI_OPT("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,mb=1,gb=512,seq=4096,...\" (plan keys below)"),
     CLI_OPT("--quality-factor", "F",
             "across islands: tokens-to-quality factor of the sync scheme, [0.01, 100] "
@@ -58,7 +62,10 @@ static int output_format(const cli_args *args, int *json, const char **format)
 int cmd_predict(int argc, char **argv)
 {
     cli_args args;
-    int rc = cli_parse_cmd(&cli_cmd_predict, argc, argv, &args);
+    int rc = cli_config_argv(&argc, &argv, CLI_CONFIG_PLAN);
+    if (rc)
+        return rc;
+    rc = cli_parse_cmd(&cli_cmd_predict, argc, argv, &args);
     if (rc)
         return rc;
     struct {
@@ -140,6 +147,8 @@ int cmd_predict(int argc, char **argv)
         ngpus = cl.num_gpus;
     } else {
         st = mp_cluster_from_catalog(cat, a.gpu, ngpus, (int)gpn, a.scale_out, &cl, &d);
+        if (st == MP_OK)
+            cli_cal_cluster(&cl);
     }
     if (st != MP_OK) {
         rc = cli_exit_for(st);
@@ -172,7 +181,8 @@ int cmd_predict(int argc, char **argv)
         rc = EXIT_INTERNAL;
         goto done;
     }
-    st = mp_estimate_plan(&m, &cl, &p, NULL, e, &d);
+    mp_estimate_opts eo;
+    st = mp_estimate_plan(&m, &cl, &p, cli_cal_opts(cl.gpu.key, &eo), e, &d);
     if (st != MP_OK) {
         rc = cli_exit_for(st);
         goto done;

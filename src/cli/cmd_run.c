@@ -280,7 +280,11 @@ static const cli_option run_opts[] = {
     CLI_REQ("--tokens", "T", "training tokens, e.g. 15.6e12"),
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
+    CLI_OPT("--config", "FILE",
+            "a launch config (Megatron-LM script, DeepSpeed JSON, torchtitan TOML, NeMo or "
+            "fine-tuning YAML, config.json): the options not given come from it (docs/import.md)"),
     CLI_OPT_CATALOG,
+    CLI_OPT_CALIBRATION,
     CLI_OPT("--price-gpu-hour", "USD", "rental price per GPU-hour (default 2.5)"),
     CLI_OPT("--capex-per-gpu", "USD", "capital per GPU instead of rental: capital + energy"),
     CLI_OPT("--amortization-years", "Y", "with --capex-per-gpu: years the capital is spread over "
@@ -316,7 +320,10 @@ const cli_command cli_cmd_run = {
 int cmd_run(int argc, char **argv)
 {
     cli_args args;
-    int rc = cli_parse_cmd(&cli_cmd_run, argc, argv, &args);
+    int rc = cli_config_argv(&argc, &argv, CLI_CONFIG_PLAN);
+    if (rc)
+        return rc;
+    rc = cli_parse_cmd(&cli_cmd_run, argc, argv, &args);
     if (rc)
         return rc;
     if (cli_flag(&args, "--json") && cli_flag(&args, "--csv"))

@@ -45,10 +45,17 @@ static const cli_option search_opts[] = {
     CLI_REQ("--gpus", "N|A:B", "GPUs in the job, or A:B to search the GPU counts A, 2A, ... B"),
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
+    CLI_OPT("--config", "FILE",
+            "a launch config: its model, GPUs, batch, sequence and precision where not given; "
+            "the plan is searched (docs/import.md)"),
     CLI_OPT_CATALOG,
+    CLI_OPT_CALIBRATION,
     CLI_OPTS_SEARCH_JOB,
     CLI_OPT("--top", "K", "plans listed, best first"),
     CLI_OPT("--rank", "PLAN", "also say where this plan ranks among all, and why"),
+    CLI_OPT("--emit", "FORMAT",
+            "write the best plan the format holds as megatron (pretrain_gpt.py flags), torchtitan "
+            "(TOML), deepspeed (JSON) or nemo (YAML) instead of the report"),
     CLI_FLAG("--no-prune", "time every plan (no lower-bound pruning; the same answer, slower)"),
     CLI_OPT_JSON,
     CLI_OPT_CSV,
@@ -64,7 +71,10 @@ const cli_command cli_cmd_search = {
 int cmd_search(int argc, char **argv)
 {
     cli_args a;
-    int rc = cli_parse_cmd(&cli_cmd_search, argc, argv, &a);
+    int rc = cli_config_argv(&argc, &argv, CLI_CONFIG_JOB);
+    if (rc)
+        return rc;
+    rc = cli_parse_cmd(&cli_cmd_search, argc, argv, &a);
     if (rc)
         return rc;
     if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
@@ -111,6 +121,10 @@ int cmd_search(int argc, char **argv)
         /* No plan can be formed: bad input (DESIGN.md), unlike a space where none fits. */
         fprintf(stderr, "meshplan: search: %s\n", r.unformable);
         rc = EXIT_INPUT;
+        goto done;
+    }
+    if (cli_opt(&a, "--emit")) {
+        rc = cli_search_emit(&a, &m, clusters, &r);
         goto done;
     }
     if (cli_flag(&a, "--json")) {

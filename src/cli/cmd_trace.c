@@ -186,7 +186,11 @@ static const cli_option trace_opts[] = {
     CLI_REQ("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,...\" (plan keys below)"),
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
+    CLI_OPT("--config", "FILE",
+            "a launch config (Megatron-LM script, DeepSpeed JSON, torchtitan TOML, NeMo or "
+            "fine-tuning YAML, config.json): the options not given come from it (docs/import.md)"),
     CLI_OPT_CATALOG,
+    CLI_OPT_CALIBRATION,
     CLI_OPT("-o", "FILE", "write the step's Chrome trace (Perfetto, chrome://tracing) to FILE"),
     CLI_OPT("--output", "FILE", "the same as -o"),
     CLI_OPT("--contention", "F", "compute slowdown while communicating, [0, 10] (default 0.189)"),
@@ -214,7 +218,10 @@ const cli_command cli_cmd_trace = {
 int cmd_trace(int argc, char **argv)
 {
     cli_args args;
-    int rc = cli_parse_cmd(&cli_cmd_trace, argc, argv, &args);
+    int rc = cli_config_argv(&argc, &argv, CLI_CONFIG_PLAN);
+    if (rc)
+        return rc;
+    rc = cli_parse_cmd(&cli_cmd_trace, argc, argv, &args);
     if (rc)
         return rc;
     if (cli_flag(&args, "--json") && cli_flag(&args, "--csv"))

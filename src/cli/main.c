@@ -26,7 +26,10 @@
     X(trace)                \
     X(islands_scale)        \
     X(plot)                 \
-    X(web)
+    X(web)                  \
+    X(calibrate)            \
+    X(doctor)               \
+    X(import)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
 CLI_COMMAND_LIST(CLI_X)

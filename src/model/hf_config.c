@@ -40,6 +40,21 @@
  * Family (from model_type, else architectures[]) decides glu, rmsnorm, position and defaults:
  *   llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss:
  *     SwiGLU (glu 1), RMSNorm, RoPE.
+ *   phi3 is in the Llama family too (fused gate_up SwiGLU, RMSNorm, RoPE, untied).
+ *   gemma, gemma2: GeGLU (hidden_activation / hidden_act gelu_pytorch_tanh; three matrices as
+ *     SwiGLU), RMSNorm, RoPE, tied by default; head_dim is read (Gemma-2-9B: 256, not
+ *     hidden/heads = 224); gemma2 without layer_types alternates sliding-window and global
+ *     layers (half the layers windowed).
+ *   falcon (and RefinedWeb / RefinedWebModel): GELU MLP of 4h (ffn_hidden_size), LayerNorm,
+ *     RoPE (ALiBi with alibi true), bias from "bias" (default false), tied by default; KV heads:
+ *     num_kv_heads with new_decoder_architecture, else 1 with multi_query, else heads.
+ *     parallel_attn is read as sequential (same parameters and FLOPs) and warned about.
+ *   Encoder-decoder and encoder models (is_encoder_decoder true, or model_type t5, mt5, umt5,
+ *     longt5, bart, mbart, pegasus, marian, switch_transformers, whisper, bert, roberta) are
+ *     refused with MP_ERR_INPUT naming the model_type.
+ * Warnings (mp_model_hf_warnings, apart from the parse: an accepted file leaves diag empty): a
+ * model_type outside these families (read by the common names), parallel_attn,
+ * attn_logit_softcapping, final_logit_softcapping.
  *   gpt2: GELU MLP, LayerNorm, learned positions.   gpt_neox: GELU MLP, LayerNorm, RoPE.
  *   mpt: GELU MLP (ffn_config.ffn_type "mptglu" -> glu), LayerNorm (norm_type *rmsnorm ->
  *     RMSNorm), ALiBi when attn_config.alibi, else RoPE when attn_config.rope, else learned.
@@ -81,7 +96,7 @@
 #define HF_LIST_MAX 65536 /* longest mlp_only_layers list accepted */
 #define HF_VALUE_SHOWN 60 /* characters of a bad value quoted in diag */
 
-typedef enum { FAM_OTHER, FAM_LLAMA, FAM_GPT2, FAM_NEOX, FAM_MPT } hf_family;
+typedef enum { FAM_OTHER, FAM_LLAMA, FAM_GPT2, FAM_NEOX, FAM_MPT, FAM_GEMMA, FAM_FALCON } hf_family;
 
 typedef struct {
     mp_diag *diag;
@@ -235,7 +250,18 @@ static const struct {
     {"gpt_neox", "GPTNeoXForCausalLM", FAM_NEOX},
     {"mpt", "MPTForCausalLM", FAM_MPT},
     {"mpt", "MptForCausalLM", FAM_MPT},
+    {"phi3", "Phi3ForCausalLM", FAM_LLAMA},   /* SwiGLU (fused gate_up), RMSNorm, RoPE, untied */
+    {"gemma", "GemmaForCausalLM", FAM_GEMMA},
+    {"gemma2", "Gemma2ForCausalLM", FAM_GEMMA},
+    {"falcon", "FalconForCausalLM", FAM_FALCON},
+    {"RefinedWebModel", "RWForCausalLM", FAM_FALCON},
+    {"RefinedWeb", "RWForCausalLM", FAM_FALCON},
 };
+
+/* Encoder-decoder and encoder-only model types: refused until meshplan models them. */
+static const char *const encdec_types[] = {"t5", "mt5", "umt5", "longt5", "bart", "mbart",
+                                           "pegasus", "marian", "switch_transformers", "whisper",
+                                           "bert", "roberta", NULL};
 
 static hf_family family_of(const char *model_type, const json_t *architectures)
 {
@@ -366,9 +392,17 @@ static const char *const N_DROPOUT[] = {"attn_pdrop", "resid_pdrop", "embd_pdrop
 static const char *const N_ROPE[] = {"rope_theta", "rotary_dim", "rotary_pct", "rotary_emb_base",
                                      "rope_scaling", NULL};
 
-static void read_kv_heads(hf_ctx *c, const json_t *cfg, const json_t *attn, mp_model *m,
-                          const char **kv_name)
+static void read_kv_heads(hf_ctx *c, const json_t *cfg, const json_t *attn, hf_family fam,
+                          mp_model *m, const char **kv_name)
 {
+    int nd = 0, mq0 = 0;
+    if (fam == FAM_FALCON && !(get_bool(c, cfg, "", "new_decoder_architecture", &nd) == 1 && nd)) {
+        /* Falcon's first decoder (7B): num_kv_heads is used only by the new decoder
+         * architecture (40B, 180B); otherwise multi_query -> one KV head (FalconAttention) */
+        m->kv_heads = get_bool(c, cfg, "", "multi_query", &mq0) == 1 && !mq0 ? m->heads : 1;
+        *kv_name = "multi_query";
+        return;
+    }
     int r = get_int_alias(c, cfg, N_KV, 1, &m->kv_heads, kv_name);
     if (r != 0)
         return;
@@ -446,7 +480,8 @@ static void read_moe(hf_ctx *c, const json_t *cfg, mp_model *m)
 }
 
 /* DeepSeek multi-head latent attention, sliding windows and MTP modules. */
-static void read_attention_extras(hf_ctx *c, const json_t *cfg, mp_model *m, int head_dim_given)
+static void read_attention_extras(hf_ctx *c, const json_t *cfg, mp_model *m, int head_dim_given,
+                                  int alternating_window)
 {
     int64_t x = 0;
     if (get_int(c, cfg, "", "kv_lora_rank", 0, &x) == 1 && x > 0) {
@@ -480,6 +515,10 @@ static void read_attention_extras(hf_ctx *c, const json_t *cfg, mp_model *m, int
             m->attn_window_layers = n;
             if (n == 0)
                 m->attn_window = 0;
+        } else if (alternating_window) {
+            /* Gemma 2 interleaves local sliding-window and global attention layers, one each
+             * (Gemma Team 2024, arXiv 2408.00118 Sec. 2.2) */
+            m->attn_window_layers = m->layers / 2;
         }
     }
     if (get_int(c, cfg, "", "num_nextn_predict_layers", 0, &x) == 1)
@@ -495,6 +534,13 @@ static void read_flags(hf_ctx *c, const json_t *cfg, const json_t *attn, hf_fami
         act = get_str(c, cfg, "", "activation_function");
     if (fam == FAM_LLAMA) {
         m->glu = 1;
+    } else if (fam == FAM_GEMMA) {
+        /* GeGLU: gate_proj, up_proj, down_proj with hidden_activation (Gemma) or hidden_act
+         * gelu_pytorch_tanh (Gemma Team 2024, arXiv 2403.08295 Sec. 2): three matrices like
+         * SwiGLU, so the same parameter and FLOP count */
+        m->glu = 1;
+    } else if (fam == FAM_FALCON) {
+        m->glu = 0; /* GELU MLP, 4h (Almazrouei et al. 2023, arXiv 2311.16867 Sec. 4) */
     } else if (fam == FAM_MPT) {
         const json_t *ffn_config = field(cfg, "ffn_config");
         const char *t = get_str(c, ffn_config, "ffn_config.", "ffn_type");
@@ -505,8 +551,10 @@ static void read_flags(hf_ctx *c, const json_t *cfg, const json_t *attn, hf_fami
     }
 
     /* norm */
-    if (fam == FAM_LLAMA) {
+    if (fam == FAM_LLAMA || fam == FAM_GEMMA) {
         m->rmsnorm = 1;
+    } else if (fam == FAM_FALCON) {
+        m->rmsnorm = 0;
     } else if (fam == FAM_MPT) {
         const char *nt = get_str(c, cfg, "", "norm_type");
         m->rmsnorm = nt && strstr(nt, "rmsnorm") != NULL;
@@ -516,8 +564,10 @@ static void read_flags(hf_ctx *c, const json_t *cfg, const json_t *attn, hf_fami
 
     /* position */
     int on = 0;
-    if (fam == FAM_LLAMA || fam == FAM_NEOX) {
+    if (fam == FAM_LLAMA || fam == FAM_NEOX || fam == FAM_GEMMA) {
         m->position = MP_POS_ROPE;
+    } else if (fam == FAM_FALCON) {
+        m->position = get_bool(c, cfg, "", "alibi", &on) == 1 && on ? MP_POS_ALIBI : MP_POS_ROPE;
     } else if (fam == FAM_GPT2) {
         m->position = MP_POS_LEARNED;
     } else if (fam == FAM_MPT) {
@@ -543,6 +593,8 @@ static void read_flags(hf_ctx *c, const json_t *cfg, const json_t *attn, hf_fami
     int ab = 0, mb = 0, nb = 0;
     if (fam == FAM_GPT2 || fam == FAM_NEOX) {
         m->bias = 1;
+    } else if (fam == FAM_FALCON) {
+        m->bias = get_bool(c, cfg, "", "bias", &nb) == 1 ? nb : 0; /* FalconConfig: False */
     } else if (fam == FAM_MPT) {
         m->bias = get_bool(c, cfg, "", "no_bias", &nb) == 1 ? !nb : 1; /* MPTConfig: False */
     } else {
@@ -551,7 +603,7 @@ static void read_flags(hf_ctx *c, const json_t *cfg, const json_t *attn, hf_fami
         m->bias = (ra == 1 && ab) || (rm == 1 && mb);
     }
 
-    /* tied embeddings */
+    /* tied embeddings (Gemma and Falcon config classes default to True, as PretrainedConfig) */
     int tied = 0;
     if (get_bool(c, cfg, "", "tie_word_embeddings", &tied) == 1)
         m->tied_embeddings = tied;
@@ -588,7 +640,7 @@ static void read_config(hf_ctx *c, const json_t *cfg, hf_family fam, mp_model *m
 
     int rkv = 0;
     if (ra == 1) {
-        read_kv_heads(c, cfg, attn, m, &n_kv);
+        read_kv_heads(c, cfg, attn, fam, m, &n_kv);
         rkv = m->kv_heads > 0;
         if (rkv && (m->kv_heads > m->heads || m->heads % m->kv_heads != 0)) {
             mp_diag_add(c->diag, "config.json: %s%s = %lld: must divide %s (%lld)", c->prefix,
@@ -639,7 +691,46 @@ static void read_config(hf_ctx *c, const json_t *cfg, hf_family fam, mp_model *m
     }
 
     read_moe(c, cfg, m);
-    read_attention_extras(c, cfg, m, rd == 1);
+    const char *mt = json_string_value(field(cfg, "model_type"));
+    read_attention_extras(c, cfg, m, rd == 1, fam == FAM_GEMMA && mt && !strcmp(mt, "gemma2"));
+}
+
+/* Warnings: a model_type meshplan does not know, and fields of known ones that it reads as
+ * something simpler (mp_model_hf_warnings). */
+static void warn_fields(mp_diag *diag, const json_t *cfg, const char *model_type, hf_family fam)
+{
+    if (fam == FAM_OTHER)
+        mp_diag_add(diag, "config.json: warning: model_type %s is not a family meshplan knows: "
+                    "read by the common field names (check the parameter count)",
+                    model_type ? model_type : "(absent)");
+    static const char *const notes[][2] = {
+        {"parallel_attn", "attention and MLP read in parallel from one norm (Falcon): timed in "
+                          "sequence, the same parameters and FLOPs"},
+        {"attn_logit_softcapping", "attention logit soft-capping (Gemma 2): elementwise, not "
+                                   "timed; FlashAttention-2 kernels without it are assumed"},
+        {"final_logit_softcapping", "final logit soft-capping: elementwise, not timed"},
+        {"rope_scaling", NULL},
+    };
+    for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++) {
+        const json_t *v = field(cfg, notes[i][0]);
+        if (notes[i][1] && v && !json_is_false(v))
+            mp_diag_add(diag, "config.json: warning: %s: %s", notes[i][0], notes[i][1]);
+    }
+}
+
+/* An encoder-decoder (T5, BART) or encoder-only model: refused with a clear message. */
+static int refuse_encoder(mp_diag *diag, const json_t *root, const char *model_type)
+{
+    int encdec = json_is_true(json_object_get(root, "is_encoder_decoder"));
+    for (const char *const *t = encdec_types; !encdec && model_type && *t; t++)
+        encdec = !strcmp(model_type, *t);
+    if (!encdec)
+        return 0;
+    mp_diag_add(diag, "config.json: model_type %s is an encoder-decoder or encoder model%s: "
+                "meshplan predicts decoder-only transformers (not supported yet)",
+                model_type ? model_type : "(absent)",
+                json_is_true(json_object_get(root, "is_encoder_decoder")) ? " (is_encoder_decoder)" : "");
+    return 1;
 }
 
 mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out, mp_diag *diag)
@@ -687,6 +778,10 @@ mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out
     const json_t *archs = field(root, "architectures");
     hf_family fam = family_of(model_type, archs ? archs : field(cfg, "architectures"));
 
+    if (refuse_encoder(diag, root, model_type)) {
+        json_decref(root);
+        return MP_ERR_INPUT;
+    }
     mp_model m;
     memset(&m, 0, sizeof m);
     read_config(&c, cfg, fam, &m);
@@ -719,4 +814,30 @@ mp_status mp_model_from_hf_json(const char *json_text, size_t len, mp_model *out
         return st;
     *out = m;
     return MP_OK;
+}
+
+int mp_model_hf_warnings(const char *json_text, size_t len, mp_diag *warnings)
+{
+    if (!json_text)
+        return 0;
+    json_t *root = json_loadb(json_text, len, 0, NULL);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return 0;
+    }
+    const json_t *cfg = root;
+    const json_t *text_config = field(root, "text_config");
+    if (json_is_object(text_config) && !field(root, "num_hidden_layers") && !field(root, "n_layer"))
+        cfg = text_config;
+    const char *model_type = json_string_value(field(cfg, "model_type"));
+    if (!model_type)
+        model_type = json_string_value(field(root, "model_type"));
+    const json_t *archs = field(root, "architectures");
+    hf_family fam = family_of(model_type, archs ? archs : field(cfg, "architectures"));
+    int before = warnings ? warnings->count : 0;
+    mp_diag local = {0};
+    warn_fields(warnings ? warnings : &local, cfg, model_type, fam);
+    int n = (warnings ? warnings->count : local.count) - before;
+    json_decref(root);
+    return n;
 }
