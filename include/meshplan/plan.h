@@ -98,6 +98,11 @@ typedef struct {
                                    2 per-parameter sharding (PyTorch FSDP2 fully_shard, torchtitan),
                                    whose gathered buffer is copied out into each parameter on the
                                    compute stream at every gather (mp_fsdp_copy_out_s) */
+    int opt_dtype;              /* plan key opt_dtype: optimizer-state dtype, 0 fp32 (default),
+                                   1 bf16 (AdamW moments in bf16: 2 + 2 bytes per parameter) */
+    int no_master;              /* plan key master_weights: 0 keeps fp32 master weights
+                                   (default, master_weights=1), 1 drops them (master_weights=0:
+                                   "pure bf16", the optimizer updates the 16-bit weights) */
     mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
     unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
     /* Set to MP_PLAN_INIT_MAGIC by mp_plan_init_default and checked by mp_plan_parse,

@@ -1,8 +1,9 @@
 /* src/estimate/memory.c — memory per GPU on every pipeline stage: weights, gradients and
  * optimizer state by ZeRO stage, stored activations of the micro-batches in flight, logits on
- * the last stage, buffers (ZeRO gathers, NCCL channels), and the allocator's margin. Needs only
+ * the last stage, buffers (ZeRO gathers), the runtime parts (runtime.c) and the verdict. Needs only
  * the workload's shape, so a plan over memory is known before it is timed. */
 #include <math.h>
+#include <stdio.h>
 
 #include "estimate_internal.h"
 
@@ -15,13 +16,20 @@ typedef struct {
     double weights, grads, optim;
 } bytes_per_param;
 
-static void param_bytes(int zero, double shard, bytes_per_param *b)
+static void param_bytes(const mp_plan *p, double shard, bytes_per_param *b)
 {
-    switch (zero) {
-    case 0: b->weights = 2; b->grads = 4; b->optim = 12; break;
-    case 1: b->weights = 2; b->grads = 4; b->optim = 12 / shard; break;
-    case 2: b->weights = 2; b->grads = 2 / shard; b->optim = 12 / shard; break;
-    default: b->weights = 2 / shard; b->grads = 2 / shard; b->optim = 12 / shard; break;
+    /* The optimizer's bytes per parameter: AdamW's two moments, 4 + 4 in fp32 or 2 + 2 in bf16
+     * (plan opt_dtype), and the fp32 master weights, 4 (plan master_weights; 0 in "pure bf16"
+     * training, where AdamW updates the 16-bit weights: torchtitan/FSDP mixed-precision docs). */
+    const double optim = (p->opt_dtype == 1 ? 4.0 : 8.0) + (p->no_master ? 0.0 : 4.0);
+    /* Megatron keeps fp32 main gradients at ZeRO 0/1; without master weights the gradients
+     * stay in the 16-bit dtype (2 bytes). */
+    const double grad01 = p->no_master ? 2.0 : 4.0;
+    switch (p->zero) {
+    case 0: b->weights = 2; b->grads = grad01; b->optim = optim; break;
+    case 1: b->weights = 2; b->grads = grad01; b->optim = optim / shard; break;
+    case 2: b->weights = 2; b->grads = 2 / shard; b->optim = optim / shard; break;
+    default: b->weights = 2 / shard; b->grads = 2 / shard; b->optim = optim / shard; break;
     }
 }
 
@@ -41,7 +49,7 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
 {
     const int tp = w->tp, fp8 = w->fp8;
     const double T = w->tokens_mb, V = w->vocab_padded;
-    const double shard = w->shard, eshard = w->expert_shard, dpg = w->dp_ranks, edp = w->expert_dp;
+    const double shard = w->shard, eshard = w->expert_shard;
     const double moe_nonexpert = w->moe_nonexpert_per_layer, D_mtp = w->mtp_modules;
     const double expert_per_layer_gpu = w->layer[MP_LK_MOE].expert_params;
     const int mtp_moe = w->mtp_moe;
@@ -94,11 +102,8 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
          * as ZeRO-3 does (one layer of 16-bit gradients). */
         mm.buffers += 2.0 * biggest;
     }
-    if (dpg > 1 || edp > 1) {
-        /* Communication buckets: Megatron/DDP reduce in place on the grad buffer; NCCL
-         * keeps channel buffers (~ 2 x 4 MiB per peer group), at every ZeRO stage. */
-        mm.buffers += 2.0 * 4.0 * 1048576.0;
-    }
+    /* Communication buckets: Megatron/DDP reduce in place on the grad buffer; the NCCL
+     * channel buffers are outside the allocator (runtime.c, part nccl). */
     *out = mm;
 }
 
@@ -124,11 +129,14 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
                    const mp_estimate_opts *o, mp_estimate *e)
 {
     mem_ctx x;
-    param_bytes(p->zero, w->shard, &x.bpp);
-    param_bytes(p->zero, w->expert_shard, &x.bpx);
+    param_bytes(p, w->shard, &x.bpp);
+    param_bytes(p, w->expert_shard, &x.bpx);
+    mp_runtime_mem rt;
+    mp_est_runtime_memory(w, c, p, &rt);
     x.la = w->act;
     x.lam = w->act_moe;
     double worst = -1.0;
+    int worst_i = 0;
     const int nrep = w->pp < MP_MAX_STAGES ? w->pp : MP_MAX_STAGES;
     const int nr = mp_workload_runs(w);
     for (int r = 0; r < nr; r++) {
@@ -147,7 +155,9 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
             mm.activations = inflight(w, p, i) * per_mb;
             if (p->recompute == MP_RC_FULL)
                 mm.activations += rc_extra;
-            mm.total = mm.weights + mm.gradients + mm.optimizer + mm.activations + mm.logits + mm.buffers;
+            mm.allocated = mm.weights + mm.gradients + mm.optimizer + mm.activations + mm.logits +
+                           mm.buffers;
+            mp_est_runtime_apply(&rt, &mm);
             mm.capacity = c->gpu.memory_bytes;
             mm.allocator_margin = o->allocator_margin_frac * mm.total;
             if (i < nrep && !o->skip_per_stage)
@@ -155,8 +165,19 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
             if (mm.total > worst) {
                 worst = mm.total;
                 e->memory = mm;
+                worst_i = i;
             }
         }
     }
-    e->feasible = e->memory.total <= e->memory.capacity;
+    e->verdict = mp_est_verdict(&e->memory, o->allocator_margin_frac);
+    /* The peak: the stored activations are largest when the last micro-batch in flight has
+     * run its forward (1F1B: the warm-up's end; the first stage holds the most); on the last
+     * stage the logits and the loss's fp32 buffers peak with them, before the backward frees
+     * them. The optimizer step allocates no more than it frees here (its states are
+     * resident), so it is never the peak in this model (docs/memory.md "The peak"). */
+    if (!o->skip_text)
+        snprintf(e->peak_moment, sizeof e->peak_moment, "%s on stage %d of %d",
+                 e->memory.logits > 0 ? "end of forward, logits + loss" : "end of forward",
+                 worst_i + 1, w->pp);
+    e->feasible = e->verdict != MP_VERDICT_OOM;
 }

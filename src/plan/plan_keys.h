@@ -64,6 +64,10 @@
       "none, one causal sequence",                                                                 \
       "mean tokens per document when sequences pack documents under a document mask")             \
     X(fsdp, INT, fsdp, 1, 2, MP_NOENUM, &fsdp_ops, IFSET, "1",                                      \
-      "with zero=3: 1 flat parameters (FSDP1, DeepSpeed), 2 per-parameter sharding (FSDP2)")
+      "with zero=3: 1 flat parameters (FSDP1, DeepSpeed), 2 per-parameter sharding (FSDP2)")     \
+    X(opt_dtype, ENUM, opt_dtype, 0, 0, MP_ENUM(opt_dtype_names, 0), NULL, IFSET, "fp32",          \
+      "optimizer-state dtype (AdamW moments): fp32 8 bytes per parameter, bf16 4")                 \
+    X(master_weights, ENUM, no_master, 0, 0, MP_ENUM(master_names, 0), NULL, IFSET, "1",          \
+      "1 keeps fp32 master weights (4 bytes per parameter), 0 updates the 16-bit weights")
 
 #endif

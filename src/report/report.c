@@ -38,6 +38,8 @@ char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_p
 {
     json_t *o = json_object();
     json_object_set_new(o, "feasible", json_boolean(e->feasible));
+    json_object_set_new(o, "verdict", json_string(mp_verdict_name(e->verdict)));
+    json_object_set_new(o, "peak_moment", json_string(e->peak_moment));
     json_t *reasons = json_array();
     for (int i = 0; i < e->nreasons; i++)
         json_array_append_new(reasons, json_string(e->reasons[i]));
@@ -194,7 +196,15 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
     fprintf(f, "plan     %s\n", plan);
     fprintf(f, "         %d micro-batches per DP rank, %d-%d layers per stage\n\n", e->microbatches,
             e->layers_per_stage_min, e->layers_per_stage_max);
-    fprintf(f, "%s", e->feasible ? "FEASIBLE: fits in memory\n" : "INFEASIBLE\n");
+    if (e->verdict == MP_VERDICT_TIGHT)
+        fprintf(f, "FEASIBLE but tight: %.2f GiB of %.2f GiB, inside the %.2f GiB margin "
+                   "(verdict tight: it may run out of memory)\n",
+                e->memory.total / GiB, e->memory.capacity / GiB, e->memory.allocator_margin / GiB);
+    else
+        fprintf(f, "%s", e->feasible ? "FEASIBLE: fits in memory (verdict fits)\n"
+                                     : "INFEASIBLE (verdict oom)\n");
+    if (e->peak_moment[0])
+        fprintf(f, "  peak: %s\n", e->peak_moment);
     for (int i = 0; i < e->nreasons; i++)
         fprintf(f, "  - %s\n", e->reasons[i]);
     mem_header(f);
