@@ -26,6 +26,9 @@ typedef struct {
     double activations;  /* stored for backward, all in-flight micro-batches */
     double logits;       /* LM-head output and its fp32 upcast (last stage only) */
     double buffers;      /* ZeRO gathered layers and unsharded gradients (PyTorch tensors) */
+    double step_temp;    /* transient of the optimizer step (fp32 gradient copy of DeepSpeed,
+                            torch AdamW's foreach temporaries); non-zero only when the step is
+                            the peak moment (docs/memory.md "The peak") */
     double runtime;      /* CUDA context, cuBLAS/cuDNN workspaces: outside the allocator */
     double nccl;         /* NCCL channel buffers of every communicator the rank belongs to */
     double allocator_reserve; /* caching allocator: reserved minus allocated (fragmentation) */
@@ -33,7 +36,7 @@ typedef struct {
     double capacity;     /* GPU memory capacity */
     double allocator_margin; /* the verdict's uncertainty band, bytes (margin_frac x total) */
     double allocated;    /* peak of allocated tensors (torch.cuda.max_memory_allocated):
-                            weights .. buffers */
+                            weights .. buffers, step_temp */
 } mp_memory;
 
 /** Whether a plan's peak memory fits its GPU, with the stated margin (mp_estimate.verdict). */

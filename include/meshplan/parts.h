@@ -80,6 +80,8 @@ typedef enum {
       "flight")                                                                                            \
     X(logits, "logits", MP_MEM_KIND_PART, "LM-head output and its fp32 upcast (last stage)")               \
     X(buffers, "buffers", MP_MEM_KIND_PART, "gathered ZeRO-3 layers and unsharded gradients")              \
+    X(step_temp, "step", MP_MEM_KIND_PART, "optimizer-step transient (fp32 gradient copy, foreach "       \
+      "temporaries), when the step is the peak")                                                          \
     X(runtime, "runtime", MP_MEM_KIND_PART, "CUDA context and cuBLAS/cuDNN workspaces (outside the "      \
       "allocator)")                                                                                        \
     X(nccl, "nccl", MP_MEM_KIND_PART, "NCCL channel buffers of the rank's communicators")                  \

@@ -45,7 +45,7 @@ typedef struct {
  * *per_mb and the full-recompute working set in *rc_extra. */
 static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *p, const mem_ctx *x,
                         const mp_wl_stage *st, int last, mp_memory *out, double *per_mb,
-                        double *rc_extra)
+                        double *rc_extra, double *step_temp)
 {
     const int tp = w->tp, fp8 = w->fp8;
     const double T = w->tokens_mb, V = w->vocab_padded;
@@ -73,8 +73,15 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     double mtp_l = last ? D_mtp : 0.0;
     *per_mb = nd * la->stored_bytes + nm * lam->stored_bytes +
               mtp_l * (mtp_moe ? lam->stored_bytes : la->stored_bytes);
-    *rc_extra = p->recompute != MP_RC_FULL ? 0.0
-              : nm > 0 ? fmax(la->working_bytes, lam->working_bytes) : la->working_bytes;
+    /* The recompute working set: while one checkpointed layer is recomputed in backward its
+     * dropped activations are live again (full: all of them; per-op and MLP-only: what they
+     * dropped). */
+    if (p->recompute == MP_RC_FULL)
+        *rc_extra = nm > 0 ? fmax(la->working_bytes, lam->working_bytes) : la->working_bytes;
+    else if (p->recompute == MP_RC_OP || p->recompute == MP_RC_MLP)
+        *rc_extra = fmax(la->working_bytes - la->stored_bytes, nm > 0 ? lam->working_bytes - lam->stored_bytes : 0.0);
+    else
+        *rc_extra = 0.0;
     if (last) {
         /* LM-head output (16-bit), its fp32 upcast and the fp32 gradient/softmax buffer:
          * 2 + 4 + 4 bytes per logit (case C1: the failing 786 MiB request is b*s*V*4);
@@ -88,7 +95,30 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     double dense_l = shard > 1 ? (double)w->params.per_layer / tp : 0.0;
     double moe_l = (shard > 1 ? moe_nonexpert / tp : 0.0) + (eshard > 1 ? expert_per_layer_gpu : 0.0);
     double biggest = nm > 0 ? (nd > 0 ? fmax(dense_l, moe_l) : moe_l) : dense_l;
-    if (p->zero == 3) {
+    /* The optimizer step's transient (docs/memory.md "The peak"): ZeRO-2/3 — DeepSpeed copies
+     * each rank's 16-bit gradient partition to fp32 for the step (deepspeed/runtime/zero/
+     * stage_1_and_2.py and stage3.py, the fp32 partition's .grad), and torch's foreach AdamW
+     * (FSDP1/FSDP2, torchtitan's default) allocates sqrt(v) for the whole parameter group
+     * before dividing (torch/optim/adamw.py, _multi_tensor_adamw): one state-dtype copy of the
+     * rank's shard, 4 bytes (2 with opt_dtype=bf16) per sharded parameter. ZeRO 0/1 (Megatron's
+     * distributed optimizer): Apex/TE FusedAdam updates in place, and the fp32 main gradients
+     * are already the gradients part: nothing. */
+    const double moment_b = p->opt_dtype == 1 ? 2.0 : 4.0;
+    *step_temp = p->zero >= 2 ? moment_b * (dense_p / shard + exp_p / eshard) : 0.0;
+    const int pp_unsharded = p->zero == 3 && w->pp > 1 && shard > 1;
+    if (pp_unsharded) {
+        /* FSDP under pipeline parallelism (torchtitan): parameters stay unsharded between the
+         * micro-batches (reshard_after_forward = False when PP is on, torchtitan's default
+         * policy) and gradients are not reduce-scattered until the last micro-batch's backward
+         * (torch.distributed.pipelining runs the others with requires_gradient_sync False); the
+         * unsharded gradients accumulate in the fp32 reduce dtype (FSDP2's
+         * unsharded_accumulated_grad; torchtitan mixed_precision_reduce = float32). So the stage
+         * holds its 16-bit parameters in full beside their shard, and 4 bytes per parameter of
+         * gradients: the whole stage's gathered buffers. */
+        const double exp_sh = eshard > 1 ? exp_p : 0.0; /* experts FSDP-sharded too */
+        mm.buffers += 2.0 * (dense_p * (1.0 - 1.0 / shard) + exp_sh * (1.0 - 1.0 / eshard)) +
+                      4.0 * (dense_p + exp_sh);
+    } else if (p->zero == 3) {
         /* Gathered 16-bit parameters of the current and the prefetched layer — the two
          * largest layers the stage holds, not two of its largest kind (a DeepSeek-V3 first
          * stage has one MoE layer and three dense ones) — and the unsharded 16-bit gradient
@@ -144,21 +174,29 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
         mp_wl_stage st;
         mp_memory cls;
         int first, count;
-        double per_mb, rc_extra;
+        double per_mb, rc_extra, step_temp;
         mp_workload_run(w, m, r, &st, &first, &count);
-        stage_class(w, m, p, &x, &st, first + count == w->pp, &cls, &per_mb, &rc_extra);
+        stage_class(w, m, p, &x, &st, first + count == w->pp, &cls, &per_mb, &rc_extra, &step_temp);
         /* in flight is non-increasing in the stage index (every schedule): a run's first stage
          * holds the most, so without per_stage it alone can be the most loaded */
         const int last_i = o->skip_per_stage ? first + 1 : first + count;
         for (int i = first; i < last_i; i++) {
             mp_memory mm = cls;
             mm.activations = inflight(w, p, i) * per_mb;
-            if (p->recompute == MP_RC_FULL)
-                mm.activations += rc_extra;
+            mm.activations += rc_extra;
             mm.allocated = mm.weights + mm.gradients + mm.optimizer + mm.activations + mm.logits +
                            mm.buffers;
-            mp_est_runtime_apply(&rt, &mm);
+            /* The other moment: the optimizer step, activations and logits freed, the step's
+             * transient live; the stage's peak is the larger (docs/memory.md). The buffers are
+             * counted at both moments (an upper bound at the step; so the model states plus
+             * buffers the search's pruning bounds by do not depend on the moment or on mb). */
+            if (step_temp > mm.activations + mm.logits) {
+                mm.allocated += step_temp - mm.activations - mm.logits;
+                mm.activations = mm.logits = 0.0;
+                mm.step_temp = step_temp;
+            }
             mm.capacity = c->gpu.memory_bytes;
+            mp_est_runtime_apply(&rt, &mm);
             mm.allocator_margin = o->allocator_margin_frac * mm.total;
             if (i < nrep && !o->skip_per_stage)
                 e->per_stage[i] = mm;
@@ -173,11 +211,13 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
     /* The peak: the stored activations are largest when the last micro-batch in flight has
      * run its forward (1F1B: the warm-up's end; the first stage holds the most); on the last
      * stage the logits and the loss's fp32 buffers peak with them, before the backward frees
-     * them. The optimizer step allocates no more than it frees here (its states are
-     * resident), so it is never the peak in this model (docs/memory.md "The peak"). */
+     * them; the optimizer step is the peak where its transient outweighs the activations
+     * (small micro-batches under ZeRO-2/3; docs/memory.md "The peak"). */
     if (!o->skip_text)
         snprintf(e->peak_moment, sizeof e->peak_moment, "%s on stage %d of %d",
-                 e->memory.logits > 0 ? "end of forward, logits + loss" : "end of forward",
+                 e->memory.step_temp > 0 ? "optimizer step"
+                 : e->memory.logits > 0  ? "end of forward, logits + loss"
+                                         : "end of forward",
                  worst_i + 1, w->pp);
     e->feasible = e->verdict != MP_VERDICT_OOM;
 }

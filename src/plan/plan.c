@@ -11,7 +11,7 @@
 #include "plan/plan_keys.h"
 
 static const char *const sched_names[MP_SCHED_COUNT] = {"1f1b", "interleaved", "gpipe", "zb"};
-static const char *const rc_names[MP_RC_COUNT] = {"none", "selective", "full"};
+static const char *const rc_names[MP_RC_COUNT] = {"none", "selective", "full", "op", "mlp"};
 static const char *const cp_algo_names[MP_CP_ALGO_COUNT] = {"ring", "allgather"};
 static const char *const attn_kernel_names[MP_ATTN_KERNEL_COUNT] = {"fa2", "fa3", "flex"};
 /* The GEMM precisions a plan may name, in mp_dtype order (MP_DT_BF16 = 0, FP16, FP8). */

@@ -39,7 +39,9 @@
     X(hsdp, INT, hsdp, 1, MP_PLAN_MAX, MP_NOENUM, NULL, IFSET, "off",                               \
       "HSDP shard group size: ZeRO-3 inside a group, replicated across groups")                    \
     X(recompute, ENUM, recompute, 0, 0, MP_ENUM(rc_names, 0), NULL, ALWAYS, "none",                 \
-      "activation recomputation")                                                                   \
+      "activation recomputation: selective (Megatron), full, op (torchtitan per-op), mlp")          \
+    X(recompute_every, INT, recompute_every, 1, 4096, MP_NOENUM, NULL, IFSET, "1",                  \
+      "the recompute mode on one layer in every n, the others store all (torchtitan option n)")    \
     X(precision, ENUM, precision, 0, 0, MP_ENUM(precision_names, 0), NULL, ALWAYS, "bf16",          \
       "GEMM precision")                                                                             \
     X(flash, BOOL, flash, 0, 1, MP_NOENUM, NULL, ALWAYS, "1", "fused attention (FlashAttention)")   \

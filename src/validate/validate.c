@@ -390,12 +390,16 @@ static int row_plan(row_in *r, const mp_model *m, int64_t ngpus, mp_plan *p)
     if (int_cell(cell[C_ZERO], &x) == 1 && x <= 3)
         p->zero = (int)x;
     const char *rc = cell[C_RC];
-    if (!strcmp(rc, "full")) p->recompute = MP_RC_FULL;
-    else if (!strcmp(rc, "selective")) p->recompute = MP_RC_SELECTIVE;
-    else if (!strcmp(rc, "none")) p->recompute = MP_RC_NONE;
-    else if (!rc[0]) append(r->assumed, sizeof r->assumed, "recompute none");
-    else {
-        snprintf(r->why, sizeof r->why, "recompute = \"%.40s\": expected none, selective or full", rc);
+    int rc_known = 0;
+    for (int k = 0; k < MP_RC_COUNT; k++)
+        if (!strcmp(rc, mp_recompute_name((mp_recompute)k))) {
+            p->recompute = (mp_recompute)k;
+            rc_known = 1;
+        }
+    if (!rc_known && !rc[0])
+        append(r->assumed, sizeof r->assumed, "recompute none");
+    else if (!rc_known) {
+        snprintf(r->why, sizeof r->why, "recompute = \"%.40s\": expected none, selective, full, op or mlp", rc);
         return 1;
     }
     const char *pr = cell[C_PREC];
