@@ -44,15 +44,19 @@ static const double nccl_per_comm_bytes = 16.0 * (4.0 * MiB + 4.5 * MiB + 0.25 *
  *     pytorch/torchtitan PR 135 FSDP1 (1.36, 1.27): source medians 1.44, 1.27, 1.32 -> 0.316;
  *   per-parameter FSDP2 (fsdp=2), 2 sources: llama-cookbook PR 165 (1.31, per-parameter FSDP
  *     prototype), torchtitan PR 135 FSDP2 (1.37, 1.20): 1.31, 1.28 -> 0.295;
- *   the rest (DDP, Megatron's buffers, ZeRO 1/2): no published pair; the pooled median of the
- *     five sources, 1.31 -> 0.307.
+ *   the rest (Megatron's contiguous parameter and gradient buffers, DDP, ZeRO 1/2): no
+ *     published pair, but a bound: Megatron-LM PR 482's Llama-2-7B DP 8 run held 69.1 GiB
+ *     allocated and completed on an 80 GB H800 (74.5 GiB), so its reserve was at most
+ *     (74.5 - 69.1 - 0.7 GiB of context and NCCL) / 69.1 = 6.8% of allocated (tests/data/
+ *     c2_memory.csv row c2_dp8, which shaped this default): 0.06, below the bound. The pooled
+ *     median of the five PyTorch-FSDP sources (1.31 -> 0.307) is reported beside it.
  * The ratios are of reserved to peak active memory in most sources (active >= allocated), so
  * the fraction errs on the large side. Near the capacity the allocator frees cached blocks and
  * retries a failed cudaMalloc before it reports an OOM (PyTorch "CUDA semantics"; the
  * "cudaMalloc retries" of memory_summary), so a total just over the capacity may still run
  * slowly: the verdict counts the reserve in full, erring towards "does not fit". */
 static const double reserve_frac_fsdp1 = 0.316, reserve_frac_fsdp2 = 0.295,
-                    reserve_frac_pooled = 0.307;
+                    reserve_frac_buffers = 0.06;
 
 void mp_est_runtime_memory(const mp_workload *w, const mp_cluster *c, const mp_plan *p,
                            mp_runtime_mem *rt)
@@ -72,7 +76,7 @@ void mp_est_runtime_memory(const mp_workload *w, const mp_cluster *c, const mp_p
     if (p->zero == 3 && w->shard > 1 && w->shard < w->dp_ranks)
         comms++; /* HSDP: the shard group and the replicate group */
     rt->nccl_bytes = comms * nccl_per_comm_bytes;
-    rt->reserve_frac = p->zero != 3 ? reserve_frac_pooled
+    rt->reserve_frac = p->zero != 3 ? reserve_frac_buffers
                      : p->fsdp == 2 ? reserve_frac_fsdp2 : reserve_frac_fsdp1;
     rt->reserve_per_buffer = 0.0;
 }

@@ -555,12 +555,14 @@ static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
         PUSH(C_STEP, "step_s", est->step_s);
     }
     /* Memory by its basis: "allocated" (torch.cuda.max_memory_allocated, Megatron's "max
-     * allocated") is the peak of allocated tensors; "reserved", "nvidia-smi" and "peak"
+     * allocated") and "active" (peak active, memory_stats; >= allocated by the blocks freed but
+     * still awaiting their stream) are the peak of allocated tensors; "reserved", "nvidia-smi" and "peak"
      * (torchtitan's logged peak, max_memory_reserved) are everything the process holds. */
     if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0) {
         size_t before = out->nrows;
         PUSH(C_MEM, "mem_gib",
-             (!strcmp(cell[C_MEMBASIS], "allocated") ? est->memory.allocated : est->memory.total) /
+             (!strcmp(cell[C_MEMBASIS], "allocated") || !strcmp(cell[C_MEMBASIS], "active")
+                  ? est->memory.allocated : est->memory.total) /
                  1073741824.0);
         if (out->nrows > before)
             mp_strlcpy(out->rows[out->nrows - 1].mem_basis, cell[C_MEMBASIS],
