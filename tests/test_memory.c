@@ -1,6 +1,7 @@
 /* tests/test_memory.c — the memory a run holds (issue 16): the runtime parts, the verdict and
  * its margin, the optimizer keys, and the published memory measurements by basis
  * (docs/memory.md). */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -423,6 +424,47 @@ static void test_step_peak(void **state)
     assert_true(g_e.memory.step_temp == 0.0);
 }
 
+/* search: a tight plan ranked above a safe one is said so (Llama 3 8B on 8 x H100 80 GB at seq
+ * 8192: the fastest plans are tight) — the text names the first plan that fits with the margin to
+ * spare, and every tight entry is marked. */
+static void test_search_says_tight(void **state)
+{
+    (void)state;
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster c;
+    mp_diag d = {0};
+    assert_int_equal(mp_cluster_from_catalog(g_cat, "h100-sxm5-80gb", 8, 0, NULL, &c, &d), MP_OK);
+    mp_search_opts o;
+    mp_search_opts_init(&o);
+    o.pin.gb = 16;
+    o.pin.seq = 8192;
+    o.top_n = 10;
+    mp_search_result r;
+    assert_int_equal(mp_search(m, &c, 1, &o, &r, &d), MP_OK);
+    int first_safe = -1, tight_above = 0;
+    for (int i = 0; i < r.ntop && first_safe < 0; i++) {
+        if (r.top[i].verdict == MP_VERDICT_FITS)
+            first_safe = i;
+        else
+            tight_above += r.top[i].verdict == MP_VERDICT_TIGHT;
+    }
+    assert_true(tight_above > 0 && first_safe > 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mp_search_report_text(f, m, &c, 1, &o, &r);
+    fclose(f);
+    char want[64];
+    snprintf(want, sizeof want, "ranked above #%d", first_safe + 1);
+    print_message("search: %d tight plans above #%d; note present: %s\n", tight_above, first_safe + 1,
+                  strstr(buf, want) ? "yes" : "no");
+    assert_non_null(strstr(buf, want));
+    assert_non_null(strstr(buf, "[tight: inside the memory margin]"));
+    free(buf);
+    mp_search_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -436,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_recompute_modes),
         cmocka_unit_test(test_per_stage),
         cmocka_unit_test(test_step_peak),
+        cmocka_unit_test(test_search_says_tight),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

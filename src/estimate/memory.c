@@ -127,10 +127,18 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
                     : nm >= 1.0 ? moe_l + (nd >= 1.0 ? dense_l : 0.0)
                                 : fmin(nd, 2.0) * dense_l;
         mm.buffers += 2.0 * (big2 + biggest);
+        /* FSDP2's transient gather buffer: it all-gathers into one flat buffer per layer and
+         * copies it out into the per-parameter tensors (torch/distributed/fsdp/_fully_shard/
+         * _fsdp_collectives.py, foreach_all_gather_copy_out), then frees it on the compute
+         * stream, without record_stream (pytorch/pytorch issue 114299): the flat buffer is the
+         * prefetched layer's slot above until its copy-out, not a third layer. */
     } else if (p->zero == 2) {
         /* ZeRO-2 produces each layer's gradient unsharded too before reduce-scattering it,
-         * as ZeRO-3 does (one layer of 16-bit gradients). */
-        mm.buffers += 2.0 * biggest;
+         * as ZeRO-3 does (one layer of 16-bit gradients); DeepSpeed (the ZeRO-2 meshplan
+         * emits) reduces through its bucket, reduce_bucket_size 5e8 elements by default, 16-bit
+         * (DeepSpeed config docs, "ZeRO optimizations": reduce_bucket_size), when any DP group
+         * reduces. */
+        mm.buffers += 2.0 * biggest + (shard > 1 ? 2.0 * 5e8 : 0.0);
     }
     /* Communication buckets: Megatron/DDP reduce in place on the grad buffer; the NCCL
      * channel buffers are outside the allocator (runtime.c, part nccl). */
