@@ -412,6 +412,9 @@ static void check_zero(const mp_model *m, const mp_cluster *c, const mp_plan *p)
          * foreach AdamW's temporaries; ZeRO 0/1 is Megatron's in-place fused Adam) may make the
          * step the peak: allowed beside the shards. */
         allowed += b->step_temp;
+        /* and DeepSpeed's ZeRO-2 reduce bucket (5e8 16-bit elements, memory.c) */
+        if (q.zero == 2)
+            allowed += 2.0 * 5e8;
         /* Tensors (allocated): the runtime parts are not monotone in the stage, since
          * flat-parameter ZeRO-3 fragments the allocator by its gather buffers (runtime.c). */
         if (i < 0 && allowed > 0 && b->allocated > a->allocated * (1 + REL))
