@@ -82,6 +82,11 @@ typedef struct {
      * stage per run of like stages: within a run the first holds the most micro-batches in
      * flight). For callers that never read per_stage (the search's hot loop). Default 0. */
     int skip_per_stage;
+    /* 1 (default): the plan's stack profile (meshplan/stack.h, data/stacks.json) supplies the
+     * three sustained fractions, fitted on that stack's runs; 0: the three fields above are used
+     * as given, for every stack (a --calibration file, bench/fit_calibration's grid). The
+     * profile's kernels and overlaps apply either way. */
+    int stack_fractions;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);
@@ -127,6 +132,11 @@ typedef struct {
     double fsdp_copy_out_s;       /* per micro-batch on the slowest stage, forward + backward */
     double fsdp_copy_s_per_param; /* seconds per parameter and gather (charged for what a shard
                                      group of more than one rank gathers) */
+    /* The stack's TP overlap (data/stacks.json), per micro-batch on the slowest stage: TP
+     * collective time hidden behind GEMMs (already out of the TP part), and what the hidden
+     * communication costs compute (its kernels holding SMs: in compute). */
+    double tp_hidden_s;
+    double overlap_slowdown_s;
 } mp_step_parts;
 
 /** Everything predicted for one plan. */

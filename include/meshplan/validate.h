@@ -32,6 +32,9 @@ typedef struct {
     double measured, predicted;
     double error_pct;       /* 100 (predicted - measured) / measured */
     char assumed[256];      /* assumptions made for missing cells, "" if none */
+    char stack[24];         /* the software stack the row was priced on (meshplan/stack.h): its
+                               stack column, else the known group's (docs/stacks.md), else the
+                               default, which `assumed` then states */
 } mp_val_row;
 
 typedef struct {
