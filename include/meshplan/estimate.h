@@ -82,10 +82,13 @@ typedef struct {
      * stage per run of like stages: within a run the first holds the most micro-batches in
      * flight). For callers that never read per_stage (the search's hot loop). Default 0. */
     int skip_per_stage;
-    /* 1 (default): the plan's stack profile (meshplan/stack.h, data/stacks.json) supplies the
-     * three sustained fractions, fitted on that stack's runs; 0: the three fields above are used
-     * as given, for every stack (a --calibration file, bench/fit_calibration's grid). The
-     * profile's kernels and overlaps apply either way. */
+    /* 1 (default): each of the three sustained fractions above is scaled by the plan's stack's
+     * fitted fraction over the default stack's (meshplan/stack.h, data/stacks.json): with the
+     * fields at their defaults a stack's plan runs at that stack's fitted fractions, a plan that
+     * names no stack at the fields' values exactly, and a caller's change of a field (a
+     * --calibration file) moves every stack by the same factor. 0: the three fields are used as
+     * given for every stack (bench/fit_calibration's grid). The profile's kernels and overlaps
+     * apply either way. */
     int stack_fractions;
 } mp_estimate_opts;
 

@@ -47,10 +47,13 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
 static void workload_opts(const mp_estimate_opts *o, const mp_stack_profile *sk, mp_workload_opts *wo)
 {
     mp_workload_opts_init(wo);
-    const int from_stack = o->stack_fractions && sk;
-    wo->gemm_sustained_frac = from_stack ? sk->gemm_sustained_frac : o->gemm_sustained_frac;
-    wo->attention_sustained_frac = from_stack ? sk->attention_sustained_frac : o->attention_sustained_frac;
-    wo->memory_bound_sustained_frac = from_stack ? sk->memory_bound_sustained_frac : o->memory_bound_sustained_frac;
+    const mp_stack_profile *g = mp_stack_profile_of(MP_STACK_DEFAULT);
+    const int from_stack = o->stack_fractions && sk && g;
+    wo->gemm_sustained_frac = o->gemm_sustained_frac * (from_stack ? sk->gemm_sustained_frac / g->gemm_sustained_frac : 1.0);
+    wo->attention_sustained_frac = o->attention_sustained_frac *
+                                   (from_stack ? sk->attention_sustained_frac / g->attention_sustained_frac : 1.0);
+    wo->memory_bound_sustained_frac = o->memory_bound_sustained_frac *
+                                      (from_stack ? sk->memory_bound_sustained_frac / g->memory_bound_sustained_frac : 1.0);
     wo->moe_imbalance = o->moe_imbalance;
     wo->moe_copy_overhead_s = o->moe_copy_overhead_s;
     if (sk) {
