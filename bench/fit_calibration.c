@@ -24,7 +24,7 @@
  * all-stacks fit, and so does a stack with fewer than two source groups (its one source could
  * not be held out of its own fit).
  *
- * Cost: one validation of every file per grid point (13 x 8 x 7 points, ~10 ms each).
+ * Cost: one validation of every file per grid point (25 x 8 x 13 points, ~10 ms each).
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,16 +34,25 @@
 #include "meshplan/meshplan.h"
 #include "meshplan/stack.h"
 
-#define NG 13
+#define NG 25
 #define NA 8
-#define NM 7
+#define NM 13
 #define NP (NG * NA * NM)
 #define MAXG 64
 #define MAXF 8
 #define MIN_ROWS 3
-static const double gs[NG] = {0.7, 0.725, 0.75, 0.775, 0.8, 0.825, 0.85, 0.875, 0.9, 0.925, 0.95, 0.975, 1.0};
-static const double as[NA] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
-static const double ms[NM] = {0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+static double gs[NG], as[NA], ms[NM];
+/* The grid: GEMM 0.70-1.00 in steps of 0.0125, attention 0.3-1.0 in 0.1, memory-bound 0.4-1.0
+ * in 0.05. */
+static void grid(void)
+{
+    for (int i = 0; i < NG; i++)
+        gs[i] = 0.7 + 0.0125 * i;
+    for (int i = 0; i < NA; i++)
+        as[i] = 0.3 + 0.1 * i;
+    for (int i = 0; i < NM; i++)
+        ms[i] = 0.4 + 0.05 * i;
+}
 
 typedef struct {
     char name[64];
@@ -159,7 +168,7 @@ static int stack_rows(int s)
 
 static void print_point(int pt)
 {
-    printf("gemm %.3f attn %.2f mem %.2f", gs[pt / (NA * NM)], as[(pt / NM) % NA], ms[pt % NM]);
+    printf("gemm %.4f attn %.2f mem %.2f", gs[pt / (NA * NM)], as[(pt / NM) % NA], ms[pt % NM]);
 }
 
 int main(int argc, char **argv)
@@ -175,6 +184,7 @@ int main(int argc, char **argv)
     }
     if (!nf)
         files[nf++] = "../shared/validation/runs.csv";
+    grid();
     static char buf[MAXF][1 << 21];
     size_t len[MAXF];
     for (int f = 0; f < nf; f++) {
@@ -245,7 +255,7 @@ int main(int argc, char **argv)
     }
     printf("\nleave-one-source-out: the held-out group's stack fitted without it\n");
     printf("%-26s %-14s %5s %46s %10s %8s %8s\n", "held out", "stack", "rows", "fractions fitted without it", "held-out%",
-           "in-fit%", "before%");
+           "in-fit%", "shared%");
     double held[MAXG];
     int nh = 0;
     for (int q = 0; q < ng; q++) {
@@ -260,7 +270,7 @@ int main(int argc, char **argv)
         /* the stack's other groups, or every other known group when it has none */
         int pt = stack_groups(s, q) > 0 ? best_point(s, q) : best_point(-1, q);
         char f[64];
-        snprintf(f, sizeof f, "%s %.3f/%.2f/%.2f", stack_groups(s, q) > 0 ? "same stack" : "other stacks",
+        snprintf(f, sizeof f, "%s %.4f/%.2f/%.2f", stack_groups(s, q) > 0 ? "same stack" : "other stacks",
                  gs[pt / (NA * NM)], as[(pt / NM) % NA], ms[pt % NM]);
         printf("%-26s %-14s %5d %46s %10.2f %8.2f %8.2f\n", groups[q].name, mp_stack_name((mp_stack_id)s),
                groups[q].rows, f, gmed[pt][q], gmed[fit[s]][q], gmed[BASE][q]);

@@ -75,8 +75,9 @@ typedef struct {
     double fp8_scale_bytes_per_elem;  /* fp8: extra HBM bytes per cast element for the scaling
                                          (an amax pass: 2 for dynamic tensor-wise scaling, 0
                                          where the amax is fused into the cast); [0, 8] */
-    int64_t interleave_layers_per_chunk; /* layers per model chunk when a run with pp > 1 does
-                                            not state its interleaving depth; 0 = 1F1B */
+    int64_t interleave_depth;         /* when a run with pp > 1 does not state its interleaving
+                                         depth: the largest v <= this that divides the layers
+                                         per stage (v >= 2, else 1F1B); 0 = 1F1B */
     double gemm_sustained_frac;       /* fitted: of the measured best GEMM rate */
     double attention_sustained_frac;  /* fitted: of the catalogued fused-attention rate */
     double memory_bound_sustained_frac; /* fitted: of measured HBM bandwidth */

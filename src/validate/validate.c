@@ -414,16 +414,21 @@ static void row_interleave(row_in *r, const mp_model *m, mp_plan *p)
     if (p->vpp || p->pp <= 1)
         return;
     const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
-    const int64_t lpc = sk ? sk->interleave_layers_per_chunk : 0;
+    const int64_t vmax = sk ? sk->interleave_depth : 0;
     char a[192];
-    /* v = layers / (pp * layers per chunk) when the chunks divide the layers evenly */
-    if (lpc > 0 && m->layers % (p->pp * lpc) == 0 && m->layers / (p->pp * lpc) >= 2) {
-        p->vpp = m->layers / (p->pp * lpc);
-        snprintf(a, sizeof a, "vpp %lld (interleaving depth not stated: %s's default of %lld layers per chunk)",
-                 (long long)p->vpp, sk->key, (long long)lpc);
+    /* the largest v <= the stack's depth that divides the layers of a stage evenly */
+    int64_t v = 0;
+    for (int64_t k = vmax; k >= 2 && !v; k--)
+        if (m->layers % (p->pp * k) == 0)
+            v = k;
+    if (v) {
+        p->vpp = v;
+        snprintf(a, sizeof a, "vpp %lld (interleaving not stated: %s's depth %lld, or the largest "
+                 "below it dividing the %lld layers of a stage)", (long long)v, sk->key,
+                 (long long)vmax, (long long)(m->layers / p->pp));
     } else {
         snprintf(a, sizeof a, "vpp 1 (1F1B: interleaving not stated%s)",
-                 lpc > 0 ? ", and the layers do not divide into chunks of the stack's depth" : "");
+                 vmax > 0 ? ", and no depth of the stack's divides the layers of a stage" : "");
     }
     append(r->assumed, sizeof r->assumed, a);
 }

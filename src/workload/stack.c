@@ -37,7 +37,7 @@ static const char *const profile_keys[] = {
     "key", "version", "source", "attention", "flash_available", "sp_available", "sp_default",
     "elementwise_bytes_frac", "tp_overlap_fwd_frac", "tp_overlap_bwd_frac", "tp_overlap_bwd_sp_frac",
     "ep_overlap_frac", "dp_overlap_frac", "zero3_prefetch_frac", "overlap_comm_sms",
-    "fp8_scale_bytes_per_elem", "interleave_layers_per_chunk",
+    "fp8_scale_bytes_per_elem", "interleave_depth",
     "gemm_sustained_frac", "attention_sustained_frac", "memory_bound_sustained_frac", NULL};
 
 static void read_profile(mp_jreader *r, const json_t *o, mp_stack_profile *p)
@@ -84,8 +84,8 @@ static void read_profile(mp_jreader *r, const json_t *o, mp_stack_profile *p)
             missing |= json_object_get(o, nums[k].f) == NULL;
     }
     int64_t lpc = -1;
-    mp_jr_int(r, o, "interleave_layers_per_chunk", 0, 4096, &lpc);
-    p->interleave_layers_per_chunk = lpc;
+    mp_jr_int(r, o, "interleave_depth", 0, 4096, &lpc);
+    p->interleave_depth = lpc;
     if (missing || lpc < 0 || p->flash_available < 0 || p->sp_available < 0 || p->sp_default < 0) {
         mp_diag_add(r->diag, "%s: %s: every field of a profile is required (docs/stacks.md)", r->origin, r->where);
         r->errors++;
