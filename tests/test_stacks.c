@@ -251,6 +251,31 @@ static void test_validate_rows_name_their_stack(void **s)
     mp_validation_free(&v);
 }
 
+/* GB200: a row's "4 GPUs per node" is the compute tray; the NVLink domain is the NVL72 rack, of
+ * which a 256-GPU job uses 64 per domain (the largest multiple of the tray dividing 256). */
+static void test_nvl72_is_the_scale_up_tier(void **s)
+{
+    (void)s;
+    const char *hdr = "id,source_group,layers,hidden,heads,kv_heads,ffn_hidden,glu,vocab,seq_len,gpu,num_gpus,"
+                      "gpus_per_node,tp,pp,micro_batch,global_batch,precision,measured_tokens_per_s_per_gpu\n";
+    char csv[1024];
+    double pred[3];
+    const char *gpn[3] = {"4", "", "64"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(csv, sizeof csv, "%sr,g,32,4096,32,8,14336,1,128256,8192,gb200,256,%s,4,1,1,256,bf16,5000\n", hdr, gpn[i]);
+        mp_validation v;
+        mp_diag d = {0};
+        assert_int_equal(mp_validate_csv(g_cat, csv, strlen(csv), "nvl72", NULL, &v, &d), MP_OK);
+        assert_int_equal((int)v.nrows, 1);
+        pred[i] = v.rows[0].predicted;
+        if (i < 2)
+            assert_non_null(strstr(v.rows[0].assumed, "NVL72 rack, 64 GPUs"));
+        mp_validation_free(&v);
+    }
+    assert_close(pred[0], pred[2], 1e-12);
+    assert_close(pred[1], pred[2], 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_fp8_dynamic_scaling_costs),
         cmocka_unit_test(test_pre_ampere_defaults_to_unfused),
         cmocka_unit_test(test_validate_rows_name_their_stack),
+        cmocka_unit_test(test_nvl72_is_the_scale_up_tier),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -351,6 +351,27 @@ static int row_cluster(const mp_catalog *cat, row_in *r, mp_cluster *cl, int64_t
                  cell[C_GPN]);
         return 1;
     }
+    /* GB200/GB300: a source's "4 GPUs per node" is the compute tray; the NVLink domain is the
+     * NVL72 rack (72 GPUs on NVLink 5 switches, NVIDIA GB200 NVL72), which is the scale-up tier
+     * (data/nodes.json gb200-nvl72, gb300-nvl72). */
+    const mp_node *nd = mp_catalog_node_for_gpu(cat, cell[C_GPU]);
+    if (nd && strstr(nd->scaleup_link, "nvl72") && gpn < nd->gpus_per_node &&
+        (gpn > 0 || *ngpus % nd->gpus_per_node)) {
+        /* A job of n GPUs fills racks with the largest multiple of the tray (the row's figure,
+         * else 4: 18 compute trays of 4 GPUs per NVL72) that divides n, at most 72. */
+        const int64_t tray = gpn > 0 ? gpn : 4;
+        int64_t dom = 0;
+        for (int64_t k = nd->gpus_per_node; k >= tray && !dom; k--)
+            if (k % tray == 0 && *ngpus % k == 0)
+                dom = k;
+        if (dom > gpn) {
+            char a[160];
+            snprintf(a, sizeof a, "scale-up domain: NVL72 rack, %lld GPUs of it per NVLink domain%s",
+                     (long long)dom, gpn > 0 ? " (gpus_per_node read as the compute tray)" : "");
+            append(r->assumed, sizeof r->assumed, a);
+            gpn = dom;
+        }
+    }
     mp_diag cd = {0};
     if (mp_cluster_from_catalog(cat, cell[C_GPU], *ngpus, (int)gpn, NULL, cl, &cd) != MP_OK) {
         snprintf(r->why, sizeof r->why, "%.250s", cd.text);
