@@ -1,23 +1,30 @@
-/* bench/fit_calibration.c — fit the estimator's fitted constants on a runs.csv-style file and
- * report how well they generalise.
+/* bench/fit_calibration.c — fit the estimator's sustained fractions per software stack on
+ * runs.csv-style files and report how well they generalise to sources held out of the fit.
  *
- * The constants: the three sustained-efficiency fractions (GEMM, attention, memory-bound) and
- * the MoE dispatcher's per-copy overhead (mp_estimate_opts.moe_copy_overhead_s), which only
- * moves MoE rows.
+ * The constants: each stack's three sustained-efficiency fractions (GEMM, attention,
+ * memory-bound) in data/stacks.json. Every row is priced on its stack (its `stack` column or
+ * the known group's, src/validate/validate.c); rows that run on the default stack only because
+ * their source states none are predicted but fit nothing (their stack is assumed, not known).
+ * The MoE dispatcher constant (mp_estimate_opts.moe_copy_overhead_s) is held at its default and
+ * not refitted here.
  *
- * Usage: fit_calibration [runs.csv [slowdown]]   (default ../shared/validation/runs.csv, 0)
- * slowdown: comm_compute_slowdown_frac held fixed during the fit (a measured figure, not fitted).
- * Objective: the mean over source groups of each group's median |error| (every source counts
- * the same, so the 113 MosaicML rows do not outvote the rest).
- * Prints: the grid minimum of that objective, then for each source group the median |error|
- * on that group when the constants are fitted on all other groups (leave-one-source-out
- * cross-validation) — the figure that says how the model does on data it has not seen — and,
- * because all MoE rows come from one source, leave-one-row-out for the MoE overhead: refit it
- * on the other MoE rows (fractions held at the fit) and predict the held-out row. The defaults
- * in mp_estimate_opts_init come from this program's output.
+ * Usage: fit_calibration [runs.csv [more.csv ...]] [--slowdown F]
+ *   (default ../shared/validation/runs.csv; F: comm_compute_slowdown_frac held fixed, default 0)
+ * Objective of a stack: the mean over its source groups of each group's median |error| (every
+ * source counts the same, so the 113 MosaicML rows do not outvote the rest).
+ * Constraint: a stack's fit is the grid minimum among the points that leave none of its sources
+ * more than MAX_WORSE_PTS points worse than the single calibration all stacks shared before
+ * (BASE_*, on the current model); the unconstrained minimum is printed beside it when it differs.
+ * Prints, per stack: the fit and its fractions (what data/stacks.json holds); then for
+ * every source group the median |error| when its stack's fractions are fitted WITHOUT that group
+ * (leave-one-source-out: on the stack's other groups, or on every other stack's groups when the
+ * stack has no other) — the figure that says how the model does on a source it has not seen —
+ * beside the in-fit figure; then the median and the maximum of the held-out group medians. No
+ * fraction is fitted to one row: a stack whose known rows are fewer than MIN_ROWS keeps the
+ * all-stacks fit, and so does a stack with fewer than two source groups (its one source could
+ * not be held out of its own fit).
  *
- * Memory: one validation is run per grid point and reduced at once to per-group medians and
- * the MoE rows' errors (7 x 8^3 points, ~1 ms each).
+ * Cost: one validation of every file per grid point (25 x 8 x 13 points, ~10 ms each).
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,23 +32,46 @@
 #include <string.h>
 
 #include "meshplan/meshplan.h"
+#include "meshplan/stack.h"
 
-#define NG 8
+#define NG 25
 #define NA 8
-#define NM 8
-#define NC 7
+#define NM 13
+#define NP (NG * NA * NM)
 #define MAXG 64
-#define MAXMOE 32
-static const double gs[NG] = {0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0};
-static const double as[NA] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
-static const double ms[NM] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
-static const double cs[NC] = {0, 50e-9, 100e-9, 150e-9, 200e-9, 250e-9, 300e-9};
+#define MAXF 8
+#define MIN_ROWS 3
+static double gs[NG], as[NA], ms[NM];
+/* The grid: GEMM 0.70-1.00 in steps of 0.0125, attention 0.3-1.0 in 0.1, memory-bound 0.4-1.0
+ * in 0.05. */
+static void grid(void)
+{
+    for (int i = 0; i < NG; i++)
+        gs[i] = 0.7 + 0.0125 * i;
+    for (int i = 0; i < NA; i++)
+        as[i] = 0.3 + 0.1 * i;
+    for (int i = 0; i < NM; i++)
+        ms[i] = 0.4 + 0.05 * i;
+}
 
 typedef struct {
-    double group_median[MAXG];
-    double all_median;
-    double moe_err[MAXMOE]; /* signed error_pct of the MoE rows, in file order */
-} point;
+    char name[64];
+    char stack_name[24];
+    int stack;    /* mp_stack_id, -1: assumed (default stack, fits nothing) */
+    int rows;
+} group;
+
+static group groups[MAXG];
+static int ng;
+static double gmed[NP + 1][MAXG]; /* median |error| of each group at each grid point; [NP]: the
+                                     previous single calibration (BASE_*) on the current model */
+#define BASE NP
+/* The calibration every stack shared before the profiles (mp_estimate_opts_init's fractions). */
+#define BASE_G 0.85
+#define BASE_A 0.5
+#define BASE_M 0.6
+/* A stack's fit may not leave any of its sources more than this many points worse than BASE. */
+#define MAX_WORSE_PTS 1.0
 
 static int cmp(const void *a, const void *b)
 {
@@ -57,170 +87,202 @@ static double med(double *e, size_t n)
     return n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
 }
 
-/* Median |error| over throughput rows of one group (NULL: all). */
-static double median(const mp_validation *v, const char *group)
+/* A group is a source group's rows on one stack (a source can compare two stacks: Narayanan
+ * et al. 2021 Table 2 has DeepSpeed rows beside Megatron's). */
+static int group_of(const mp_val_row *r)
 {
-    double *e = malloc((v->nrows + 1) * sizeof *e);
-    size_t n = 0;
-    for (size_t i = 0; i < v->nrows; i++) {
-        if (!strcmp(v->rows[i].metric, "mem_gib"))
-            continue;
-        if (group && strcmp(v->rows[i].source_group, group))
-            continue;
-        e[n++] = fabs(v->rows[i].error_pct);
-    }
-    double m = med(e, n);
-    free(e);
-    return m;
+    for (int q = 0; q < ng; q++)
+        if (!strcmp(groups[q].name, r->source_group) && !strcmp(groups[q].stack_name, r->stack))
+            return q;
+    if (ng >= MAXG)
+        return -1;
+    group *g = &groups[ng];
+    snprintf(g->name, sizeof g->name, "%s", r->source_group);
+    snprintf(g->stack_name, sizeof g->stack_name, "%s", r->stack);
+    g->stack = -1;
+    if (!strstr(r->assumed, "(default: the source states none)"))
+        for (int s = 0; s < MP_STACK_COUNT; s++)
+            if (!strcmp(r->stack, mp_stack_name((mp_stack_id)s)))
+                g->stack = s;
+    return ng++;
 }
 
-static const char *groups[MAXG];
-static char group_buf[MAXG][64];
-static int ng;
-static char moe_ids[MAXMOE][64];
-static int nmoe;
-
-/* Mean over groups (except `skip`, -1 for none) of each group's median |error|. */
-static double objective(const point *p, int skip)
+/* Mean over the groups of stack s (all known-stack groups when s < 0), except `skip`. */
+static double objective(int pt, int s, int skip)
 {
     double sum = 0;
     int n = 0;
     for (int q = 0; q < ng; q++) {
-        if (q == skip)
+        if (q == skip || groups[q].stack < 0 || (s >= 0 && groups[q].stack != s) || isnan(gmed[pt][q]))
             continue;
-        sum += p->group_median[q];
+        sum += gmed[pt][q];
         n++;
     }
     return n ? sum / n : NAN;
 }
 
+/* Within `worse` points of BASE on every group of stack s (but skip)? */
+static int admissible(int pt, int s, int skip, double worse)
+{
+    for (int q = 0; q < ng; q++)
+        if (q != skip && groups[q].stack >= 0 && (s < 0 || groups[q].stack == s) &&
+            gmed[pt][q] > gmed[BASE][q] + worse)
+            return 0;
+    return 1;
+}
+
+/* The grid minimum of stack s's objective without group skip; with `constrained`, the minimum
+ * over the points that leave none of the stack's fitted groups more than MAX_WORSE_PTS worse
+ * than BASE (the unconstrained minimum when no point does). */
+static int best_point_c(int s, int skip, int constrained)
+{
+    double b = INFINITY;
+    int bp = -1;
+    for (int pt = 0; pt < NP; pt++) {
+        if (constrained && !admissible(pt, s, skip, MAX_WORSE_PTS))
+            continue;
+        double m = objective(pt, s, skip);
+        if (m < b)
+            b = m, bp = pt;
+    }
+    return bp < 0 && constrained ? best_point_c(s, skip, 0) : bp;
+}
+
+static int best_point(int s, int skip) { return best_point_c(s, skip, 1); }
+
+static int stack_groups(int s, int skip)
+{
+    int n = 0;
+    for (int q = 0; q < ng; q++)
+        n += q != skip && groups[q].stack == s;
+    return n;
+}
+
+static int stack_rows(int s)
+{
+    int n = 0;
+    for (int q = 0; q < ng; q++)
+        n += groups[q].stack == s ? groups[q].rows : 0;
+    return n;
+}
+
+static void print_point(int pt)
+{
+    printf("gemm %.4f attn %.2f mem %.2f", gs[pt / (NA * NM)], as[(pt / NM) % NA], ms[pt % NM]);
+}
+
 int main(int argc, char **argv)
 {
-    const char *path = argc > 1 ? argv[1] : "../shared/validation/runs.csv";
-    const double slowdown = argc > 2 ? atof(argv[2]) : 0.0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        return 2;
+    const char *files[MAXF];
+    int nf = 0;
+    double slowdown = 0.0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--slowdown") && i + 1 < argc)
+            slowdown = atof(argv[++i]);
+        else if (nf < MAXF)
+            files[nf++] = argv[i];
     }
-    static char buf[1 << 22];
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
+    if (!nf)
+        files[nf++] = "../shared/validation/runs.csv";
+    grid();
+    static char buf[MAXF][1 << 21];
+    size_t len[MAXF];
+    for (int f = 0; f < nf; f++) {
+        FILE *fp = fopen(files[f], "rb");
+        if (!fp) {
+            perror(files[f]);
+            return 2;
+        }
+        len[f] = fread(buf[f], 1, sizeof buf[f] - 1, fp);
+        fclose(fp);
+    }
     mp_catalog *cat;
     mp_diag d = {0};
     if (mp_catalog_create(&cat, &d) != MP_OK)
         return 1;
-    /* MoE rows: those whose file row names experts — found once from the catalog-free CSV
-     * header via a validation at the defaults (their ids carry an "arch details" or MoE note). */
-    static point pts[NG][NA][NM][NC];
-    for (int i = 0; i < NG; i++)
-        for (int j = 0; j < NA; j++)
-            for (int k = 0; k < NM; k++)
-                for (int c = 0; c < NC; c++) {
-                    mp_estimate_opts o;
-                    mp_estimate_opts_init(&o);
-                    o.gemm_sustained_frac = gs[i];
-                    o.attention_sustained_frac = as[j];
-                    o.memory_bound_sustained_frac = ms[k];
-                    o.moe_copy_overhead_s = cs[c];
-                    o.comm_compute_slowdown_frac = slowdown;
-                    mp_validation v;
-                    if (mp_validate_csv(cat, buf, len, path, &o, &v, &d) != MP_OK) {
-                        fprintf(stderr, "%s\n", d.text);
-                        return 2;
-                    }
-                    if (!ng) { /* groups and MoE rows, from the first point */
-                        for (size_t r = 0; r < v.nrows && ng < MAXG; r++) {
-                            int seen = 0;
-                            for (int q = 0; q < ng; q++)
-                                seen |= !strcmp(groups[q], v.rows[r].source_group);
-                            if (!seen) {
-                                snprintf(group_buf[ng], sizeof group_buf[ng], "%s", v.rows[r].source_group);
-                                groups[ng] = group_buf[ng];
-                                ng++;
-                            }
-                            if (strstr(v.rows[r].assumed, "arch details") || strstr(v.rows[r].assumed, "MoE"))
-                                if (nmoe < MAXMOE)
-                                    snprintf(moe_ids[nmoe++], sizeof moe_ids[0], "%s", v.rows[r].id);
-                        }
-                    }
-                    point *p = &pts[i][j][k][c];
-                    for (int q = 0; q < ng; q++)
-                        p->group_median[q] = median(&v, groups[q]);
-                    p->all_median = median(&v, NULL);
-                    for (int e = 0; e < nmoe; e++)
-                        for (size_t r = 0; r < v.nrows; r++)
-                            if (!strcmp(v.rows[r].id, moe_ids[e]) && strcmp(v.rows[r].metric, "mem_gib"))
-                                p->moe_err[e] = v.rows[r].error_pct;
-                    mp_validation_free(&v);
-                }
-    double best = 1e300;
-    int bi = 0, bj = 0, bk = 0, bc = 0;
-    for (int i = 0; i < NG; i++)
-        for (int j = 0; j < NA; j++)
-            for (int k = 0; k < NM; k++)
-                for (int c = 0; c < NC; c++) {
-                    double m = objective(&pts[i][j][k][c], -1);
-                    if (m < best) {
-                        best = m;
-                        bi = i, bj = j, bk = k, bc = c;
-                    }
-                }
-    const point *B = &pts[bi][bj][bk][bc];
-    printf("comm_compute_slowdown_frac held at %.3f\n", slowdown);
-    printf("fit on all rows: gemm_sustained_frac %.2f, attention_sustained_frac %.2f, "
-           "memory_bound_sustained_frac %.2f, moe_copy_overhead_s %.0f ns -> mean of group medians "
-           "%.1f%%, median over all rows %.1f%%\n", gs[bi], as[bj], ms[bk], cs[bc] * 1e9, best,
-           B->all_median);
-    printf("\nleave-one-source-out: fit on the other groups, median |error| on the held-out one\n");
-    printf("%-26s %5s %5s %5s %6s %10s %10s\n", "held out", "gemm", "attn", "mem", "moe ns",
-           "held-out%", "in-fit%");
-    for (int q = 0; q < ng; q++) {
-        double b = 1e300;
-        int xi = 0, xj = 0, xk = 0, xc = 0;
-        for (int i = 0; i < NG; i++)
-            for (int j = 0; j < NA; j++)
-                for (int k = 0; k < NM; k++)
-                    for (int c = 0; c < NC; c++) {
-                        double m = objective(&pts[i][j][k][c], q);
-                        if (m < b) {
-                            b = m;
-                            xi = i, xj = j, xk = k, xc = c;
-                        }
-                    }
-        printf("%-26s %5.2f %5.2f %5.2f %6.0f %10.1f %10.1f\n", groups[q], gs[xi], as[xj], ms[xk],
-               cs[xc] * 1e9, pts[xi][xj][xk][xc].group_median[q], B->group_median[q]);
-    }
-    /* MoE rows: the overhead fitted on the other MoE rows (median |error|), fractions fixed. */
-    if (nmoe > 1) {
-        printf("\nMoE rows, leave-one-row-out for moe_copy_overhead_s (fractions at the fit):\n");
-        printf("%-18s %8s %10s %10s\n", "held out", "moe ns", "held-out%", "in-fit%");
-        double lo[MAXMOE];
-        for (int h = 0; h < nmoe; h++) {
-            double b = 1e300;
-            int xc = 0;
-            for (int c = 0; c < NC; c++) {
-                double e[MAXMOE];
-                int n = 0;
-                for (int r = 0; r < nmoe; r++)
-                    if (r != h)
-                        e[n++] = fabs(pts[bi][bj][bk][c].moe_err[r]);
-                double m = med(e, (size_t)n);
-                if (m < b) {
-                    b = m;
-                    xc = c;
-                }
+    for (int pt = 0; pt <= NP; pt++) {
+        mp_estimate_opts o;
+        mp_estimate_opts_init(&o);
+        o.stack_fractions = 0;
+        o.gemm_sustained_frac = pt == BASE ? BASE_G : gs[pt / (NA * NM)];
+        o.attention_sustained_frac = pt == BASE ? BASE_A : as[(pt / NM) % NA];
+        o.memory_bound_sustained_frac = pt == BASE ? BASE_M : ms[pt % NM];
+        o.comm_compute_slowdown_frac = slowdown;
+        static double err[MAXG][4096];
+        int ne[MAXG] = {0};
+        for (int f = 0; f < nf; f++) {
+            mp_validation v;
+            if (mp_validate_csv(cat, buf[f], len[f], files[f], &o, &v, &d) != MP_OK) {
+                fprintf(stderr, "%s\n", d.text);
+                return 2;
             }
-            lo[h] = fabs(pts[bi][bj][bk][xc].moe_err[h]);
-            printf("%-18s %8.0f %+10.1f %+10.1f\n", moe_ids[h], cs[xc] * 1e9, pts[bi][bj][bk][xc].moe_err[h],
-                   B->moe_err[h]);
+            for (size_t r = 0; r < v.nrows; r++) {
+                if (!strcmp(v.rows[r].metric, "mem_gib"))
+                    continue;
+                int q = group_of(&v.rows[r]);
+                if (q >= 0 && ne[q] < 4096)
+                    err[q][ne[q]++] = fabs(v.rows[r].error_pct);
+            }
+            mp_validation_free(&v);
         }
-        double in[MAXMOE];
-        for (int h = 0; h < nmoe; h++)
-            in[h] = fabs(B->moe_err[h]);
-        printf("median |error| of the MoE rows: %.1f%% fitted, %.1f%% held out\n", med(in, (size_t)nmoe),
-               med(lo, (size_t)nmoe));
+        for (int q = 0; q < ng; q++) {
+            gmed[pt][q] = med(err[q], (size_t)ne[q]);
+            groups[q].rows = ne[q];
+        }
     }
+    printf("comm_compute_slowdown_frac held at %.3f; moe_copy_overhead_s at its default\n\n", slowdown);
+    const int all = best_point(-1, -1);
+    printf("all known-stack groups: ");
+    print_point(all);
+    printf(" -> mean of group medians %.2f%%\n\n", objective(all, -1, -1));
+    int fit[MP_STACK_COUNT];
+    printf("per stack (data/stacks.json's *_sustained_frac):\n");
+    for (int s = 0; s < MP_STACK_COUNT; s++) {
+        /* its own fit only with two sources or more: one source cannot be held out of itself */
+        int enough = stack_rows(s) >= MIN_ROWS && stack_groups(s, -1) >= 2;
+        fit[s] = enough ? best_point(s, -1) : all;
+        int free_pt = enough ? best_point_c(s, -1, 0) : all;
+        printf("  %-14s %2d groups %4d rows: ", mp_stack_name((mp_stack_id)s), stack_groups(s, -1), stack_rows(s));
+        print_point(fit[s]);
+        if (enough && free_pt != fit[s]) {
+            printf(" -> mean of its group medians %.2f%% (unconstrained minimum ", objective(fit[s], s, -1));
+            print_point(free_pt);
+            printf(" %.2f%% leaves a source > %.0f point worse than before)\n", objective(free_pt, s, -1), MAX_WORSE_PTS);
+        } else if (enough)
+            printf(" -> mean of its group medians %.2f%%\n", objective(fit[s], s, -1));
+        else
+            printf(" (fewer than two sources: the all-stacks fit)\n");
+    }
+    printf("\nleave-one-source-out: the held-out group's stack fitted without it\n");
+    printf("%-26s %-14s %5s %46s %10s %8s %8s\n", "held out", "stack", "rows", "fractions fitted without it", "held-out%",
+           "in-fit%", "shared%");
+    double held[MAXG];
+    int nh = 0;
+    for (int q = 0; q < ng; q++) {
+        const int s = groups[q].stack;
+        if (s < 0) {
+            /* assumed stack: fits nothing, so its in-fit figure is already held out */
+            printf("%-26s %-14s %5d %46s %10.2f %8s %8.2f\n", groups[q].name, "(default)", groups[q].rows,
+                   "(fits nothing: stack not stated)", gmed[fit[MP_STACK_DEFAULT]][q], "-", gmed[BASE][q]);
+            held[nh++] = gmed[fit[MP_STACK_DEFAULT]][q];
+            continue;
+        }
+        /* the stack's other groups, or every other known group when it has none */
+        int pt = stack_groups(s, q) > 0 ? best_point(s, q) : best_point(-1, q);
+        char f[64];
+        snprintf(f, sizeof f, "%s %.4f/%.2f/%.2f", stack_groups(s, q) > 0 ? "same stack" : "other stacks",
+                 gs[pt / (NA * NM)], as[(pt / NM) % NA], ms[pt % NM]);
+        printf("%-26s %-14s %5d %46s %10.2f %8.2f %8.2f\n", groups[q].name, mp_stack_name((mp_stack_id)s),
+               groups[q].rows, f, gmed[pt][q], gmed[fit[s]][q], gmed[BASE][q]);
+        held[nh++] = gmed[pt][q];
+    }
+    double mx = 0, sum = 0;
+    for (int i = 0; i < nh; i++)
+        mx = fmax(mx, held[i]), sum += held[i];
+    double h2[MAXG];
+    memcpy(h2, held, sizeof held);
+    printf("\nheld-out group medians: median %.2f%%, mean %.2f%%, max %.2f%% (%d groups)\n", med(h2, (size_t)nh),
+           nh ? sum / nh : NAN, mx, nh);
     mp_catalog_destroy(cat);
     return 0;
 }

@@ -474,8 +474,11 @@ static double groups_median(const char *const *groups, int ng, const mp_estimate
 
 /* GEMM efficiency fitted on Megatron issue 756 turn 1 (Mixtral on 16 H100, Megatron-Core; the
  * plan keys the published arguments omit as in docs/calibrate.md), evaluated on the other
- * Megatron-Core H100 runs of runs.csv (nemo2407_h100, mbridge2511_h100; none is the fitted log):
- * measured 12.2% -> 6.8% median; asserted: at least 4 points better. */
+ * Megatron-Core H100 runs of runs.csv (nemo2407_h100, mbridge2511_h100; none is the fitted log).
+ * The log's plan names its stack (stack=megatron-core), so the fit is relative to that stack's
+ * profile. Measured 12.2% -> 6.8% median before the stack profiles (issue 17); with them the
+ * runs start at 5.6% (their profiles' overlaps and fitted fractions do much of what the log's
+ * fit did) and the fit brings them to 3.1%; asserted: at least 2 points better. */
 static void test_stack_fit_improves_other_runs(void **s)
 {
     (void)s;
@@ -491,7 +494,7 @@ static void test_stack_fit_improves_other_runs(void **s)
     assert_int_equal(mp_cluster_from_catalog(cat, "h100-sxm5-80gb", 16, 0, NULL, &c, &d), MP_OK);
     mp_plan p;
     mp_plan_init_default(&p);
-    assert_int_equal(mp_plan_parse("tp=1,pp=2,ep=8,mb=1,gb=128,seq=4096,zero=1,recompute=none",
+    assert_int_equal(mp_plan_parse("tp=1,pp=2,ep=8,mb=1,gb=128,seq=4096,zero=1,recompute=none,stack=megatron-core",
                                    &p, &d), MP_OK);
     assert_int_equal(mp_plan_resolve(&p, m, 16, &d), MP_OK);
     double fitted, before, after;
@@ -504,7 +507,7 @@ static void test_stack_fit_improves_other_runs(void **s)
     static const char *const groups[] = {"nemo2407_h100", "mbridge2511_h100"};
     double b = groups_median(groups, 2, &o0), a = groups_median(groups, 2, &o1);
     printf("stack fit %.3f: Megatron-Core H100 runs %.1f%% -> %.1f%%\n", fitted, b, a);
-    assert_true(a < b - 4.0);
+    assert_true(a < b - 2.0);
 }
 
 static void test_calibration_file(void **s)

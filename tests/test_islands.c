@@ -745,7 +745,7 @@ static void test_plan_keys(void **state)
  * MFU over the whole run 41.4% and 36.0% (43.3% without communication); 400x less traffic than
  * data parallelism. The WAN figures in the two files are public round trips and Linux TCP
  * defaults, not fitted (README "Islands"). */
-#define C7_PLAN "zero=3,fsdp=2,mb=1,gb=1792,seq=8192,recompute=full,doc_len=1032,attn_kernel=flex,sync=diloco,inner_steps=100,compress=int8"
+#define C7_PLAN "stack=torchtitan,zero=3,fsdp=2,mb=1,gb=1792,seq=8192,recompute=full,doc_len=1032,attn_kernel=flex,sync=diloco,inner_steps=100,compress=int8"
 /* How PRIME's INTELLECT-1 code synchronized (prime src/zeroband/diloco.py, collectives.py,
  * comms.py of the time): one int8 ring all-reduce per layer group one after the other (the
  * parameters grouped by the first number in their names: the embedding, 42 layers, the final
@@ -811,7 +811,11 @@ static void test_case_c7_intellect1(void **state)
     assert_true(world.sync_s > world_fused.sync_s && us.sync_s > us_fused.sync_s);
     /* MFU over the whole run, the report's measure (Table 2: 43.3% x the utilization): the
      * prediction is ABOVE the published 36.0-41.4% band (docs/islands.md Sec. 8); these bounds
-     * record it, they do not claim agreement. */
+     * record it, they do not claim agreement. With the torchtitan profile (stack=torchtitan,
+     * fitted on torchtitan's own runs, not on this case; issue 17) the inner step is 50.3% MFU
+     * (was 48.1% on the generic model), US 47.8%, continents 44.7%: still above the band, as the
+     * profile's fit over-predicts torchtitan's own bf16 8B H100 runs by 12-15% while its fp8
+     * runs pull the fit the other way (docs/stacks.md "Misses"). */
     assert_true(us.mfu > 0.414 && us.mfu < 0.50);
     assert_true(world.mfu > 0.414 && world.mfu < 0.48);
     /* "400x reduction in communication bandwidth": 100 inner steps x 4 (fp32 -> int8). */

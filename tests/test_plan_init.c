@@ -92,6 +92,7 @@ static void test_initialised_and_copies_work(void **state)
     fill_by_hand(&hand);
     hand.sp = -1;
     hand.flash = 1;
+    hand.stack = MP_STACK_DEFAULT; /* added with the stack profiles (meshplan/stack.h) */
     for (int i = 0; i < MP_DIM_COUNT; i++)
         hand.order[i] = (mp_dim)i;
     hand.init_magic = MP_PLAN_INIT_MAGIC;

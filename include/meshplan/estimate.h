@@ -106,6 +106,14 @@ typedef struct {
      * over memory. For callers that need only the memory of plans they have proven cannot
      * matter otherwise (the search's per-subtree bound, src/search/bound.c). Default 0. */
     int memory_only;
+    /* 1 (default): each of the three sustained fractions above is scaled by the plan's stack's
+     * fitted fraction over the default stack's (meshplan/stack.h, data/stacks.json): with the
+     * fields at their defaults a stack's plan runs at that stack's fitted fractions, a plan that
+     * names no stack at the fields' values exactly, and a caller's change of a field (a
+     * --calibration file) moves every stack by the same factor. 0: the three fields are used as
+     * given for every stack (bench/fit_calibration's grid). The profile's kernels and overlaps
+     * apply either way. */
+    int stack_fractions;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);
@@ -151,6 +159,11 @@ typedef struct {
     double fsdp_copy_out_s;       /* per micro-batch on the slowest stage, forward + backward */
     double fsdp_copy_s_per_param; /* seconds per parameter and gather (charged for what a shard
                                      group of more than one rank gathers) */
+    /* The stack's TP overlap (data/stacks.json), per micro-batch on the slowest stage: TP
+     * collective time hidden behind GEMMs (already out of the TP part), and what the hidden
+     * communication costs compute (its kernels holding SMs: in compute). */
+    double tp_hidden_s;
+    double overlap_slowdown_s;
 } mp_step_parts;
 
 /** Everything predicted for one plan. */

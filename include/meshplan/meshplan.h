@@ -51,6 +51,7 @@
 #include "meshplan/topo.h"
 #include "meshplan/coll.h"
 #include "meshplan/plan.h"
+#include "meshplan/stack.h"
 #include "meshplan/estimate.h"
 #include "meshplan/validate.h"
 #include "meshplan/parts.h"

@@ -106,6 +106,13 @@ typedef struct {
     int64_t recompute_every;    /* plan key recompute_every: the recompute mode applies to one
                                    layer in every n (torchtitan selective_ac_option = "n"), the
                                    others store all their activations; 0 or 1: every layer */
+    int stack;                  /* plan key stack: an mp_stack_id (meshplan/stack.h); the
+                                   profile's kernels, overlaps, era features and fitted
+                                   fractions price the step. MP_STACK_DEFAULT when not given */
+    int stack_given;            /* the stack key was present */
+    int flash_given;            /* the flash key was present (else the stack's and the GPU's
+                                   default: no fused attention on megatron-2021 or pre-Ampere) */
+    int attn_kernel_given;      /* the attn_kernel key was present (else the stack's default) */
     mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
     unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
     /* Set to MP_PLAN_INIT_MAGIC by mp_plan_init_default and checked by mp_plan_parse,

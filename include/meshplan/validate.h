@@ -36,6 +36,9 @@ typedef struct {
     int verdict;            /* the predicted plan's memory verdict (mp_verdict, estimate.h) */
     char mem_basis[16];     /* for mem_gib: the row's mem_basis ("allocated", "reserved",
                                "nvidia-smi", "peak"; "" not stated) */
+    char stack[24];         /* the software stack the row was priced on (meshplan/stack.h): its
+                               stack column, else the known group's (docs/stacks.md), else the
+                               default, which `assumed` then states */
 } mp_val_row;
 
 typedef struct {

@@ -164,6 +164,12 @@ typedef struct {
     double memory_bound_sustained_frac;  /* (0, 1] of measured HBM bandwidth */
     double moe_imbalance;                /* default routing load factor, >= 1 */
     double moe_copy_overhead_s;          /* dispatcher time per routed copy, >= 0 */
+    /* Added with the stack profiles (meshplan/stack.h); mp_workload_opts_init's values leave
+     * the kernels as before (inference keeps them). */
+    double elementwise_bytes_frac;       /* (0, 4]: the stack's element-wise traffic / kernels.c's count */
+    double fp8_scale_bytes_per_elem;     /* [0, 8]: > 0 = dynamic fp8 scaling (torchao): an amax pass
+                                            of this many bytes per cast element, the norm-adjacent
+                                            inputs cast apart, weights recast every pass */
 } mp_workload_opts;
 
 /** Most runs of like stages a workload keeps (mp_workload.run). */
@@ -267,7 +273,7 @@ typedef struct {
     } act[MP_WL_MEMO];
     struct {
         int set;
-        double key[20], val[16];
+        double key[22], val[16];
     } kern[MP_WL_MEMO];
     /* The stages' runs and maxima per (pp, vpp, tp, ep, etp): an MoE model's stages are
      * walked one by one otherwise. */

@@ -491,7 +491,8 @@ mp_status mp_catalog_merge_json(mp_catalog *c, const char *json_text, size_t len
     int errors = 0;
     json_object_foreach(root, k, v) {
         if (strcmp(k, "gpus") && strcmp(k, "links") && strcmp(k, "nodes") && strcmp(k, "models") &&
-            strcmp(k, "engines") && k[0] != '_') { /* engines: src/infer/engine.c reads them */
+            strcmp(k, "engines") && strcmp(k, "stacks") && k[0] != '_') {
+            /* engines: src/infer/engine.c reads them; stacks: src/workload/stack.c */
             mp_diag_add(diag, "%s: unknown top-level key \"%s\": expected gpus, links, nodes or models",
                         origin, k);
             errors++;

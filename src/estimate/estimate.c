@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "estimate_internal.h"
+#include "meshplan/stack.h"
 
 void mp_estimate_opts_init(mp_estimate_opts *o)
 {
@@ -42,15 +43,37 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
     o->cache = NULL;
     o->skip_per_stage = 0;
     o->memory_only = 0;
+    o->stack_fractions = 1;
 }
 
-static void workload_opts(const mp_estimate_opts *o, mp_workload_opts *wo)
+/* What the workload is priced with: the stack's fitted fractions (or the caller's), its
+ * element-wise fusions and fp8 scaling (data/stacks.json). */
+static void workload_opts(const mp_estimate_opts *o, const mp_stack_profile *sk, mp_workload_opts *wo)
 {
-    wo->gemm_sustained_frac = o->gemm_sustained_frac;
-    wo->attention_sustained_frac = o->attention_sustained_frac;
-    wo->memory_bound_sustained_frac = o->memory_bound_sustained_frac;
+    mp_workload_opts_init(wo);
+    const mp_stack_profile *g = mp_stack_profile_of(MP_STACK_DEFAULT);
+    const int from_stack = o->stack_fractions && sk && g;
+    wo->gemm_sustained_frac = o->gemm_sustained_frac * (from_stack ? sk->gemm_sustained_frac / g->gemm_sustained_frac : 1.0);
+    wo->attention_sustained_frac = o->attention_sustained_frac *
+                                   (from_stack ? sk->attention_sustained_frac / g->attention_sustained_frac : 1.0);
+    wo->memory_bound_sustained_frac = o->memory_bound_sustained_frac *
+                                      (from_stack ? sk->memory_bound_sustained_frac / g->memory_bound_sustained_frac : 1.0);
     wo->moe_imbalance = o->moe_imbalance;
     wo->moe_copy_overhead_s = o->moe_copy_overhead_s;
+    if (sk) {
+        wo->elementwise_bytes_frac = sk->elementwise_bytes_frac;
+        wo->fp8_scale_bytes_per_elem = sk->fp8_scale_bytes_per_elem;
+    }
+}
+
+/* The plan as the stack and the GPU run it: pre-Ampere GPUs (no bf16 tensor cores: V100, T4)
+ * have no FlashAttention-2 (its README: Ampere or newer), so a plan that does not ask for
+ * fused attention runs the unfused core there. */
+static void effective_plan(const mp_plan *p, const mp_cluster *c, mp_plan *q)
+{
+    *q = *p;
+    if (!p->flash_given && c->gpu.peak_flops_per_s[MP_DT_BF16] <= 0)
+        q->flash = 0;
 }
 
 mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan *p,
@@ -66,7 +89,15 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         return MP_ERR_INPUT;
     e->tp_tier = e->cp_tier = e->pp_tier = e->dp_tier = -1;
     mp_workload w;
-    workload_opts(opts, &e->workload_opts);
+    const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
+    if (!sk) {
+        mp_diag_add(diag, "plan.stack = %d: no stack profile (data/stacks.json)", p->stack);
+        return MP_ERR_INPUT;
+    }
+    mp_plan eff;
+    effective_plan(p, c, &eff);
+    p = &eff;
+    workload_opts(opts, sk, &e->workload_opts);
     mp_status st = mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, &e->workload_opts, opts->cache, &w, diag);
     if (st != MP_OK)
         return st;
@@ -87,7 +118,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         return MP_OK;
     }
     mp_workload_price(m, c, p, &e->workload_opts, opts->cache, &w);
-    mp_est_step(&w, m, c, p, opts, e);
+    mp_est_step(&w, m, c, p, opts, sk, e);
     mp_est_explain(&w, c, p, opts, e);
     if (!isfinite(e->step_s) || !isfinite(e->memory.total) || e->step_s <= 0) {
         mp_diag_add(diag, "estimate is not finite (step %g s, memory %g B): inputs out of range",

@@ -8,6 +8,7 @@
 #define MESHPLAN_ESTIMATE_INTERNAL_H
 
 #include "meshplan/estimate.h"
+#include "meshplan/stack.h"
 #include "meshplan/workload.h"
 
 /* Memory of every stage into e->per_stage, the most loaded into e->memory, e->feasible. Needs
@@ -33,7 +34,7 @@ int mp_est_verdict(const mp_memory *m, double margin_frac);
 /* Step time, its parts (e->time, e->parts), throughput, MFU/HFU and the tiers. Needs the priced
  * workload. */
 void mp_est_step(const mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                 const mp_estimate_opts *o, mp_estimate *e);
+                 const mp_estimate_opts *o, const mp_stack_profile *sk, mp_estimate *e);
 
 /* e->bottleneck and e->reasons (left empty with o->skip_text). */
 void mp_est_explain(const mp_workload *w, const mp_cluster *c, const mp_plan *p,

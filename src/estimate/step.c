@@ -11,7 +11,10 @@
 
 /* The slowest stage's micro-batch, and what the ZeRO-3 layer exposure adds to it. */
 typedef struct {
-    mp_wl_stage_time t;  /* of the slowest stage (first strict maximum of total_s) */
+    mp_wl_stage_time t;  /* of the slowest stage (first strict maximum of total_s), the stack's
+                            TP overlap applied (tp_s less the hidden part, compute_s plus the
+                            slowdown the hidden part costs) */
+    double tp_hidden_s, slow_s; /* of that stage's micro-batch */
     int stage;
     double z3_s;         /* max over stages of total_s + the stage's exposed ZeRO-3 layer comm */
     double z3_dense, z3_moe; /* layers of the stage that sets z3_s */
@@ -46,14 +49,37 @@ static void z3_layer_exposure(const mp_workload *w, const mp_estimate_opts *o, d
 /* The exposure lengthens every micro-batch of the stage it runs on, so it is added per stage
  * before the slowest stage is taken — not on top of another stage's critical path (with more
  * bandwidth that made a plan slower: tests/test_invariants.c). */
+/* Resource-aware overlap: while a collective runs beside compute its kernels hold SMs (NCCL:
+ * one per channel; TE userbuffers: its num_sm), so compute runs on the rest and slows by the
+ * share they hold, for as long as the hidden collective runs (the stack's overlap_comm_sms over
+ * the GPU's SMs; data/stacks.json), plus the caller's comm_compute_slowdown_frac. */
+static double slow_frac(const mp_workload *w, const mp_estimate_opts *o, const mp_stack_profile *sk)
+{
+    return o->comm_compute_slowdown_frac + (w->rates.sms > 0 ? sk->overlap_comm_sms / w->rates.sms : 0.0);
+}
+
+/* TP collective time of one layer's micro-batch that the stack hides behind GEMMs: forward
+ * behind the forward GEMMs, backward behind the dgrad + wgrad GEMMs (twice the forward's), the
+ * full-recompute forward's again behind its GEMMs; never more than the GEMM time beside it. */
+static double tp_hidden_layer(const mp_wl_layer *l, const mp_plan *p, const mp_stack_profile *sk)
+{
+    const double hf = sk->tp_overlap_fwd_frac;
+    const double hb = p->sp ? sk->tp_overlap_bwd_sp_frac : sk->tp_overlap_bwd_frac;
+    return hf * fmin(l->tp_fwd_s, l->gemm_s) + hb * fmin(l->tp_fwd_s, 2.0 * l->gemm_s) +
+           hf * fmin(l->tp_recompute_s, l->gemm_s);
+}
+
 static void find_slowest(const mp_workload *w, const mp_model *m, const mp_plan *p,
-                         const mp_estimate_opts *o, slowest *out)
+                         const mp_estimate_opts *o, const mp_stack_profile *sk, slowest *out)
 {
     double zd = 0.0, zm = 0.0;
     if (p->zero == 3)
         z3_layer_exposure(w, o, &zd, &zm);
     *out = (slowest){.zd = zd, .zm = zm};
     const int nr = mp_workload_runs(w);
+    const double hd = tp_hidden_layer(&w->layer[MP_LK_DENSE], p, sk);
+    const double hm = w->moe ? tp_hidden_layer(&w->layer[MP_LK_MOE], p, sk) : 0.0;
+    const double sf = slow_frac(w, o, sk);
     for (int r = 0; r < nr; r++) {
         /* a run's stages take the same time: its first is the only candidate */
         mp_wl_stage s;
@@ -61,6 +87,10 @@ static void find_slowest(const mp_workload *w, const mp_model *m, const mp_plan 
         int i, count;
         mp_workload_run(w, m, r, &s, &i, &count);
         mp_workload_stage_time(w, &s, i + count == w->pp, &t);
+        const double hid = s.n[MP_LK_DENSE] * hd + s.n[MP_LK_MOE] * hm, slow = sf * hid;
+        t.tp_s -= hid;
+        t.compute_s += slow;
+        t.total_s += slow - hid;
         double z3 = s.n[MP_LK_DENSE] * zd + s.n[MP_LK_MOE] * zm;
         if (t.total_s + z3 > out->z3_s) {
             out->z3_s = t.total_s + z3;
@@ -70,6 +100,8 @@ static void find_slowest(const mp_workload *w, const mp_model *m, const mp_plan 
         if (t.total_s > out->t.total_s) {
             out->t = t;
             out->stage = i;
+            out->tp_hidden_s = hid;
+            out->slow_s = slow;
         }
     }
 }
@@ -252,11 +284,16 @@ static void throughput(const mp_workload *w, const mp_cluster *c, const mp_plan 
 }
 
 void mp_est_step(const mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                 const mp_estimate_opts *o, mp_estimate *e)
+                 const mp_estimate_opts *o_in, const mp_stack_profile *sk, mp_estimate *e)
 {
     const double M = w->microbatches;
+    /* The stack's DP and ZeRO-3 overlap scale the caller's windows (data/stacks.json). */
+    mp_estimate_opts ob = *o_in;
+    ob.grad_reduce_overlap_frac *= sk->dp_overlap_frac;
+    ob.zero3_overlap_frac *= sk->zero3_prefetch_frac;
+    const mp_estimate_opts *o = &ob;
     slowest sl;
-    find_slowest(w, m, p, o, &sl);
+    find_slowest(w, m, p, o, sk, &sl);
     e->slowest_stage = sl.stage;
     /* Pipeline p2p on the critical path: a forward send/recv and a backward one per micro-batch
      * per model chunk (Megatron's blocking batched isend/irecv in steady 1F1B). */
@@ -278,6 +315,8 @@ void mp_est_step(const mp_workload *w, const mp_model *m, const mp_cluster *c, c
     const double max_lin = w->stage_linear_params_max;
     const double cast_w = w->fp8 ? 4.0 * (p->zero == 3 ? max_lin / w->shard : max_lin) / elem_Bps : 0.0;
     fill_parts(w, &sl, p2p_s, &e->parts);
+    e->parts.tp_hidden_s = sl.tp_hidden_s;
+    e->parts.overlap_slowdown_s = sl.slow_s;
     e->parts.optimizer_s = t_opt;
     e->parts.fp8_weight_cast_s = cast_w;
     tiers(w, e);
@@ -292,7 +331,7 @@ void mp_est_step(const mp_workload *w, const mp_model *m, const mp_cluster *c, c
     t->dp_comm_exposed = dp_exposed;
     t->dp_comm_total = dp_total;
     t->optimizer = t_opt;
-    double overlap_slow = o->comm_compute_slowdown_frac * fmin(dp_total - dp_exposed, t->compute);
+    double overlap_slow = slow_frac(w, o, sk) * fmin(dp_total - dp_exposed, t->compute);
     e->step_s = M * t_mb_all + bubble + dp_exposed + t_opt + cast_w + overlap_slow;
     t->compute += overlap_slow;
     e->attention_frac = sl.t.compute_s > 0 ? sl.t.attn_s / sl.t.compute_s : 0.0;

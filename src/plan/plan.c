@@ -7,6 +7,7 @@
 
 #include "internal.h"
 #include "meshplan/plan.h"
+#include "meshplan/stack.h"
 #include "plan/plan_key.h"
 #include "plan/plan_keys.h"
 
@@ -21,6 +22,11 @@ static const char *const precision_names[] = {"bf16", "fp16", "fp8"};
 _Static_assert(MP_DT_BF16 == 0 && MP_DT_FP16 == 1 && MP_DT_FP8 == 2,
                "precision_names follows mp_dtype");
 static const char *const dim_names[MP_DIM_COUNT] = {"tp", "cp", "ep", "dp", "pp"};
+static const char *const stack_names[MP_STACK_COUNT] = {
+#define MP_STACK_X(e, n) n,
+    MP_STACKS(MP_STACK_X)
+#undef MP_STACK_X
+};
 
 const char *mp_cp_algo_name(mp_cp_algo a) { return ((int)a >= 0 && a < MP_CP_ALGO_COUNT) ? cp_algo_names[a] : "?"; }
 const char *mp_attn_kernel_name(mp_attn_kernel k) { return ((int)k >= 0 && k < MP_ATTN_KERNEL_COUNT) ? attn_kernel_names[k] : "?"; }
@@ -37,6 +43,7 @@ void mp_plan_init_default(mp_plan *p)
     p->precision = MP_DT_BF16;
     p->flash = 1;
     p->schedule = MP_SCHED_1F1B;
+    p->stack = MP_STACK_DEFAULT;
     for (int i = 0; i < MP_DIM_COUNT; i++)
         p->order[i] = (mp_dim)i;
     p->order_listed = 0;
@@ -151,6 +158,15 @@ static void format_fsdp(const mp_plan_key_def *k, const void *obj, char *buf, si
     if (((const mp_plan *)obj)->fsdp == 2)
         APPEND(",fsdp=2");
 }
+/* stack is written when the plan named it (generic, the default, included). */
+static void format_stack(const mp_plan_key_def *k, const void *obj, char *buf, size_t cap, size_t *len)
+{
+    (void)k;
+    const mp_plan *p = obj;
+    if (p->stack_given || p->stack != MP_STACK_DEFAULT)
+        APPEND(",stack=%s", mp_stack_name((mp_stack_id)p->stack));
+}
+
 #undef APPEND
 
 static int parse_schedule(const mp_plan_key_def *k, const char *val, void *obj, mp_diag *diag)
@@ -178,6 +194,28 @@ static int parse_capacity(const mp_plan_key_def *k, const char *val, void *obj, 
     return 1;
 }
 
+/* flash and attn_kernel: remember that the plan said it (else the stack's default stands). */
+static int parse_given(const mp_plan_key_def *k, const char *val, void *obj, mp_diag *diag)
+{
+    if (!mp_plan_key_parse_generic(k, val, obj, diag))
+        return 0;
+    if (!strcmp(k->pub.name, "flash"))
+        ((mp_plan *)obj)->flash_given = 1;
+    else
+        ((mp_plan *)obj)->attn_kernel_given = 1;
+    return 1;
+}
+
+static int parse_stack(const mp_plan_key_def *k, const char *val, void *obj, mp_diag *diag)
+{
+    if (!mp_plan_key_parse_generic(k, val, obj, diag))
+        return 0;
+    ((mp_plan *)obj)->stack_given = 1;
+    return 1;
+}
+
+static const mp_plan_key_ops given_ops = {parse_given, NULL};
+static const mp_plan_key_ops stack_ops = {parse_stack, format_stack};
 static const mp_plan_key_ops schedule_ops = {parse_schedule, NULL};
 static const mp_plan_key_ops order_ops = {parse_order, format_order};
 static const mp_plan_key_ops etp_ops = {NULL, format_etp};
@@ -279,7 +317,26 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
     if (!p->vpp) p->vpp = 1;
     if (!p->seq) p->seq = m->seq_len;
     if (!p->mb) p->mb = 1;
-    if (p->sp < 0) p->sp = p->tp > 1;
+    /* The stack's era and defaults (data/stacks.json, docs/stacks.md): a feature the stack
+     * predates is bad input when the plan asks for it, and off when the plan does not say. */
+    const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
+    if (!sk) {
+        FAIL("plan.stack = %d: no profile (data/stacks.json unreadable or stack out of range)", p->stack);
+        return MP_ERR_INPUT;
+    }
+    if (p->flash_given && p->flash && !sk->flash_available)
+        FAIL("plan.flash = 1: stack %s predates fused attention (FlashAttention, Dao et al. 2022); "
+             "expected flash=0 or another stack", sk->key);
+    if (!p->flash_given && !sk->flash_available)
+        p->flash = 0;
+    if (!p->attn_kernel_given && sk->attention == MP_STACK_ATTN_FA3)
+        p->attn_kernel = MP_ATTN_FA3;
+    else if (!p->attn_kernel_given && sk->attention == MP_STACK_ATTN_FLEX)
+        p->attn_kernel = MP_ATTN_FLEX;
+    if (p->sp == 1 && p->tp > 1 && !sk->sp_available)
+        FAIL("plan.sp = 1: stack %s has no Megatron sequence parallelism; expected sp=0 or another stack",
+             sk->key);
+    if (p->sp < 0) p->sp = p->tp > 1 && sk->sp_default;
     if (p->zero < 0) p->zero = p->hsdp ? 3 : 0;
     if (!p->schedule_given)
         p->schedule = p->vpp > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;

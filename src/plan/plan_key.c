@@ -278,14 +278,23 @@ int mp_plan_key_help(const mp_plan_key_def *tab, int n, char *buf, size_t cap)
         const char *s = line;
         size_t col0 = 0; /* columns taken by the indent of a continuation line */
         while (strlen(s) + col0 > WIDTH) {
+            /* at a blank; on a key's first line whose values list alone is too long (stack),
+             * after a '|' of that list instead of before it */
             const char *cut = s + (WIDTH - col0);
             while (cut > s && *cut != ' ')
                 cut--;
-            if (cut == s)
+            if (col0 == 0 && cut - s < INDENT) {
+                cut = s + WIDTH;
+                while (cut > s + INDENT && cut[-1] != '|')
+                    cut--;
+                if (cut == s + INDENT)
+                    break;
+            } else if (cut == s) {
                 break;
+            }
             put(buf, cap, &len, s, (size_t)(cut - s));
             put(buf, cap, &len, "\n                   ", 1 + INDENT);
-            s = cut + 1;
+            s = *cut == ' ' ? cut + 1 : cut;
             col0 = INDENT;
         }
         put(buf, cap, &len, s, strlen(s));

@@ -44,7 +44,8 @@
       "the recompute mode on one layer in every n, the others store all (torchtitan option n)")    \
     X(precision, ENUM, precision, 0, 0, MP_ENUM(precision_names, 0), NULL, ALWAYS, "bf16",          \
       "GEMM precision")                                                                             \
-    X(flash, BOOL, flash, 0, 1, MP_NOENUM, NULL, ALWAYS, "1", "fused attention (FlashAttention)")   \
+    X(flash, BOOL, flash, 0, 1, MP_NOENUM, &given_ops, ALWAYS, "1; 0 on megatron-2021, pre-Ampere",   \
+      "fused attention (FlashAttention)")                                                           \
     X(schedule, ENUM, schedule, 0, 0, MP_ENUM(sched_names, 0), &schedule_ops, ALWAYS,               \
       "1f1b, interleaved when vpp > 1", "pipeline schedule")                                        \
     X(order, TEXT, order, 0, 0, MP_SYNTAX("tp-cp-ep-dp-pp", "dp-tp-pp-cp"), &order_ops, IFSET,      \
@@ -60,7 +61,8 @@
       "routed tokens of the busiest GPU / mean (MoE)")                                              \
     X(fp8_comm, BOOL, fp8_comm, 0, 1, MP_NOENUM, NULL, IFSET, "0",                                  \
       "fp8 MoE dispatch and ZeRO parameter all-gathers (needs precision fp8)")                     \
-    X(attn_kernel, ENUM, attn_kernel, 0, 0, MP_ENUM(attn_kernel_names, 0), NULL, IFSET, "fa2",      \
+    X(attn_kernel, ENUM, attn_kernel, 0, 0, MP_ENUM(attn_kernel_names, 0), &given_ops, IFSET,       \
+      "the named stack's (fa3 class on Megatron-Core/NeMo), else fa2",                             \
       "fused-attention kernel generation (FlashAttention-2, -3, FlexAttention)")                   \
     X(doc_len, INT, doc_len, 1, (int64_t)1 << 40, MP_NOENUM, NULL, IFSET,                           \
       "none, one causal sequence",                                                                 \
@@ -70,6 +72,8 @@
     X(opt_dtype, ENUM, opt_dtype, 0, 0, MP_ENUM(opt_dtype_names, 0), NULL, IFSET, "fp32",          \
       "optimizer-state dtype (AdamW moments): fp32 8 bytes per parameter, bf16 4")                 \
     X(master_weights, ENUM, no_master, 0, 0, MP_ENUM(master_names, 0), NULL, IFSET, "1",          \
-      "1 keeps fp32 master weights (4 bytes per parameter), 0 updates the 16-bit weights")
+      "1 keeps fp32 master weights (4 bytes per parameter), 0 updates the 16-bit weights")      \
+    X(stack, ENUM, stack, 0, 0, MP_ENUM(stack_names, 0), &stack_ops, IFSET, "generic",         \
+      "software stack whose kernels, overlaps and era features price the step (docs/stacks.md)")
 
 #endif

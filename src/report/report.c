@@ -329,6 +329,8 @@ char *mp_report_validation_json(const mp_validation *v)
                                "predicted", r->predicted, "error_pct", r->error_pct);
         if (r->assumed[0])
             json_object_set_new(jr, "assumed", json_string(r->assumed));
+        if (r->stack[0])
+            json_object_set_new(jr, "stack", json_string(r->stack));
         json_array_append_new(rows, jr);
     }
     for (size_t i = 0; i < v->nskips; i++)

@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "meshplan/plan.h"
+#include "meshplan/stack.h"
 #include "meshplan/topo.h"
 #include "meshplan/validate.h"
 #include "validate/validate_internal.h"
@@ -95,7 +96,7 @@ enum {
     C_ID, C_GROUP, C_NAME, C_LAYERS, C_HIDDEN, C_HEADS, C_KV, C_FFN, C_GLU, C_VOCAB, C_SEQ,
     C_EXPERTS, C_TOPK, C_MOEFFN, C_GPU, C_NGPUS, C_GPN, C_TP, C_PP, C_DP, C_CP, C_EP, C_VPP, C_SP,
     C_MB, C_GB, C_RC, C_PREC, C_ZERO, C_TFLOPS, C_BASIS, C_MFU, C_HFU, C_TOK, C_STEP, C_MEM,
-    C_MEMBASIS, C_EXTRA, C_COUNT
+    C_MEMBASIS, C_EXTRA, C_STACK, C_COUNT
 };
 static const char *const col_names[C_COUNT] = {
     "id", "source_group", "model_name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
@@ -103,7 +104,7 @@ static const char *const col_names[C_COUNT] = {
     "gpus_per_node", "tp", "pp", "dp", "cp", "ep", "vpp", "sp", "micro_batch", "global_batch",
     "recompute", "precision", "zero_stage", "measured_tflops_per_gpu", "tflops_basis",
     "measured_mfu", "measured_hfu", "measured_tokens_per_s_per_gpu", "measured_step_s",
-    "measured_mem_gib", "mem_basis", "plan_extra"};
+    "measured_mem_gib", "mem_basis", "plan_extra", "stack"};
 /* Columns a file must have. */
 static const int required_cols[] = {C_ID, C_LAYERS, C_HIDDEN, C_HEADS, C_FFN, C_VOCAB, C_SEQ,
                                     C_GPU, C_NGPUS, C_TP, C_PP, C_GB};
@@ -193,22 +194,28 @@ static const mp_model *infer_flags(const mp_catalog *cat, mp_model *m)
     return NULL;
 }
 
-/* Facts about a source that its rows cannot state, from the source itself. Both papers predate
- * FlashAttention (Dao et al., May 2022) and describe Megatron's fused softmax kernels, which
- * store the s x s scores (Korthikanti et al. 2022 Sec. 4.1 counts them). */
-static const struct { const char *group_prefix; int flash; int fsdp; const char *why; } source_facts[] = {
-    {"megatron2021", 0, 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
-    {"korthikanti2022", 0, 0, "no fused attention (pre-FlashAttention Megatron-LM)"},
-    /* NeMo 24.07 and Megatron-Bridge 25.11 run Megatron-Core with Transformer Engine, whose
-     * default attention backend on Hopper/Blackwell is cuDNN 9 fused attention (TE docs,
-     * NVTE_FUSED_ATTN; NVIDIA blog "Accelerating Transformers with NVIDIA cuDNN 9", 2024):
-     * the FlashAttention-3 class. */
-    {"nemo2407", 2, 0, "Transformer Engine cuDNN fused attention (FA3 class)"},
-    {"mbridge2511", 2, 0, "Transformer Engine cuDNN fused attention (FA3 class)"},
-    /* torchtitan shards with FSDP2's fully_shard (torchtitan docs/fsdp.md; its performance
-     * pages say "FSDP2"), per-parameter sharding: fsdp = 2 with its ZeRO-3. MosaicML's
-     * llm-foundry wraps with FSDP1 (FlatParameter), the default. */
-    {"torchtitan", 1, 2, "FSDP2 per-parameter sharding (fully_shard)"},
+/* The stack each known source group ran (docs/stacks.md "Which stack a row runs on"), read
+ * from the source itself, never guessed from the group's name: a row's own `stack` column wins,
+ * then this table (a group matches on the whole name or on its prefix before '_'), and a row
+ * found in neither runs on MP_STACK_DEFAULT with the assumption stated in its output. The era
+ * features follow from the stack's profile (data/stacks.json): megatron-2021 has no fused
+ * attention and no SP unless the row states SP. */
+static const struct { const char *group_prefix; mp_stack_id stack; int fsdp; const char *why; } source_stacks[] = {
+    /* Narayanan et al. 2021 and Korthikanti et al. 2022: Megatron-LM of the time, fused
+     * softmax, no FlashAttention (Dao et al., May 2022, postdates both). */
+    {"megatron2021", MP_STACK_MEGATRON_2021, 0, "Megatron-LM 2021 (Narayanan et al. 2021)"},
+    {"korthikanti2022", MP_STACK_MEGATRON_2021, 0, "Megatron-LM 2022 (Korthikanti et al. 2022)"},
+    /* NeMo 24.07's performance page: NeMo recipes on Megatron-Core + TE. */
+    {"nemo2407", MP_STACK_NEMO, 0, "NeMo 24.07 performance recipes"},
+    /* Megatron-Bridge 25.11 performance page: Megatron-Core + TE recipes. */
+    {"mbridge2511", MP_STACK_MEGATRON_CORE, 0, "Megatron-Bridge 25.11 (Megatron-Core)"},
+    /* Megatron-LM PR 482's memory figures (tests/data/c2_memory.csv). */
+    {"megatron_pr482", MP_STACK_MEGATRON_CORE, 0, "Megatron-LM (Megatron-Core)"},
+    /* torchtitan's performance pages and its 2024-12 paper tables: FSDP2's fully_shard
+     * (torchtitan docs/fsdp.md), per-parameter sharding: fsdp = 2 with its ZeRO-3. */
+    {"torchtitan", MP_STACK_TORCHTITAN, 2, "torchtitan (FSDP2 fully_shard)"},
+    /* MosaicML's llm-foundry benchmark tables (FSDP1 FlatParameter, the default fsdp = 1). */
+    {"mosaic", MP_STACK_LLM_FOUNDRY, 0, "MosaicML llm-foundry"},
 };
 
 static int push_skip(mp_validation *v, size_t cap, const char *id, const char *reason)
@@ -229,7 +236,7 @@ static int push_skip(mp_validation *v, size_t cap, const char *id, const char *r
  * physical ranges below (measured_range) keep every measured value away from that, so this is
  * a last guard, not a path any checked value takes. */
 static int push_row(mp_validation *v, const char *id, const char *group, const char *metric,
-                    double measured, double predicted, const char *assumed)
+                    double measured, double predicted, const char *assumed, const char *stack)
 {
     double err = 100.0 * (predicted - measured) / measured;
     if (!isfinite(err))
@@ -241,6 +248,7 @@ static int push_row(mp_validation *v, const char *id, const char *group, const c
     mp_strlcpy(r->assumed, assumed, sizeof r->assumed);
     r->mem_basis[0] = '\0';
     r->verdict = MP_VERDICT_FITS;
+    mp_strlcpy(r->stack, stack, sizeof r->stack);
     mp_utf8_scrub(r->id);
     mp_utf8_scrub(r->source_group);
     r->measured = measured;
@@ -263,6 +271,7 @@ typedef struct {
     const char *group;
     char why[256];
     char assumed[256];
+    const char *stack;
 } row_in;
 
 /* --- model: the dims, the MoE columns, the flags a dims-only row cannot state --- */
@@ -344,12 +353,107 @@ static int row_cluster(const mp_catalog *cat, row_in *r, mp_cluster *cl, int64_t
                  cell[C_GPN]);
         return 1;
     }
+    /* GB200/GB300: a source's "4 GPUs per node" is the compute tray; the NVLink domain is the
+     * NVL72 rack (72 GPUs on NVLink 5 switches, NVIDIA GB200 NVL72), which is the scale-up tier
+     * (data/nodes.json gb200-nvl72, gb300-nvl72). */
+    const mp_node *nd = mp_catalog_node_for_gpu(cat, cell[C_GPU]);
+    if (nd && strstr(nd->scaleup_link, "nvl72") && gpn < nd->gpus_per_node &&
+        (gpn > 0 || *ngpus % nd->gpus_per_node)) {
+        /* A job of n GPUs fills racks with the largest multiple of the tray (the row's figure,
+         * else 4: 18 compute trays of 4 GPUs per NVL72) that divides n, at most 72. */
+        const int64_t tray = gpn > 0 ? gpn : 4;
+        int64_t dom = 0;
+        for (int64_t k = nd->gpus_per_node; k >= tray && !dom; k--)
+            if (k % tray == 0 && *ngpus % k == 0)
+                dom = k;
+        if (dom > gpn) {
+            char a[160];
+            snprintf(a, sizeof a, "scale-up domain: NVL72 rack, %lld GPUs of it per NVLink domain%s",
+                     (long long)dom, gpn > 0 ? " (gpus_per_node read as the compute tray)" : "");
+            append(r->assumed, sizeof r->assumed, a);
+            gpn = dom;
+        }
+    }
     mp_diag cd = {0};
     if (mp_cluster_from_catalog(cat, cell[C_GPU], *ngpus, (int)gpn, NULL, cl, &cd) != MP_OK) {
         snprintf(r->why, sizeof r->why, "%.250s", cd.text);
         return 1;
     }
     return 0;
+}
+
+/* Rows of a known group that ran another stack than the rest, by id: Narayanan et al. 2021
+ * Table 2 compares Megatron with DeepSpeed ZeRO-3 run without model parallelism (its rows'
+ * notes say so). */
+static const struct { const char *id; mp_stack_id stack; } source_rows[] = {
+    {"meg21_t2_1", MP_STACK_DEEPSPEED}, {"meg21_t2_2", MP_STACK_DEEPSPEED}, {"meg21_t2_3", MP_STACK_DEEPSPEED},
+    {"meg21_t2_4", MP_STACK_DEEPSPEED}, {"meg21_t2_5", MP_STACK_DEEPSPEED}, {"meg21_t2_6", MP_STACK_DEEPSPEED},
+};
+
+/* --- the stack: the row's column, else the row or group table, else the default (stated) --- */
+static int row_stack(row_in *r, mp_plan *p)
+{
+    const char *col = r->cell[C_STACK];
+    int fsdp = 0;
+    p->stack = -1;
+    if (col[0]) {
+        for (int s = 0; s < MP_STACK_COUNT; s++)
+            if (!strcmp(col, mp_stack_name((mp_stack_id)s)))
+                p->stack = s;
+        if (p->stack < 0) {
+            snprintf(r->why, sizeof r->why, "stack = \"%.40s\": expected megatron-core, megatron-2021, "
+                     "torchtitan, deepspeed, nemo, llm-foundry, eager or generic", col);
+            return 1;
+        }
+    }
+    for (size_t k = 0; k < sizeof source_stacks / sizeof source_stacks[0]; k++) {
+        const char *g = source_stacks[k].group_prefix;
+        size_t n = strlen(g);
+        if (!strncmp(r->group, g, n) && (r->group[n] == '\0' || r->group[n] == '_')) {
+            if (p->stack < 0)
+                p->stack = source_stacks[k].stack;
+            fsdp = source_stacks[k].fsdp;
+        }
+    }
+    for (size_t k = 0; k < sizeof source_rows / sizeof source_rows[0] && !col[0]; k++)
+        if (!strcmp(r->cell[C_GROUP], "megatron2021_t2") && !strcmp(r->id, source_rows[k].id))
+            p->stack = source_rows[k].stack;
+    if (p->stack < 0) {
+        p->stack = MP_STACK_DEFAULT;
+        char a[96];
+        snprintf(a, sizeof a, "stack %s (default: the source states none)", mp_stack_name(MP_STACK_DEFAULT));
+        append(r->assumed, sizeof r->assumed, a);
+    }
+    p->stack_given = 1;
+    r->stack = mp_stack_name((mp_stack_id)p->stack);
+    if (fsdp == 2 && p->zero == 3 && p->stack == MP_STACK_TORCHTITAN)
+        p->fsdp = 2;
+    return 0;
+}
+
+/* --- interleaving a row does not state: the stack's default depth, said --- */
+static void row_interleave(row_in *r, const mp_model *m, mp_plan *p)
+{
+    if (p->vpp || p->pp <= 1)
+        return;
+    const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
+    const int64_t vmax = sk ? sk->interleave_depth : 0;
+    char a[192];
+    /* the largest v <= the stack's depth that divides the layers of a stage evenly */
+    int64_t v = 0;
+    for (int64_t k = vmax; k >= 2 && !v; k--)
+        if (m->layers % (p->pp * k) == 0)
+            v = k;
+    if (v) {
+        p->vpp = v;
+        snprintf(a, sizeof a, "vpp %lld (interleaving not stated: %s's depth %lld, or the largest "
+                 "below it dividing the %lld layers of a stage)", (long long)v, sk->key,
+                 (long long)vmax, (long long)(m->layers / p->pp));
+    } else {
+        snprintf(a, sizeof a, "vpp 1 (1F1B: interleaving not stated%s)",
+                 vmax > 0 ? ", and no depth of the stack's divides the layers of a stage" : "");
+    }
+    append(r->assumed, sizeof r->assumed, a);
 }
 
 /* --- plan: the degrees and batch columns, with stated assumptions for the missing ones --- */
@@ -380,8 +484,6 @@ static int row_plan(row_in *r, const mp_model *m, int64_t ngpus, mp_plan *p)
         p->mb = 1;
         append(r->assumed, sizeof r->assumed, "micro_batch 1");
     }
-    if (!p->vpp && p->pp > 1)
-        append(r->assumed, sizeof r->assumed, "vpp 1 (1F1B)");
     int64_t x;
     if (int_cell(cell[C_SP], &x) == 1)
         p->sp = (int)(x != 0);
@@ -410,14 +512,9 @@ static int row_plan(row_in *r, const mp_model *m, int64_t ngpus, mp_plan *p)
         snprintf(r->why, sizeof r->why, "precision = \"%.40s\": expected bf16, fp16 or fp8", pr);
         return 1;
     }
-    for (size_t k = 0; k < sizeof source_facts / sizeof source_facts[0]; k++)
-        if (!strncmp(r->group, source_facts[k].group_prefix, strlen(source_facts[k].group_prefix))) {
-            p->flash = source_facts[k].flash > 0;
-            if (source_facts[k].flash == 2)
-                p->attn_kernel = MP_ATTN_FA3;
-            if (source_facts[k].fsdp == 2 && p->zero == 3)
-                p->fsdp = 2;
-        }
+    if (row_stack(r, p))
+        return 1;
+    row_interleave(r, m, p);
     mp_diag pd = {0};
     /* plan_extra (optional): plan keys the columns cannot say ("fsdp=2,opt_dtype=bf16"),
      * applied last. Separated by ';' or spaces in the CSV cell, as ',' separates cells. */
@@ -511,7 +608,7 @@ static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
     double meas = 0, bad_value = 0;
 #define PUSH(col, metric, pred)                                                              \
     do {                                                                                     \
-        if (push_row(out, r->id, r->group, (metric), meas, (pred), r->assumed))              \
+        if (push_row(out, r->id, r->group, (metric), meas, (pred), r->assumed, r->stack))    \
             have_metric = 1;                                                                 \
         else if (!bad_metric) {                                                              \
             bad_metric = col_names[col];                                                     \
@@ -611,6 +708,7 @@ static void validate_record(const mp_catalog *cat, const mp_estimate_opts *opts,
 {
     row_in r;
     memset(&r, 0, sizeof r);
+    r.stack = "";
     for (int c = 0; c < C_COUNT; c++)
         r.cell[c] = (idx[c] >= 0 && idx[c] < n) ? fields[idx[c]] : "";
     if (r.cell[C_ID][0])

@@ -85,8 +85,26 @@ static void attention(const mp_workload *w, const mp_model *m, const mp_plan *p,
 }
 
 /* A dense layer: attention + FFN. */
-static void dense_layer(const mp_workload *w, const mp_model *m, const mp_plan *p, const attn_part *a,
-                        mp_wl_layer *l)
+/* fp8 casts of one layer (Transformer Engine's, or torchao's dynamic scaling): fwd_cast and
+ * bwd_cast elements, each read in 16-bit and written as rowwise + columnwise fp8 copies (4
+ * bytes); with dynamic scaling (opts->fp8_scale_bytes_per_elem > 0, torchao Float8Linear,
+ * torchtitan docs/float8.md) an amax pass first over every cast element, the inputs TE would cast
+ * inside its LayerNormLinear (norm_in elements) cast on their own, and the layer's weights
+ * (params) recast in every forward and again in backward instead of once per step. */
+static void fp8_casts(const mp_workload_opts *opts, double fwd_cast, double bwd_cast, double norm_in,
+                      double params, double elem_Bps, mp_wl_layer *l)
+{
+    const double sb = opts->fp8_scale_bytes_per_elem;
+    if (sb > 0) {
+        fwd_cast += norm_in + params;
+        bwd_cast += params;
+    }
+    l->elem_s += (4.0 + sb) * fwd_cast / elem_Bps;
+    l->bwd_extra_s = (4.0 + sb) * bwd_cast / elem_Bps;
+}
+
+static void dense_layer(const mp_workload *w, const mp_model *m, const mp_plan *p,
+                        const mp_workload_opts *opts, const attn_part *a, mp_wl_layer *l)
 {
     const mp_kernel_rates *r = &w->rates;
     const mp_attn_dims *ad = &w->attn;
@@ -97,7 +115,8 @@ static void dense_layer(const mp_workload *w, const mp_model *m, const mp_plan *
     l->gemm_s = a->gemm_s + mp_kernel_gemm_s(r, R, T, (m->glu ? 2 : 1) * f / tp, h, we) /* FC1 (+ gate) */
               + mp_kernel_gemm_s(r, R, T, h, f / tp, we);                              /* FC2 */
     l->attn_s = a->core_s;
-    l->elem_s = T * mp_kernel_elem_fwd_bytes_per_token(m, ad, f, tp, p->sp) / elem_Bps;
+    /* The stack's fusions scale the element-wise traffic (data/stacks.json). */
+    l->elem_s = opts->elementwise_bytes_frac * T * mp_kernel_elem_fwd_bytes_per_token(m, ad, f, tp, p->sp) / elem_Bps;
     if (fp8) {
         /* Transformer Engine casts every fp8 GEMM input it cannot fuse into a preceding
          * LayerNorm (output projection, FC2): read 2 bytes, write the rowwise and the
@@ -105,8 +124,7 @@ static void dense_layer(const mp_workload *w, const mp_model *m, const mp_plan *
          * gradient the same way (TE Linear, Float8Quantizer with both usages). */
         double fwd_cast = a->cast_elems + T * f / tp;
         double bwd_cast = a->out_elems + T * ((m->glu ? 2 : 1) * f / tp + h);
-        l->elem_s += 4.0 * fwd_cast / elem_Bps;
-        l->bwd_extra_s = 4.0 * bwd_cast / elem_Bps;
+        fp8_casts(opts, fwd_cast, bwd_cast, 2.0 * T * h, w->layer[MP_LK_DENSE].params, elem_Bps, l);
     }
 }
 
@@ -142,7 +160,7 @@ static void moe_layer(const mp_workload *w, const mp_model *m, const mp_plan *p,
      * (read h, write h/k); plus the router's fp32 logits, softmax/top-k and probabilities
      * (~4 passes over E floats per token). */
     double per_copy = 2.0 * (2.0 * h + (ep > 1 ? 4.0 * h : 0.0) + (m->glu ? 3.0 : 2.0) * fl + h + h / k);
-    l->elem_s = T * mp_kernel_elem_fwd_bytes_per_token(m, ad, S * fe, tp, p->sp) / elem_Bps
+    l->elem_s = opts->elementwise_bytes_frac * T * mp_kernel_elem_fwd_bytes_per_token(m, ad, S * fe, tp, p->sp) / elem_Bps
               + (Rt * per_copy + 16.0 * Tr * E) / elem_Bps;
     /* The dispatcher's per-copy bookkeeping (routing-map to index conversion, sorts and
      * scatters with indirection, the host sync for all-to-all split sizes), fitted: one
@@ -155,18 +173,24 @@ static void moe_layer(const mp_workload *w, const mp_model *m, const mp_plan *p,
         double fwd_cast = a->cast_elems + Rt * (h + fl) + T * S * fe / tp;
         double bwd_cast = a->out_elems + Rt * ((m->glu ? 2 : 1) * fl + h) +
                           T * ((m->glu ? 2 : 1) * S * fe / tp + (S > 0 ? h : 0.0));
-        l->elem_s += 4.0 * fwd_cast / elem_Bps;
-        l->bwd_extra_s = 4.0 * bwd_cast / elem_Bps;
+        const mp_wl_layer *km = &w->layer[MP_LK_MOE];
+        fp8_casts(opts, fwd_cast, bwd_cast, T * h, km->params + km->expert_params, elem_Bps, l);
     }
 }
 
 /* Forward, backward and recompute of a layer from its forward pieces. fl: the model's FLOPs
  * (the per-op and MLP-only modes recompute a share of the layer's GEMMs); every: the mode on one
- * layer in every n (plan recompute_every), so a layer's mean recompute is 1/n of it. */
-static void passes(mp_wl_layer *l, mp_recompute rc, const mp_flops *fl, double every)
+ * layer in every n (plan recompute_every), so a layer's mean recompute is 1/n of it. Attention
+ * backward: 2.5x its forward for a fused kernel (FlashAttention recomputes the scores inside its
+ * backward: the fwd+bwd = 3.5x forward convention, Dao 2023); 2x for the unfused core (Megatron's
+ * fused softmax), whose backward is four batched GEMMs (dV, dP, dQ, dK: twice the forward's two)
+ * and the softmax and dropout backward over the stored scores (about twice the forward's score
+ * traffic: read P and dP, write dS; Korthikanti et al. 2022 Sec. 4.1 lists what is stored). */
+static void passes(mp_wl_layer *l, mp_recompute rc, const mp_flops *fl, double every, int flash)
 {
+    const double attn_bwd = flash ? 2.5 : 2.0;
     l->fwd_s = l->gemm_s + l->attn_s + l->elem_s;
-    l->bwd_s = 2.0 * l->gemm_s + 2.5 * l->attn_s + 2.0 * l->elem_s + l->bwd_extra_s;
+    l->bwd_s = 2.0 * l->gemm_s + attn_bwd * l->attn_s + 2.0 * l->elem_s + l->bwd_extra_s;
     l->bwd_weight_s = l->gemm_s; /* wgrad GEMMs: the forward GEMMs' FLOPs (Qi et al. 2023 Sec. 2) */
     if (rc == MP_RC_FULL) {
         l->recompute_s = l->fwd_s;
@@ -329,7 +353,7 @@ static void price_kernels(mp_workload *w, const mp_model *m, const mp_plan *p,
     const double T = w->tokens_mb, h = (double)m->hidden, V = w->vocab_padded, tp = (double)w->tp;
     mp_wl_layer l = {0};
     attention(w, m, p, &k->a);
-    dense_layer(w, m, p, &k->a, &l);
+    dense_layer(w, m, p, opts, &k->a, &l);
     k->d[0] = l.gemm_s, k->d[1] = l.attn_s, k->d[2] = l.elem_s, k->d[3] = l.bwd_extra_s;
     l = (mp_wl_layer){0};
     if (w->moe)
@@ -346,10 +370,11 @@ static void kernels_of(mp_workload *w, const mp_model *m, const mp_plan *p,
                        const mp_workload_opts *opts, mp_wl_cache *cache, kernels *k)
 {
     const mp_kernel_rates *r = &w->rates;
-    const double key[20] = {r->matmul_flops_per_s, r->bf16_matmul_flops_per_s, r->attn_flops_per_s,
+    const double key[22] = {r->matmul_flops_per_s, r->bf16_matmul_flops_per_s, r->attn_flops_per_s,
                             r->mem_Bps, r->elem_Bps, r->sms, w->tokens_mb, w->tp, w->cp, p->sp,
                             (double)p->seq, (double)p->mb, p->precision, p->flash, (double)p->doc_len,
-                            w->etp, w->ep, w->moe_load, opts->moe_copy_overhead_s, w->vocab_padded};
+                            w->etp, w->ep, w->moe_load, opts->moe_copy_overhead_s, w->vocab_padded,
+                            opts->elementwise_bytes_frac, opts->fp8_scale_bytes_per_elem};
     const int slot = mp_wl_memo_slot(p->mb, p->sp * 8 + (int)p->precision, w->tp, w->cp);
     if (cache && cache->kern[slot].set && memcmp(cache->kern[slot].key, key, sizeof key) == 0) {
         memcpy(k, cache->kern[slot].val, sizeof *k);
@@ -372,10 +397,10 @@ void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
     mp_wl_layer *d = &w->layer[MP_LK_DENSE], *mo = &w->layer[MP_LK_MOE];
     d->gemm_s = k.d[0], d->attn_s = k.d[1], d->elem_s = k.d[2], d->bwd_extra_s = k.d[3];
     const double every = p->recompute_every > 1 ? (double)p->recompute_every : 1.0;
-    passes(d, p->recompute, &w->flops, every);
+    passes(d, p->recompute, &w->flops, every, p->flash);
     if (w->moe) {
         mo->gemm_s = k.mo[0], mo->attn_s = k.mo[1], mo->elem_s = k.mo[2], mo->bwd_extra_s = k.mo[3];
-        passes(mo, p->recompute, &w->flops, every);
+        passes(mo, p->recompute, &w->flops, every, p->flash);
     }
     head_and_mtp(w, m, k.head_f, k.ce_s, k.proj);
     copy_out(w, m, p);

@@ -42,6 +42,8 @@ void mp_workload_opts_init(mp_workload_opts *o)
     o->memory_bound_sustained_frac = 0.6;
     o->moe_imbalance = 1.0;
     o->moe_copy_overhead_s = 150e-9;
+    o->elementwise_bytes_frac = 1.0;
+    o->fp8_scale_bytes_per_elem = 0.0;
 }
 
 /* The DP x CP group split into the shard group (hsdp ranks, or all) and the replica group, each

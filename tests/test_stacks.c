@@ -1,0 +1,293 @@
+/* tests/test_stacks.c — the software-stack profiles (meshplan/stack.h, data/stacks.json): every
+ * profile loads with its source; the plan key and its era rules; a plan naming no stack is priced
+ * exactly as before the profiles (generic); the overlap rules (hidden TP never more than there is,
+ * the resource-aware slowdown = hidden x SMs held / SMs, by hand); the unfused attention's
+ * backward at 2x its forward; fp8 dynamic scaling costs traffic; pre-Ampere GPUs default to no
+ * fused attention; and validate's rows name their stack, the Korthikanti 2022 set at its
+ * measured figure. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "meshplan/meshplan.h"
+
+static mp_status estimate(const char *model, const char *gpu, int64_t gpus, const char *plan,
+                          const mp_estimate_opts *o, mp_estimate *e, mp_plan *pout, mp_diag *d)
+{
+    const mp_model *m = mp_catalog_model(g_cat, model);
+    assert_non_null(m);
+    mp_cluster c;
+    assert_int_equal(mp_cluster_from_catalog(g_cat, gpu, gpus, 0, NULL, &c, d), MP_OK);
+    mp_plan p;
+    mp_plan_init_default(&p);
+    mp_status st = mp_plan_parse(plan, &p, d);
+    if (st == MP_OK)
+        st = mp_plan_resolve(&p, m, gpus, d);
+    if (st == MP_OK)
+        st = mp_estimate_plan(m, &c, &p, o, e, d);
+    if (pout)
+        *pout = p;
+    return st;
+}
+
+static void test_every_profile_loads(void **s)
+{
+    (void)s;
+    for (int k = 0; k < MP_STACK_COUNT; k++) {
+        mp_stack_profile p;
+        mp_diag d = {0};
+        assert_int_equal(mp_stack_profile_get((mp_stack_id)k, &p, &d), MP_OK);
+        assert_string_equal(p.key, mp_stack_name((mp_stack_id)k));
+        assert_true(strlen(p.source) > 40); /* every entry says where its values come from */
+        assert_true(p.gemm_sustained_frac > 0 && p.gemm_sustained_frac <= 1);
+        assert_true(p.elementwise_bytes_frac > 0);
+        assert_ptr_equal(mp_stack_profile_of((mp_stack_id)k), mp_stack_profile_of((mp_stack_id)k));
+    }
+    mp_stack_profile p;
+    mp_diag d = {0};
+    assert_int_equal(mp_stack_profile_get(MP_STACK_COUNT, &p, &d), MP_ERR_INPUT);
+    assert_null(mp_stack_profile_of(MP_STACK_COUNT));
+    assert_string_equal(mp_stack_name(MP_STACK_COUNT), "?");
+    assert_int_equal(MP_STACK_DEFAULT, MP_STACK_GENERIC);
+}
+
+/* Era rules: megatron-2021 predates FlashAttention (a plan asking for it is bad input naming the
+ * key and the stack) and runs the unfused core and no SP when the plan does not say. */
+static void test_plan_key_and_era(void **s)
+{
+    (void)s;
+    const mp_model *m = mp_catalog_model(g_cat, "gpt3-175b");
+    mp_plan p;
+    mp_diag d = {0};
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_plan_parse("tp=8,pp=8,stack=megatron-2021", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, m, 64, &d), MP_OK);
+    assert_int_equal(p.stack, MP_STACK_MEGATRON_2021);
+    assert_int_equal(p.flash, 0);
+    assert_int_equal(p.sp, 0);
+    char txt[512];
+    mp_plan_format(&p, txt, sizeof txt);
+    assert_non_null(strstr(txt, "stack=megatron-2021"));
+    mp_plan_init_default(&p);
+    d = (mp_diag){0};
+    assert_int_equal(mp_plan_parse("tp=8,pp=8,stack=megatron-2021,flash=1", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, m, 64, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "plan.flash = 1"));
+    assert_non_null(strstr(d.text, "megatron-2021"));
+    mp_plan_init_default(&p);
+    d = (mp_diag){0};
+    assert_int_equal(mp_plan_parse("tp=8,stack=megatron-2021,sp=1", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, m, 8, &d), MP_OK); /* Korthikanti et al. 2022 has SP */
+    assert_int_equal(p.sp, 1);
+    mp_plan_init_default(&p);
+    d = (mp_diag){0};
+    assert_int_equal(mp_plan_parse("tp=8,stack=llm-foundry,sp=1", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, m, 8, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "plan.sp = 1"));
+    mp_plan_init_default(&p);
+    d = (mp_diag){0};
+    assert_int_equal(mp_plan_parse("stack=megatron", &p, &d), MP_ERR_INPUT);
+    /* the named stack's attention default; the plan's own key wins */
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_plan_parse("tp=8,stack=nemo", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, m, 8, &d), MP_OK);
+    assert_int_equal(p.attn_kernel, MP_ATTN_FA3);
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_plan_parse("tp=8,stack=nemo,attn_kernel=fa2", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, m, 8, &d), MP_OK);
+    assert_int_equal(p.attn_kernel, MP_ATTN_FA2);
+}
+
+/* A plan naming no stack and the same plan with stack=generic are one prediction (differential). */
+static void test_default_is_generic(void **s)
+{
+    (void)s;
+    mp_estimate *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    mp_diag d = {0};
+    assert_int_equal(estimate("llama3-70b", "h100-sxm5-80gb", 64, "tp=8,pp=2,gb=128,seq=8192,zero=1", NULL, a, NULL, &d), MP_OK);
+    assert_int_equal(estimate("llama3-70b", "h100-sxm5-80gb", 64, "tp=8,pp=2,gb=128,seq=8192,zero=1,stack=generic", NULL, b, NULL, &d), MP_OK);
+    assert_close(a->step_s, b->step_s, 1e-15);
+    assert_close(a->parts.tp_hidden_s, 0.0, 0.0);
+    free(a);
+    free(b);
+}
+
+/* TP overlap: hidden at most what there is; none without TP; the slowdown it costs is hidden x
+ * overlap_comm_sms / SMs (H100: 132 SMs), by hand. */
+static void test_tp_overlap_and_slowdown(void **s)
+{
+    (void)s;
+    mp_estimate *e = malloc(sizeof *e), *g = malloc(sizeof *g);
+    mp_diag d = {0};
+    const char *plan = "tp=8,pp=1,mb=1,gb=8,seq=8192,zero=1,stack=nemo";
+    assert_int_equal(estimate("llama3-8b", "h100-sxm5-80gb", 8, plan, NULL, e, NULL, &d), MP_OK);
+    const mp_stack_profile *nemo = mp_stack_profile_of(MP_STACK_NEMO);
+    const double tp_all = e->time.tp_comm + e->parts.tp_hidden_s * e->microbatches;
+    assert_true(e->parts.tp_hidden_s > 0);
+    assert_true(e->parts.tp_hidden_s * e->microbatches <= tp_all + 1e-15);
+    assert_close(e->parts.overlap_slowdown_s, e->parts.tp_hidden_s * nemo->overlap_comm_sms / 132.0, 1e-12);
+    assert_int_equal(estimate("llama3-8b", "h100-sxm5-80gb", 8, "tp=1,mb=1,gb=8,seq=8192,zero=1,stack=nemo", NULL, g, NULL, &d), MP_OK);
+    assert_close(g->parts.tp_hidden_s, 0.0, 0.0);
+    free(e);
+    free(g);
+}
+
+/* The unfused core's backward is 2x its forward, a fused kernel's 2.5x (layers.c passes). */
+static void test_unfused_attention_backward(void **s)
+{
+    (void)s;
+    const mp_model *m = mp_catalog_model(g_cat, "gpt3-175b");
+    mp_cluster c;
+    mp_diag d = {0};
+    assert_int_equal(mp_cluster_from_catalog(g_cat, "a100-sxm4-80gb", 8, 0, NULL, &c, &d), MP_OK);
+    for (int flash = 0; flash <= 1; flash++) {
+        mp_plan p;
+        mp_plan_init_default(&p);
+        char txt[128];
+        snprintf(txt, sizeof txt, "tp=8,mb=1,gb=1,seq=2048,flash=%d", flash);
+        assert_int_equal(mp_plan_parse(txt, &p, &d), MP_OK);
+        assert_int_equal(mp_plan_resolve(&p, m, 8, &d), MP_OK);
+        mp_workload w;
+        assert_int_equal(mp_workload_build(m, &c, &p, MP_WL_TRAIN_STEP, NULL, &w, &d), MP_OK);
+        const mp_wl_layer *l = &w.layer[MP_LK_DENSE];
+        double attn_bwd = l->bwd_s - 2.0 * l->gemm_s - 2.0 * l->elem_s - l->bwd_extra_s;
+        assert_close(attn_bwd / l->attn_s, flash ? 2.5 : 2.0, 1e-9);
+    }
+}
+
+/* fp8 with dynamic scaling (torchao, torchtitan's profile): the amax pass and the casts TE would
+ * fuse cost traffic on top of Transformer Engine's casts; by hand for the forward: the extra
+ * bytes are 2 per TE-cast element plus (4 + 2) per norm-adjacent input and weight element. */
+static void test_fp8_dynamic_scaling_costs(void **s)
+{
+    (void)s;
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster c;
+    mp_diag d = {0};
+    assert_int_equal(mp_cluster_from_catalog(g_cat, "h100-sxm5-80gb", 8, 0, NULL, &c, &d), MP_OK);
+    mp_plan p;
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_plan_parse("tp=8,mb=1,gb=8,seq=8192,precision=fp8", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, m, 8, &d), MP_OK);
+    mp_workload_opts te, dyn;
+    mp_workload_opts_init(&te);
+    dyn = te;
+    dyn.fp8_scale_bytes_per_elem = 2.0;
+    mp_workload *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    assert_int_equal(mp_workload_build(m, &c, &p, MP_WL_TRAIN_STEP, &te, a, &d), MP_OK);
+    assert_int_equal(mp_workload_build(m, &c, &p, MP_WL_TRAIN_STEP, &dyn, b, &d), MP_OK);
+    const mp_wl_layer *la = &a->layer[MP_LK_DENSE], *lb = &b->layer[MP_LK_DENSE];
+    const double T = 8192, h = 4096, f = 14336, tp = 8, Bps = a->rates.elem_Bps;
+    const double te_cast = T * h / tp + T * f / tp; /* output projection and FC2 inputs */
+    const double extra = (2.0 * te_cast + 6.0 * (2.0 * T * h + la->params)) / Bps;
+    assert_close(lb->elem_s - la->elem_s, extra, 1e-9);
+    assert_true(lb->bwd_extra_s > la->bwd_extra_s);
+    free(a);
+    free(b);
+}
+
+/* V100 (no bf16 tensor cores): no FlashAttention-2 unless the plan says flash=1. */
+static void test_pre_ampere_defaults_to_unfused(void **s)
+{
+    (void)s;
+    mp_estimate *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    mp_diag d = {0};
+    assert_int_equal(estimate("gpt-1.7b", "v100-sxm2-32gb", 8, "tp=1,mb=1,gb=8,seq=2048,precision=fp16", NULL, a, NULL, &d), MP_OK);
+    assert_int_equal(estimate("gpt-1.7b", "v100-sxm2-32gb", 8, "tp=1,mb=1,gb=8,seq=2048,precision=fp16,flash=0", NULL, b, NULL, &d), MP_OK);
+    assert_close(a->step_s, b->step_s, 1e-15);
+    free(a);
+    free(b);
+}
+
+/* validate names every row's stack, states the default, and the Korthikanti et al. 2022 set
+ * (k22_ rows, stack megatron-2021) is at its measured figure: mean |error| 5.50%, max 9.40%
+ * (k22_fullrc_2; issue 17's bar is 5% / 10%: the mean misses it, docs/stacks.md). */
+static void test_validate_rows_name_their_stack(void **s)
+{
+    (void)s;
+    const char *path = MESHPLAN_VALIDATION_DIR "/runs.csv";
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[1 << 21];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    mp_validation v;
+    mp_diag d = {0};
+    assert_int_equal(mp_validate_csv(g_cat, buf, len, path, NULL, &v, &d), MP_OK);
+    double sum = 0, mx = 0;
+    int n = 0, defaults = 0, ds = 0;
+    for (size_t i = 0; i < v.nrows; i++) {
+        const mp_val_row *r = &v.rows[i];
+        assert_true(r->stack[0]);
+        if (!strcmp(r->source_group, "korthikanti2022")) {
+            assert_string_equal(r->stack, "megatron-2021");
+            sum += fabs(r->error_pct), mx = fmax(mx, fabs(r->error_pct)), n++;
+        }
+        if (!strcmp(r->source_group, "llama3_2024")) {
+            assert_string_equal(r->stack, "generic");
+            assert_non_null(strstr(r->assumed, "stack generic (default"));
+            defaults++;
+        }
+        if (!strncmp(r->id, "meg21_t2_", 9) && !strcmp(r->stack, "deepspeed"))
+            ds++;
+        if (!strcmp(r->source_group, "mosaic_a100_80g"))
+            assert_string_equal(r->stack, "llm-foundry");
+    }
+    print_message("k22 set: mean |error| %.2f%%, max %.2f%% over %d rows\n", sum / n, mx, n);
+    assert_int_equal(n, 9);
+    assert_int_equal(defaults, 3);
+    assert_int_equal(ds, 6);
+    assert_true(sum / n <= 5.6 && mx <= 9.5);
+    mp_validation_free(&v);
+}
+
+/* GB200: a row's "4 GPUs per node" is the compute tray; the NVLink domain is the NVL72 rack, of
+ * which a 256-GPU job uses 64 per domain (the largest multiple of the tray dividing 256). */
+static void test_nvl72_is_the_scale_up_tier(void **s)
+{
+    (void)s;
+    const char *hdr = "id,source_group,layers,hidden,heads,kv_heads,ffn_hidden,glu,vocab,seq_len,gpu,num_gpus,"
+                      "gpus_per_node,tp,pp,micro_batch,global_batch,precision,measured_tokens_per_s_per_gpu\n";
+    char csv[1024];
+    double pred[3];
+    const char *gpn[3] = {"4", "", "64"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(csv, sizeof csv, "%sr,g,32,4096,32,8,14336,1,128256,8192,gb200,256,%s,4,1,1,256,bf16,5000\n", hdr, gpn[i]);
+        mp_validation v;
+        mp_diag d = {0};
+        assert_int_equal(mp_validate_csv(g_cat, csv, strlen(csv), "nvl72", NULL, &v, &d), MP_OK);
+        assert_int_equal((int)v.nrows, 1);
+        pred[i] = v.rows[0].predicted;
+        if (i < 2)
+            assert_non_null(strstr(v.rows[0].assumed, "NVL72 rack, 64 GPUs"));
+        mp_validation_free(&v);
+    }
+    assert_close(pred[0], pred[2], 1e-12);
+    assert_close(pred[1], pred[2], 1e-12);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_profile_loads),
+        cmocka_unit_test(test_plan_key_and_era),
+        cmocka_unit_test(test_default_is_generic),
+        cmocka_unit_test(test_tp_overlap_and_slowdown),
+        cmocka_unit_test(test_unfused_attention_backward),
+        cmocka_unit_test(test_fp8_dynamic_scaling_costs),
+        cmocka_unit_test(test_pre_ampere_defaults_to_unfused),
+        cmocka_unit_test(test_validate_rows_name_their_stack),
+        cmocka_unit_test(test_nvl72_is_the_scale_up_tier),
+    };
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
+}
