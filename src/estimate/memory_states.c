@@ -229,7 +229,7 @@ static void lora_states(const mp_workload *w, const mp_model *m, const mp_plan *
 }
 
 /* Offload: move what the plan offloads off the GPU (host RAM or NVMe). */
-static void offload_states(const mp_workload *w, const mp_plan *p, const mp_wl_stage *st,
+static void offload_states(const mp_workload *w, const mp_plan *p,
                            mp_stage_states *o)
 {
     const int opt = p->offload == MP_OFF_OPTIMIZER || p->offload == MP_OFF_ALL;
@@ -237,13 +237,14 @@ static void offload_states(const mp_workload *w, const mp_plan *p, const mp_wl_s
     const int nvme = p->offload_device == 1;
     double moved = 0.0, saved = 0.0;
     if (opt) {
-        /* the GPU keeps 16-bit gradients (partitioned at ZeRO 2/3); the fp32 gradient partition
-         * lives on the host beside the master weights and states (Ren et al. 2021 Fig. 2) */
+        /* ZeRO 2/3: each bucket of 16-bit gradients is reduced and copied to the host as
+         * backward produces it (Ren et al. 2021 Sec. 4.1), so the GPU holds no gradient
+         * partition, only the layer in flight (memory.c's gradient buffer); ZeRO 1 keeps the
+         * 16-bit gradients until the step. The fp32 gradient partition lives on the host beside
+         * the master weights and states (Fig. 2). */
         const double wB = fp32_training(p) ? 4.0 : 2.0;
         const double trained = o->trainable_params;
-        const double gpu_grads = w->frozen ? o->gradients
-                               : p->zero >= 2 ? wB / w->shard * st->params + wB / w->expert_shard * st->expert_params
-                                              : wB * trained;
+        const double gpu_grads = w->frozen ? o->gradients : p->zero >= 2 ? 0.0 : wB * trained;
         const double shard1 = p->zero >= 1 ? w->shard : 1.0;
         moved += o->optimizer + 4.0 * trained / shard1;
         saved += o->optimizer + fmax(0.0, o->gradients - gpu_grads);
@@ -274,7 +275,7 @@ void mp_est_stage_states(const mp_workload *w, const mp_model *m, const mp_plan 
     else
         full_states(w, m, p, st, out);
     if (p->offload != MP_OFF_NONE)
-        offload_states(w, p, st, out);
+        offload_states(w, p, out);
 }
 
 /* ---- time ----------------------------------------------------------------------------- */

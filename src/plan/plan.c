@@ -448,9 +448,6 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
              mp_offload_name(p->offload), p->zero);
     if (p->offload_device && p->offload == MP_OFF_NONE)
         FAIL("plan.offload_device = nvme: needs offload = optimizer, params or all");
-    if (p->offload != MP_OFF_NONE && p->finetune != MP_FT_FULL)
-        FAIL("plan.offload = %s with finetune = %s: offload is modelled for full training only",
-             mp_offload_name(p->offload), mp_finetune_name(p->finetune));
 #undef FAIL
     return bad ? MP_ERR_INPUT : MP_OK;
 }

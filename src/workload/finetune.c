@@ -111,6 +111,16 @@ void mp_wl_finetune_shape(mp_workload *w, const mp_model *m, const mp_plan *p)
     w->grad_frac = lp > 0 ? la / lp : 0.0;
 }
 
+/* A tall-skinny GEMM (one side r <= a few hundred): the roofline of its FLOPs and its HBM
+ * traffic, without the 128 x 128-tile wave quantisation of mp_kernel_gemm_s — cuBLAS runs such
+ * shapes with narrow tiles or split-K, so a few output tiles do not hold a whole wave. */
+static double skinny_gemm_s(const mp_kernel_rates *r, double rate, double M, double N, double K)
+{
+    const double flop_s = 2.0 * M * N * K / rate;
+    const double mem_s = 2.0 * (M * K + K * N + M * N) / r->mem_Bps;
+    return flop_s > mem_s ? flop_s : mem_s;
+}
+
 /* Adapter GEMMs of one forward pass of a layer: x A then (x A) B for every adapted matrix, in
  * the 16-bit compute dtype (PEFT runs the adapters under the base layer's autocast). */
 static double adapter_fwd_s(const mp_workload *w, const mp_model *m, const mp_plan *p, int moe)
@@ -122,8 +132,8 @@ static double adapter_fwd_s(const mp_workload *w, const mp_model *m, const mp_pl
     double s = 0.0;
     for (int i = 0; i < n; i++)
         if (mx[i].lora_bit & t)
-            s += mx[i].count * (mp_kernel_gemm_s(&w->rates, R, mx[i].rows, r, mx[i].d_in, 2.0) +
-                                mp_kernel_gemm_s(&w->rates, R, mx[i].rows, mx[i].d_out, r, 2.0));
+            s += mx[i].count * (skinny_gemm_s(&w->rates, R, mx[i].rows, r, mx[i].d_in) +
+                                skinny_gemm_s(&w->rates, R, mx[i].rows, mx[i].d_out, r));
     return s;
 }
 
