@@ -148,7 +148,7 @@ typedef struct {
 /** The model's states and what offload moves, for the most loaded GPU (plan keys optimizer,
  *  opt_dtype, master_weights, finetune, lora_rank, lora_targets, offload, offload_device;
  *  src/estimate/memory_states.c gives every byte count and rate with its source;
- *  docs/memory.md "Optimizers, fine-tuning and offload"). All zero where they do not apply. */
+ *  docs/finetune.md). All zero where they do not apply. */
 typedef struct {
     double trainable_params;      /* trained parameters on the GPU (the adapters with LoRA) */
     double frozen_params;         /* frozen base parameters on the GPU (LoRA, QLoRA) */

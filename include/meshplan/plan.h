@@ -141,7 +141,7 @@ typedef struct {
     int no_master;              /* plan key master_weights: 0 keeps fp32 master weights
                                    (default, master_weights=1), 1 drops them (master_weights=0:
                                    "pure bf16", the optimizer updates the 16-bit weights) */
-    /* What the model's states weigh (docs/memory.md "Optimizers, fine-tuning and offload";
+    /* What the model's states weigh (docs/finetune.md;
      * src/estimate/memory_states.c). 0 = the default in each. */
     int optimizer;              /* plan key optimizer: mp_optimizer (adamw default) */
     int finetune;               /* plan key finetune: mp_finetune (full default) */
