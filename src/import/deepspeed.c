@@ -84,12 +84,13 @@ static void precision(imp_ctx *c)
         imp_set(c, MP_FIELD_PLAN, "precision", "fp16", tbe, MP_FROM_OPTION, NULL);
         return;
     }
-    imp_set(c, MP_FIELD_PLAN, "precision", "bf16", NULL, MP_FROM_DEFAULT,
-            is_auto(bf) || is_auto(fp)
-                ? "bf16/fp16 \"auto\": the Trainer's --bf16/--fp16 decide (default: neither, fp32, "
-                  "which meshplan does not model); bf16 assumed"
-                : "neither bf16 nor fp16 enabled: DeepSpeed trains in fp32, which meshplan does "
-                  "not model; bf16 assumed");
+    if (is_auto(bf) || is_auto(fp))
+        imp_set(c, MP_FIELD_PLAN, "precision", "bf16", NULL, MP_FROM_DEFAULT,
+                "bf16/fp16 \"auto\": the Trainer's --bf16/--fp16 decide (default neither: fp32; "
+                "give the flag); bf16 assumed, as fine-tuning runs pass it");
+    else
+        imp_set(c, MP_FIELD_PLAN, "precision", "fp32", NULL, MP_FROM_DEFAULT,
+                "neither bf16 nor fp16 enabled: DeepSpeed trains in fp32 (docs/finetune.md)");
 }
 
 /* ZeRO-Offload / ZeRO-Infinity: offload_optimizer and offload_param (device cpu or nvme; the

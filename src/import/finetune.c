@@ -222,9 +222,12 @@ static void batch_and_precision(imp_ctx *c)
             imp_set(c, MP_FIELD_PLAN, "precision", "bf16", e, MP_FROM_FILE, NULL);
         else if (imp_bool(c, "fp16", &on, &e) == 1 && on)
             imp_set(c, MP_FIELD_PLAN, "precision", "fp16", e, MP_FROM_FILE, NULL);
+        else if (imp_bool(c, "tf32", &on, &e) == 1 && on)
+            imp_set(c, MP_FIELD_PLAN, "precision", "tf32", e, MP_FROM_FILE,
+                    "neither bf16 nor fp16: fp32 training with TF32 matmuls");
         else
-            imp_set(c, MP_FIELD_PLAN, "precision", "bf16", NULL, MP_FROM_DEFAULT,
-                    HFT ": fp32, which meshplan does not model; bf16 assumed");
+            imp_set(c, MP_FIELD_PLAN, "precision", "fp32", NULL, MP_FROM_DEFAULT,
+                    HFT ": neither bf16 nor fp16, fp32 training (docs/finetune.md)");
     }
     int gc = 0;
     if (imp_bool(c, "gradient_checkpointing", &gc, &e) == 1)
