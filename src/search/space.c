@@ -87,6 +87,10 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     if ((pin->offload == MP_OFF_PARAMS || pin->offload == MP_OFF_ALL) && pin->zero >= 0 && pin->zero != 3)
         FAIL("search: offload = %s pinned with zero = %d: parameter offload needs zero = 3",
              mp_offload_name((mp_offload)pin->offload), pin->zero);
+    if (pin->finetune == MP_FT_FULL && (pin->lora_rank || pin->lora_targets))
+        FAIL("search: lora_rank/lora_targets pinned without finetune = lora or qlora");
+    if (pin->offload_device && pin->offload == MP_OFF_NONE)
+        FAIL("search: offload_device = nvme pinned without offload");
     if (pin->offload == MP_OFF_OPTIMIZER && pin->zero == 0)
         FAIL("search: offload = optimizer pinned with zero = 0: ZeRO-Offload needs zero >= 1");
     if (pin->schedule_given && ((int)pin->schedule < 0 || pin->schedule >= MP_SCHED_COUNT))
