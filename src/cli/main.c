@@ -31,6 +31,9 @@
     X(doctor)               \
     X(import)               \
     X(infer)                \
+    X(infer_search)         \
+    X(rl)                   \
+    X(rl_search)            \
     X(sweep)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
