@@ -179,6 +179,8 @@ static inline void fz_predict_some(const mp_model *m)
         "", "tp=2,pp=2,mb=1,gb=8,zero=1,recompute=selective",
         "tp=8,zero=3,mb=2,gb=64,recompute=full,flash=0", "pp=4,vpp=2,zero=2,precision=fp8",
         "cp=2,seq=4096,schedule=zb,pp=2,sp=0,tp=2",
+        "zero=3,finetune=qlora,lora_rank=64,lora_targets=all,offload=all,offload_device=nvme",
+        "zero=1,optimizer=muon,precision=fp32,mb=2,gb=64", "optimizer=adafactor,finetune=lora,tp=2",
     };
     static const int64_t gpus[] = {8, 64};
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {

@@ -26,7 +26,11 @@ static void check_round_trip(const mp_plan *p, const mp_model *m, int64_t gpus)
                  q.ep == p->ep && q.sp == p->sp && q.mb == p->mb && q.gb == p->gb &&
                  q.seq == p->seq && q.zero == p->zero && q.hsdp == p->hsdp &&
                  q.recompute == p->recompute && q.precision == p->precision &&
-                 q.flash == p->flash && q.schedule == p->schedule,
+                 q.flash == p->flash && q.schedule == p->schedule && q.optimizer == p->optimizer &&
+                 q.finetune == p->finetune && q.lora_rank == p->lora_rank &&
+                 q.lora_targets == p->lora_targets && q.offload == p->offload &&
+                 q.offload_device == p->offload_device && q.opt_dtype == p->opt_dtype &&
+                 q.no_master == p->no_master,
              "round trip changed the plan: \"%s\"", buf);
 }
 

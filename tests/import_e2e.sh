@@ -79,11 +79,11 @@ json_check "torchtitan overrides as torchtitan takes them" \
 json_check "a model meshplan cannot resolve: exit 0, model null, no prediction, its id under assumed" \
     "d['model'] is None and 'prediction' not in d and any(a['key']=='model' and 'Qwen3-4B' in a['value'] for a in d['assumed'])" \
     import "$D/lora_llamafactory_qwen3_ds3.yaml" --json
-json_check "LoRA: finetune and lora_rank listed as unsupported" \
-    "any(u['key']=='finetune' and u['value']=='qlora' for u in d['unsupported']) and any(u['key']=='lora_rank' for u in d['unsupported'])" \
+json_check "QLoRA: finetune, lora_rank, lora_targets and FSDP offload in the plan" \
+    "d['plan']['finetune']=='qlora' and d['plan']['lora_rank']==8 and d['plan']['lora_targets']=='all' and d['plan']['offload']=='all' and not any(u['key'] in ('finetune','lora_rank','offload_param') for u in d['unsupported'])" \
     import "$D/lora_axolotl_llama3_qlora_fsdp_70b.yaml" --gpus 8 --json --no-predict
 json_check "DeepSpeed JSON with --model and --gpus" \
-    "d['plan']['zero']==2 and any(u['key']=='offload_optimizer' for u in d['unsupported']) and 'prediction' in d" \
+    "d['plan']['zero']==2 and d['plan']['offload']=='optimizer' and d['prediction']['offload']['host_bytes_per_gpu'] > 0" \
     import "$D/deepspeed_ds_z2_offload_config.json" --model llama3-8b --gpus 8 --json
 json_check "DeepSpeed \"auto\" from the Trainer's command line" \
     "d['plan']['mb']==2 and d['plan']['gb']==64 and d['sources']['mb']=='command line: --per_device_train_batch_size'" \

@@ -167,8 +167,10 @@ static void test_deepspeed_z2_offload(void **s)
     (void)s;
     mp_import *imp = import_check("deepspeed_ds_z2_offload_config.json", "llama3-8b", 8,
                                   "zero=2@F mb=8@D gradient_accumulation_steps=1@D gb=64@V "
-                                  "precision=bf16@D offload_optimizer=cpu@F");
-    assert_int_equal(mp_import_get(imp, "offload_optimizer")->kind, MP_FIELD_UNSUPPORTED);
+                                  "precision=bf16@D offload=optimizer@F");
+    /* ZeRO-Offload of the optimizer to the host: the plan key offload (issue 16) */
+    assert_int_equal(mp_import_get(imp, "offload")->kind, MP_FIELD_PLAN);
+    assert_null(mp_import_get(imp, "offload_device")); /* cpu, the default: not listed */
     free(imp);
 }
 
@@ -389,9 +391,9 @@ static void test_lora_llamafactory_qwen3(void **s)
     mp_import *imp = import_check("lora_llamafactory_qwen3_ds3.yaml", NULL, 4,
                                   "zero=3@F mb=1@F gradient_accumulation_steps=2@F gb=8@V "
                                   "seq=2048@F precision=bf16@F recompute=full@D finetune=lora@F "
-                                  "lora_rank=8@F lora_target=all@F");
+                                  "lora_rank=8@F lora_targets=all@F");
     assert_string_equal(imp->model_id, "Qwen/Qwen3-4B-Instruct-2507");
-    assert_int_equal(mp_import_get(imp, "finetune")->kind, MP_FIELD_UNSUPPORTED);
+    assert_int_equal(mp_import_get(imp, "finetune")->kind, MP_FIELD_PLAN);
     free(imp);
 }
 
@@ -408,7 +410,7 @@ static void test_lora_axolotl_8b(void **s)
     (void)s;
     import_ok("lora_axolotl_llama3_lora_8b.yml", NULL, 2,
               "mb=2@F gradient_accumulation_steps=4@F gb=16@V seq=4096@F recompute=full@F "
-              "finetune=lora@F quantization=8bit@F lora_rank=32@F lora_target=all-linear@F "
+              "finetune=lora@F quantization=8bit@F lora_rank=32@F lora_targets=all@F "
               "precision=bf16@F");
 }
 
@@ -417,7 +419,7 @@ static void test_lora_axolotl_qlora_70b(void **s)
     (void)s;
     import_ok("lora_axolotl_llama3_qlora_fsdp_70b.yaml", NULL, 8,
               "mb=1@F gb=32@V seq=512@F zero=3@F finetune=qlora@F quantization=4bit@F "
-              "lora_rank=8@F offload_param=cpu@F recompute=full@F");
+              "lora_rank=8@F offload=all@F recompute=full@F lora_targets=all@F");
 }
 
 /* ---- model configs ---- */

@@ -166,6 +166,30 @@ typedef struct {
     double overlap_slowdown_s;
 } mp_step_parts;
 
+/** The model's states and what offload moves, for the most loaded GPU (plan keys optimizer,
+ *  opt_dtype, master_weights, finetune, lora_rank, lora_targets, offload, offload_device;
+ *  src/estimate/memory_states.c gives every byte count and rate with its source;
+ *  docs/finetune.md). All zero where they do not apply. */
+typedef struct {
+    double trainable_params;      /* trained parameters on the GPU (the adapters with LoRA) */
+    double frozen_params;         /* frozen base parameters on the GPU (LoRA, QLoRA) */
+    double state_bytes_per_param; /* optimizer-state bytes per trained parameter, no master */
+    double master_bytes_per_param;/* fp32 master weights per trained parameter (0 or 4) */
+    double step_transient_bytes;  /* working buffers of the optimizer step (Muon) */
+    double host_bytes_per_gpu;    /* offloaded to host RAM (offload_device cpu; nvme: buffers) */
+    double host_bytes_per_node;   /* x GPUs per node: the host RAM a node needs for it */
+    double nvme_bytes_per_gpu;    /* offloaded to NVMe (offload_device nvme) */
+    double gpu_bytes_saved;       /* GPU memory the offload frees */
+    double pcie_bytes_per_step;   /* GPU <-> host, per GPU per step, both directions */
+    double nvme_bytes_per_step;   /* host <-> NVMe, per GPU per step, both directions */
+    double pcie_Bps, nvme_Bps, host_mem_Bps; /* the per-GPU bandwidths used */
+    double pcie_s, nvme_s;        /* the transfers' times per step */
+    double cpu_optimizer_s;       /* the optimizer step on the host (CPU Adam) */
+    double gpu_optimizer_s;       /* the optimizer step on the GPU (0 when offloaded) */
+    double muon_s;                /* of gpu_optimizer_s: Newton-Schulz and its all-gather */
+    double offload_exposed_s;     /* what offload adds to the step */
+} mp_states;
+
 /** Everything predicted for one plan. */
 typedef struct {
     int feasible;                 /* verdict != MP_VERDICT_OOM */
@@ -199,6 +223,7 @@ typedef struct {
     int slowest_stage;            /* the stage whose micro-batch sets t_mb (first maximum) */
     mp_workload_opts workload_opts; /* what the workload was priced with (the simulator rebuilds
                                        the same workload from it) */
+    mp_states states;             /* the model's states and offload (above) */
     /* Stage 0 .. min(pp, MP_MAX_STAGES)-1; entries past that are not written. Kept last so an
      * evaluation clears only the fields above (the search calls this millions of times). */
     mp_memory per_stage[MP_MAX_STAGES];

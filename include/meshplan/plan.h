@@ -5,7 +5,7 @@
  * the messages, mp_plan_format, `meshplan help` (mp_plan_keys_help) and the README's list all come
  * from it or are tested against it (docs/plan.md: adding a key is one line of that table):
  *   tp, pp, vpp, dp, cp, ep, sp (0/1), mb, gb, seq, zero (0-3), hsdp (shard group size),
- *   recompute (none|selective|full|op|mlp), precision (bf16|fp16|fp8), flash (0/1),
+ *   recompute (none|selective|full|op|mlp), precision (bf16|fp16|fp8|tf32|fp32), flash (0/1),
  *   schedule (1f1b|interleaved|gpipe|zb), order (rank order, innermost first, e.g.
  *   tp-cp-ep-dp-pp — the default, Megatron-LM's; dimensions not listed follow, outermost, in the
  *   default order, and must have degree 1),
@@ -15,7 +15,10 @@
  *   fp8_comm (0/1: MoE dispatch and ZeRO parameter all-gathers travel in fp8),
  *   attn_kernel (fa2|fa3|flex: fused-attention kernel generation), doc_len (mean document length
  *   of packed documents), fsdp (1|2: how ZeRO-3 holds the parameters, flat buffers or
- *   per-parameter sharding).
+ *   per-parameter sharding), and for the model's states: opt_dtype, master_weights, optimizer
+ *   (adamw|adam8bit|adafactor|sgd|muon), finetune (full|lora|qlora), lora_rank, lora_targets
+ *   (attn|mlp|all or matrices joined by '+', e.g. q+k+v+o), offload (none|optimizer|params|all)
+ *   and offload_device (cpu|nvme).
  * Across islands joined by WAN links the plan string also takes sync, inner_steps, compress,
  * fragments, overlap, exchange, split, buckets, transport and ring: they belong to an islands
  * plan, which holds a plan (mp_islands_plan, xsync.h; predicted by mp_islands_predict, islands.h),
@@ -59,6 +62,41 @@ const char *mp_cp_algo_name(mp_cp_algo a);
 typedef enum { MP_ATTN_FA2, MP_ATTN_FA3, MP_ATTN_FLEX, MP_ATTN_KERNEL_COUNT } mp_attn_kernel;
 
 const char *mp_attn_kernel_name(mp_attn_kernel k);
+
+/** Optimizers (plan key optimizer). Bytes of state per trained parameter, besides the fp32
+ *  master weights (src/estimate/memory_states.c gives each with its source): AdamW two moments
+ *  (8 in fp32, 4 in bf16); 8-bit Adam two block-wise quantised moments, 2 + 8/2048 (Dettmers et
+ *  al. 2021, block size 2048 with one fp32 absmax per block); Adafactor the factored second
+ *  moment, 4 (rows + columns) per matrix and no first moment (Shazeer & Stern 2018, beta1 = 0);
+ *  SGD one momentum buffer (4); Muon one momentum buffer on the hidden matrices and AdamW on the
+ *  embedding, head and norms (Jordan et al. 2024; Liu et al. 2025 "Muon is Scalable"). */
+typedef enum { MP_OPT_ADAMW, MP_OPT_ADAM8BIT, MP_OPT_ADAFACTOR, MP_OPT_SGD, MP_OPT_MUON, MP_OPT_COUNT } mp_optimizer;
+
+/** Fine-tuning (plan key finetune): every parameter trained, LoRA (frozen 16-bit base and rank-r
+ *  adapters, Hu et al. 2021) or QLoRA (frozen 4-bit NF4 base with double quantisation and
+ *  16-bit compute, Dettmers et al. 2023). */
+typedef enum { MP_FT_FULL, MP_FT_LORA, MP_FT_QLORA, MP_FT_COUNT } mp_finetune;
+
+/** Offload (plan key offload): ZeRO-Offload of the optimizer states and fp32 gradients (Ren et
+ *  al. 2021), of the parameters (ZeRO-Infinity, Rajbhandari et al. 2021; needs zero = 3), or
+ *  both; to host RAM or NVMe (plan key offload_device). */
+typedef enum { MP_OFF_NONE, MP_OFF_OPTIMIZER, MP_OFF_PARAMS, MP_OFF_ALL, MP_OFF_COUNT } mp_offload;
+
+/** The matrices LoRA adapts (plan key lora_targets), one bit each: the attention projections
+ *  q, k, v, o and the MLP's gate, up and down (Hugging Face PEFT's target_modules names
+ *  q_proj ... down_proj; for a model without a gate, up is FC1 and down FC2). */
+enum {
+    MP_LORA_Q = 1u << 0, MP_LORA_K = 1u << 1, MP_LORA_V = 1u << 2, MP_LORA_O = 1u << 3,
+    MP_LORA_GATE = 1u << 4, MP_LORA_UP = 1u << 5, MP_LORA_DOWN = 1u << 6,
+    MP_LORA_ATTN = 0x0f, MP_LORA_MLP = 0x70, MP_LORA_ALL = 0x7f
+};
+
+/** "adamw", "adam8bit", ...; "?" for an invalid value. */
+const char *mp_optimizer_name(mp_optimizer o);
+/** "full", "lora", "qlora"; "?" for an invalid value. */
+const char *mp_finetune_name(mp_finetune f);
+/** "none", "optimizer", "params", "all"; "?" for an invalid value. */
+const char *mp_offload_name(mp_offload o);
 
 const char *mp_schedule_name(mp_schedule s);
 const char *mp_recompute_name(mp_recompute r);
@@ -113,6 +151,14 @@ typedef struct {
     int flash_given;            /* the flash key was present (else the stack's and the GPU's
                                    default: no fused attention on megatron-2021 or pre-Ampere) */
     int attn_kernel_given;      /* the attn_kernel key was present (else the stack's default) */
+    /* What the model's states weigh (docs/finetune.md;
+     * src/estimate/memory_states.c). 0 = the default in each. */
+    int optimizer;              /* plan key optimizer: mp_optimizer (adamw default) */
+    int finetune;               /* plan key finetune: mp_finetune (full default) */
+    int64_t lora_rank;          /* plan key lora_rank: LoRA rank r; 0 = not given (8) */
+    unsigned lora_targets;      /* plan key lora_targets: MP_LORA_* bits; 0 = not given (q+v) */
+    int offload;                /* plan key offload: mp_offload (none default) */
+    int offload_device;         /* plan key offload_device: 0 cpu (default), 1 nvme */
     mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
     unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
     /* Set to MP_PLAN_INIT_MAGIC by mp_plan_init_default and checked by mp_plan_parse,

@@ -94,7 +94,24 @@ typedef struct {
     double ep_bytes;     /* all-to-all bytes one GPU sends per MoE layer, forward + backward */
     double params;       /* non-expert parameters per GPU (after TP) */
     double expert_params; /* routed-expert parameters per GPU */
+    /* Fine-tuning (plan finetune lora|qlora; 0 otherwise; src/workload/finetune.c): */
+    double adapter_params; /* LoRA adapter parameters of one unit per GPU */
+    double adapter_s;    /* the adapters' forward GEMMs (x A, then (x A) B) of one pass */
+    double dequant_s;    /* QLoRA: the 4-bit weights dequantised to 16-bit, one pass */
 } mp_wl_layer;
+
+/** QLoRA's stored base weight, bytes per parameter: a 4-bit NF4 code, one 8-bit absmax per block
+ *  of 64 and one fp32 second-level constant per 256 blocks (double quantisation): 4 + 8/64 +
+ *  32/(64 x 256) = 4.127 bits (Dettmers et al. 2023, "QLoRA", Sec. 3 "Double Quantization"). */
+#define MP_NF4_BYTES_PER_PARAM ((4.0 + 8.0 / 64.0 + 32.0 / (64.0 * 256.0)) / 8.0)
+
+/** One weight matrix of a layer as one GPU holds it (after TP / expert-TP): d_in x d_out, count
+ *  copies (local experts), rows tokens per micro-batch through it, and its MP_LORA_* bit. */
+typedef struct {
+    double d_in, d_out, count, rows;
+    unsigned lora_bit;
+} mp_wl_matrix;
+
 
 /** The step-time part a collective is charged to when exposed (mp_time's fields). */
 typedef enum { MP_WL_PART_TP, MP_WL_PART_CP, MP_WL_PART_EP, MP_WL_PART_PP, MP_WL_PART_DP } mp_wl_part;
@@ -213,6 +230,11 @@ typedef struct {
     mp_layer_act act, act_moe; /* activation bytes of one dense / MoE layer, one micro-batch */
     double moe_nonexpert_per_layer; /* non-expert parameters of one MoE layer (before TP) */
     double fsdp_copy_s_per_param;   /* FSDP2 copy-out per parameter and gather, s (0 off) */
+    /* The model's states (src/workload/finetune.c). */
+    int frozen;              /* finetune lora|qlora: the base is frozen (no weight gradients) */
+    int qlora;               /* finetune qlora: the frozen base is stored in 4-bit NF4 */
+    double grad_frac;        /* gradient bytes reduced / 4 x parameters: 1 full; adapters only */
+    double act_elem_bytes;   /* bytes of an activation element: 2, or 4 for tf32/fp32 training */
     /* per stage, maxima over stages */
     int layers_per_stage_min, layers_per_stage_max;
     double stage_params_max;        /* non-expert params per GPU of the stage holding most */
@@ -230,6 +252,12 @@ typedef struct {
 } mp_workload;
 
 void mp_workload_opts_init(mp_workload_opts *o);
+
+/** The weight matrices of one dense (moe = 0) or MoE (moe = 1) layer of w into out (at most 12);
+ *  returns how many. The attention projections q, k, v, o (MLA: the same widths from
+ *  mp_attn_dims), the MLP's gate (GLU only), up and down; an MoE layer's shared experts and its
+ *  E/ep local routed experts (the router is not listed). Needs w's shape. */
+int mp_wl_layer_matrices(const mp_workload *w, const mp_model *m, int moe, mp_wl_matrix *out);
 
 /** A cache for evaluating many plans of one model on one cluster (the search): each distinct
  *  collective (op, bytes, group) is priced through coll once, then looked up (direct-mapped,

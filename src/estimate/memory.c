@@ -6,36 +6,10 @@
 #include <stdio.h>
 
 #include "estimate_internal.h"
-
-/* Bytes per parameter by ZeRO stage (before dividing the sharded parts by the shard group):
- * stage 0/1 — Megatron-LM mixed precision: 16-bit weights, fp32 main gradients, fp32 master
- * weights and Adam moments (12 bytes), docs "Distributed Optimizer": 18 bytes, or 6 + 12/d;
- * stage 2/3 — ZeRO (Rajbhandari et al. 2020, Sec. 3 / Fig. 1): 2 + 2 + 12 = 16 bytes, with
- * gradients (stage 2) and also weights (stage 3) partitioned. */
-typedef struct {
-    double weights, grads, optim;
-} bytes_per_param;
-
-static void param_bytes(const mp_plan *p, double shard, bytes_per_param *b)
-{
-    /* The optimizer's bytes per parameter: AdamW's two moments, 4 + 4 in fp32 or 2 + 2 in bf16
-     * (plan opt_dtype), and the fp32 master weights, 4 (plan master_weights; 0 in "pure bf16"
-     * training, where AdamW updates the 16-bit weights: torchtitan/FSDP mixed-precision docs). */
-    const double optim = (p->opt_dtype == 1 ? 4.0 : 8.0) + (p->no_master ? 0.0 : 4.0);
-    /* Megatron keeps fp32 main gradients at ZeRO 0/1; without master weights the gradients
-     * stay in the 16-bit dtype (2 bytes). */
-    const double grad01 = p->no_master ? 2.0 : 4.0;
-    switch (p->zero) {
-    case 0: b->weights = 2; b->grads = grad01; b->optim = optim; break;
-    case 1: b->weights = 2; b->grads = grad01; b->optim = optim / shard; break;
-    case 2: b->weights = 2; b->grads = 2 / shard; b->optim = optim / shard; break;
-    default: b->weights = 2 / shard; b->grads = 2 / shard; b->optim = optim / shard; break;
-    }
-}
+#include "memory_states.h"
 
 /* What every stage's memory shares: bytes per parameter, activations of one layer. */
 typedef struct {
-    bytes_per_param bpp, bpx;
     mp_layer_act la, lam;
 } mem_ctx;
 
@@ -45,7 +19,7 @@ typedef struct {
  * *per_mb and the full-recompute working set in *rc_extra. */
 static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *p, const mem_ctx *x,
                         const mp_wl_stage *st, int last, mp_memory *out, double *per_mb,
-                        double *rc_extra, double *step_temp)
+                        double *rc_extra, double *step_temp, mp_stage_states *states)
 {
     const int tp = w->tp, fp8 = w->fp8;
     const double T = w->tokens_mb, V = w->vocab_padded;
@@ -53,7 +27,6 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     const double moe_nonexpert = w->moe_nonexpert_per_layer, D_mtp = w->mtp_modules;
     const double expert_per_layer_gpu = w->layer[MP_LK_MOE].expert_params;
     const int mtp_moe = w->mtp_moe;
-    const bytes_per_param *bpp = &x->bpp, *bpx = &x->bpx;
     const mp_layer_act *la = &x->la, *lam = &x->lam;
     /* fp8 weight copies of the linear layers (Transformer Engine keeps a rowwise and a
      * transposed columnwise fp8 copy beside the 16-bit weight, 1 + 1 bytes; block-scaled MXFP8
@@ -63,13 +36,18 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     mp_memory mm = {0};
     const double nd = st->n[MP_LK_DENSE], nm = st->n[MP_LK_MOE];
     const double dense_p = st->params, exp_p = st->expert_params, nonlin = st->nonlinear_params;
-    mm.weights = bpp->weights * dense_p + bpx->weights * exp_p;
+    /* weights, gradients and optimizer states by optimizer, dtype, fine-tuning and offload
+     * (memory_states.c) */
+    mp_stage_states ss;
+    mp_est_stage_states(w, m, p, st, last, &ss);
+    mm.weights = ss.weights;
     if (fp8) {
         double lin = fmax(0.0, dense_p - nonlin);
         mm.weights += fp8_copy * (p->zero == 3 ? lin / shard + exp_p / eshard : lin + exp_p);
     }
-    mm.gradients = bpp->grads * dense_p + bpx->grads * exp_p;
-    mm.optimizer = bpp->optim * dense_p + bpx->optim * exp_p;
+    mm.gradients = ss.gradients;
+    mm.optimizer = ss.optimizer;
+    *states = ss;
     double mtp_l = last ? D_mtp : 0.0;
     *per_mb = nd * la->stored_bytes + nm * lam->stored_bytes +
               mtp_l * (mtp_moe ? lam->stored_bytes : la->stored_bytes);
@@ -104,7 +82,16 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
      * distributed optimizer): Apex/TE FusedAdam updates in place, and the fp32 main gradients
      * are already the gradients part: nothing. */
     const double moment_b = p->opt_dtype == 1 ? 2.0 : 4.0;
-    *step_temp = p->zero >= 2 ? moment_b * (dense_p / shard + exp_p / eshard) : 0.0;
+    /* Only the trained parameters are stepped (LoRA/QLoRA: the adapters), only on the GPU (an
+     * offloaded optimizer steps on the host), and only AdamW's foreach path allocates the
+     * sqrt(v) copy; the other optimizers' own step buffers (Muon's Newton-Schulz) come from
+     * memory_states.c. */
+    const double trained = ss.trainable_params + ss.frozen_params > 0
+                         ? ss.trainable_params / (ss.trainable_params + ss.frozen_params) : 1.0;
+    const int gpu_step = p->offload != MP_OFF_OPTIMIZER && p->offload != MP_OFF_ALL;
+    *step_temp = p->zero >= 2 && gpu_step && p->optimizer == MP_OPT_ADAMW
+               ? moment_b * trained * (dense_p / shard + exp_p / eshard) : 0.0;
+    *step_temp += ss.step_transient_bytes;
     const int pp_unsharded = p->zero == 3 && w->pp > 1 && shard > 1;
     if (pp_unsharded) {
         /* FSDP under pipeline parallelism (torchtitan): parameters stay unsharded between the
@@ -126,7 +113,8 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
         double big2 = nm >= 2.0 ? 2.0 * moe_l
                     : nm >= 1.0 ? moe_l + (nd >= 1.0 ? dense_l : 0.0)
                                 : fmin(nd, 2.0) * dense_l;
-        mm.buffers += 2.0 * (big2 + biggest);
+        const double gb = ss.gather_bytes_per_param, rb = ss.grad_buffer_bytes_per_param;
+        mm.buffers += gb == rb ? gb * (big2 + biggest) : gb * big2 + rb * biggest;
         /* FSDP2's transient gather buffer: it all-gathers into one flat buffer per layer and
          * copies it out into the per-parameter tensors (torch/distributed/fsdp/_fully_shard/
          * _fsdp_collectives.py, foreach_all_gather_copy_out), then frees it on the compute
@@ -138,11 +126,26 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
          * emits) reduces through its bucket, reduce_bucket_size 5e8 elements by default, 16-bit
          * (DeepSpeed config docs, "ZeRO optimizations": reduce_bucket_size), when any DP group
          * reduces. */
-        mm.buffers += 2.0 * biggest + (shard > 1 ? 2.0 * 5e8 : 0.0);
+        mm.buffers += ss.grad_buffer_bytes_per_param * biggest + (shard > 1 ? 2.0 * 5e8 : 0.0);
     }
     /* Communication buckets: Megatron/DDP reduce in place on the grad buffer; the NCCL
      * channel buffers are outside the allocator (runtime.c, part nccl). */
     *out = mm;
+}
+
+/* The most loaded stage's states into e->states (the time fields are step.c's). */
+static void states_of_stage(const mp_stage_states *ss, const mp_cluster *c, mp_estimate *e)
+{
+    mp_states *s = &e->states;
+    s->trainable_params = ss->trainable_params;
+    s->frozen_params = ss->frozen_params;
+    s->step_transient_bytes = ss->step_transient_bytes;
+    s->state_bytes_per_param = ss->state_bytes_per_param;
+    s->master_bytes_per_param = ss->master_bytes_per_param;
+    s->host_bytes_per_gpu = ss->host_bytes;
+    s->host_bytes_per_node = ss->host_bytes * (c->gpus_per_node > 0 ? c->gpus_per_node : 1);
+    s->nvme_bytes_per_gpu = ss->nvme_bytes;
+    s->gpu_bytes_saved = ss->gpu_bytes_saved;
 }
 
 /* In-flight micro-batches on stage i: 1F1B min(M, pp - i); interleaved adds (pp - 1 - i)/v...
@@ -167,12 +170,15 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
                    const mp_estimate_opts *o, mp_estimate *e)
 {
     mem_ctx x;
-    param_bytes(p, w->shard, &x.bpp);
-    param_bytes(p, w->expert_shard, &x.bpx);
     mp_runtime_mem rt;
     mp_est_runtime_memory(w, c, p, &rt);
     x.la = w->act;
     x.lam = w->act_moe;
+    if (w->act_elem_bytes > 2.0) { /* fp32/tf32 training: 4-byte activations (finetune.c) */
+        const double k = w->act_elem_bytes / 2.0;
+        x.la.stored_bytes *= k, x.la.working_bytes *= k;
+        x.lam.stored_bytes *= k, x.lam.working_bytes *= k;
+    }
     double worst = -1.0;
     int worst_i = 0;
     const int nrep = w->pp < MP_MAX_STAGES ? w->pp : MP_MAX_STAGES;
@@ -183,8 +189,9 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
         mp_memory cls;
         int first, count;
         double per_mb, rc_extra, step_temp;
+        mp_stage_states ss;
         mp_workload_run(w, m, r, &st, &first, &count);
-        stage_class(w, m, p, &x, &st, first + count == w->pp, &cls, &per_mb, &rc_extra, &step_temp);
+        stage_class(w, m, p, &x, &st, first + count == w->pp, &cls, &per_mb, &rc_extra, &step_temp, &ss);
         /* in flight is non-increasing in the stage index (every schedule): a run's first stage
          * holds the most, so without per_stage it alone can be the most loaded */
         const int last_i = o->skip_per_stage ? first + 1 : first + count;
@@ -212,6 +219,7 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
                 worst = mm.total;
                 e->memory = mm;
                 worst_i = i;
+                states_of_stage(&ss, c, e);
             }
         }
     }

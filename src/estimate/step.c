@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "estimate_internal.h"
+#include "memory_states.h"
 
 /* The slowest stage's micro-batch, and what the ZeRO-3 layer exposure adds to it. */
 typedef struct {
@@ -262,14 +263,19 @@ static void throughput(const mp_workload *w, const mp_cluster *c, const mp_plan 
     e->tokens_per_step = (double)p->gb * (double)p->seq;
     e->tokens_per_s = e->tokens_per_step / e->step_s;
     e->tokens_per_s_per_gpu = e->tokens_per_s / n;
-    e->model_flops_per_step = e->tokens_per_step * fl.model_per_token;
+    /* A frozen base (LoRA, QLoRA) runs no weight-gradient GEMMs: its model FLOPs are the
+     * forward and the input gradients, 2 x forward for the linear layers and the head (the
+     * adapters' FLOPs, r/h of those, are left out). */
+    const double model_per_token = w->frozen ? fl.model_per_token - fl.fwd_matmul_per_token - fl.fwd_lm_head_per_token
+                                             : fl.model_per_token;
+    e->model_flops_per_step = e->tokens_per_step * model_per_token;
     double rc_per_token = p->recompute == MP_RC_FULL ? fl.recompute_full_per_token
                         : p->recompute == MP_RC_SELECTIVE ? fl.recompute_selective_per_token
                         : p->recompute == MP_RC_OP ? fl.recompute_op_per_token
                         : p->recompute == MP_RC_MLP ? fl.recompute_mlp_per_token : 0.0;
     if (p->recompute_every > 1)
         rc_per_token /= (double)p->recompute_every; /* one layer in n (plan recompute_every) */
-    e->hardware_flops_per_step = e->tokens_per_step * (fl.model_per_token + rc_per_token);
+    e->hardware_flops_per_step = e->tokens_per_step * (model_per_token + rc_per_token);
     e->model_tflops_per_gpu = e->model_flops_per_step / e->step_s / n / 1e12;
     e->hardware_tflops_per_gpu = e->hardware_flops_per_step / e->step_s / n / 1e12;
     double causal_total = fl.fwd_matmul_per_token + fl.fwd_attn_causal_per_token + fl.fwd_lm_head_per_token;
@@ -303,12 +309,11 @@ void mp_est_step(const mp_workload *w, const mp_model *m, const mp_cluster *c, c
     const double bubble = bubble_s(p, w->pp, w->vpp, t_mb_all, sl.t.weight_s);
     double dp_total = 0.0, dp_exposed = 0.0;
     dp_comm(w, p, o, &sl, e, &dp_total, &dp_exposed);
-    /* Optimizer: Adam over the local shard, memory-bound: read fp32 master, m, v, grad and write
-     * master, m, v and the 16-bit weight: 30 bytes per parameter. */
+    /* Optimizer: the update over the local shard, memory-bound (AdamW: read fp32 master, m, v,
+     * grad and write master, m, v and the 16-bit weight: 30 bytes per parameter), per optimizer,
+     * with Muon's Newton-Schulz and the offloaded step's exposed part (memory_states.c). */
     const double elem_Bps = w->rates.elem_Bps;
-    const double opt_shard = p->zero >= 1 ? w->shard : 1.0;
-    const double opt_eshard = p->zero >= 1 ? w->expert_shard : 1.0;
-    const double t_opt = 30.0 * (w->stage_params_max / opt_shard + w->stage_expert_params_max / opt_eshard) / elem_Bps;
+    const double t_opt = mp_est_optimizer_step(w, m, c, p, sl.t.total_s, sl.t.total_s - sl.t.fwd_s, e);
     /* fp8: the weights' fp8 copies are re-quantised once per step, in the first micro-batch
      * (TE caches them across micro-batches): read 2, write rowwise and columnwise 1 + 1. Only
      * the linear layers' weights (not embedding, head, router or norms). */

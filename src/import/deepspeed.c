@@ -84,26 +84,46 @@ static void precision(imp_ctx *c)
         imp_set(c, MP_FIELD_PLAN, "precision", "fp16", tbe, MP_FROM_OPTION, NULL);
         return;
     }
-    imp_set(c, MP_FIELD_PLAN, "precision", "bf16", NULL, MP_FROM_DEFAULT,
-            is_auto(bf) || is_auto(fp)
-                ? "bf16/fp16 \"auto\": the Trainer's --bf16/--fp16 decide (default: neither, fp32, "
-                  "which meshplan does not model); bf16 assumed"
-                : "neither bf16 nor fp16 enabled: DeepSpeed trains in fp32, which meshplan does "
-                  "not model; bf16 assumed");
+    if (is_auto(bf) || is_auto(fp))
+        imp_set(c, MP_FIELD_PLAN, "precision", "bf16", NULL, MP_FROM_DEFAULT,
+                "bf16/fp16 \"auto\": the Trainer's --bf16/--fp16 decide (default neither: fp32; "
+                "give the flag); bf16 assumed, as fine-tuning runs pass it");
+    else
+        imp_set(c, MP_FIELD_PLAN, "precision", "fp32", NULL, MP_FROM_DEFAULT,
+                "neither bf16 nor fp16 enabled: DeepSpeed trains in fp32 (docs/finetune.md)");
 }
 
+/* ZeRO-Offload / ZeRO-Infinity: offload_optimizer and offload_param (device cpu or nvme; the
+ * older cpu_offload: true) as the plan keys offload and offload_device. */
 static void offload(imp_ctx *c)
 {
-    static const char *const keys[][2] = {
-        {"zero_optimization.offload_optimizer.device", "offload_optimizer"},
-        {"zero_optimization.offload_param.device", "offload_param"},
-        {"zero_optimization.cpu_offload", "offload_optimizer"}};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        imp_kv *e = imp_find(c, keys[i][0]);
-        if (e && strcmp(e->val, "none") && strcmp(e->val, "false"))
-            imp_set(c, MP_FIELD_UNSUPPORTED, keys[i][1], strcmp(e->val, "true") ? e->val : "cpu",
-                    e, MP_FROM_FILE, "meshplan has no offload key: predicted as if on the GPU");
+    static const char *const keys[] = {"zero_optimization.offload_optimizer.device",
+                                       "zero_optimization.offload_param.device",
+                                       "zero_optimization.cpu_offload"};
+    imp_kv *at[3] = {NULL, NULL, NULL};
+    int nvme = 0, cpu = 0;
+    for (int i = 0; i < 3; i++) {
+        imp_kv *e = imp_find(c, keys[i]);
+        if (!e || !strcmp(e->val, "none") || !strcmp(e->val, "false"))
+            continue;
+        if (!strcmp(e->val, "nvme")) nvme = 1;
+        else if (!strcmp(e->val, "cpu") || !strcmp(e->val, "true")) cpu = 1;
+        else {
+            imp_set(c, MP_FIELD_UNSUPPORTED, i == 1 ? "offload_param" : "offload_optimizer", e->val,
+                    e, MP_FROM_FILE, "expected device cpu or nvme: not offloaded");
+            continue;
+        }
+        at[i] = e;
     }
+    const int opt = at[0] || at[2], par = at[1] != NULL;
+    if (!opt && !par)
+        return;
+    imp_kv *e = at[0] ? at[0] : at[2] ? at[2] : at[1];
+    imp_set(c, MP_FIELD_PLAN, "offload", opt && par ? "all" : opt ? "optimizer" : "params", e,
+            MP_FROM_FILE, NULL);
+    if (nvme)
+        imp_set(c, MP_FIELD_PLAN, "offload_device", "nvme", e, MP_FROM_FILE,
+                cpu ? "one part to nvme, the other to cpu: both taken as nvme" : NULL);
 }
 
 void imp_deepspeed_fields(imp_ctx *c)

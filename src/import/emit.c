@@ -71,6 +71,17 @@ static int common_refusals(const char *f, const mp_plan *p, mp_diag *d)
         bad |= refuse(d, "emit %s: plan.cp_algo = allgather: %s", f, "only Megatron-LM's flag is written");
     if (p->fp8_comm && strcmp(f, "megatron") && strcmp(f, "torchtitan"))
         bad |= refuse(d, "emit %s: plan.fp8_comm: %s", f, "no fp8 gather key in this format");
+    /* The model's states: these launchers train every parameter with fp32-state AdamW and
+     * fp32 master weights; DeepSpeed's JSON alone holds offload. */
+    if (p->finetune != MP_FT_FULL)
+        bad |= refuse(d, "emit %s: plan.finetune: %s", f,
+                      "a pre-training launcher holds no adapters (LoRA/QLoRA run from axolotl or "
+                      "LLaMA-Factory YAML, which meshplan reads but does not write)");
+    if (p->optimizer != MP_OPT_ADAMW || p->opt_dtype || p->no_master)
+        bad |= refuse(d, "emit %s: plan.optimizer/opt_dtype/master_weights: %s", f,
+                      "only AdamW with fp32 states and master weights is written");
+    if (p->offload != MP_OFF_NONE && strcmp(f, "deepspeed"))
+        bad |= refuse(d, "emit %s: plan.offload: %s", f, "only the DeepSpeed JSON has offload keys");
     /* ZeRO-3's kind: torch FSDP2 (Megatron-LM --use-torch-fsdp2, torchtitan) is per-parameter;
      * DeepSpeed's ZeRO-3 and NeMo's torch FSDP (1.x) shard flat buffers. */
     int per_param = !strcmp(f, "megatron") || !strcmp(f, "torchtitan");
@@ -253,7 +264,14 @@ static int emit_deepspeed(ebuf *b, const mp_plan *p, mp_diag *d)
     if (p->recompute == MP_RC_FULL)
         put(b, "  \"activation_checkpointing\": {\n    \"partition_activations\": false,\n"
                "    \"contiguous_memory_optimization\": false\n  },\n");
-    put(b, "  \"zero_optimization\": {\n    \"stage\": %d,\n    \"overlap_comm\": true\n  }\n}\n", p->zero);
+    put(b, "  \"zero_optimization\": {\n    \"stage\": %d,\n    \"overlap_comm\": true", p->zero);
+    /* ZeRO-Offload / ZeRO-Infinity (DeepSpeed config docs: offload_optimizer, offload_param) */
+    const char *dev = p->offload_device == 1 ? "nvme" : "cpu";
+    if (p->offload == MP_OFF_OPTIMIZER || p->offload == MP_OFF_ALL)
+        put(b, ",\n    \"offload_optimizer\": {\n      \"device\": \"%s\",\n      \"pin_memory\": true\n    }", dev);
+    if (p->offload == MP_OFF_PARAMS || p->offload == MP_OFF_ALL)
+        put(b, ",\n    \"offload_param\": {\n      \"device\": \"%s\",\n      \"pin_memory\": true\n    }", dev);
+    put(b, "\n  }\n}\n");
     return 0;
 }
 

@@ -7,9 +7,12 @@
  * 2048); both pass the rest to the Hugging Face Trainer (transformers v4.46 TrainingArguments:
  * per_device_train_batch_size 8, gradient_accumulation_steps 1, fp32 unless bf16/fp16).
  * A `deepspeed:` JSON named by the YAML is read (relative to the YAML's directory, then to the
- * current directory) for the ZeRO stage and offload. meshplan has no fine-tuning key yet: the
- * method (finetune=lora|qlora|full|freeze), lora_rank, lora_target and quantization are listed
- * as unsupported settings and the step is predicted as full training of the model.
+ * current directory) for the ZeRO stage and offload. The method maps to the plan keys
+ * finetune (lora, qlora = lora with a 4-bit base, full), lora_rank and lora_targets (PEFT's
+ * q_proj ... down_proj names, LLaMA-Factory's "all", axolotl's lora_target_linear), the
+ * optimizer to optimizer (adamw*, *adamw_8bit / adamw_bnb_8bit, adafactor, sgd), FSDP's
+ * offload_params to offload=all; a method or optimizer meshplan does not model (freeze, an 8-bit
+ * base, ...) stays under unsupported with the reason.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +74,51 @@ static mp_status read_deepspeed(imp_ctx *c, const char *dir, imp_kv *ref)
     return st;
 }
 
+/* lora_target(s) as meshplan's lora_targets: "all"/"all-linear" or PEFT module names joined
+ * by '+' (q_proj -> q ... down_proj -> down); NULL when a name is not one of them. */
+static const char *targets_of(const char *t, char *buf, size_t cap)
+{
+    static const char *const peft[][2] = {{"q_proj", "q"}, {"k_proj", "k"}, {"v_proj", "v"},
+                                          {"o_proj", "o"}, {"gate_proj", "gate"}, {"up_proj", "up"},
+                                          {"down_proj", "down"}};
+    if (!strcmp(t, "all") || !strcmp(t, "all-linear") || !strcmp(t, "true"))
+        return "all";
+    size_t n = 0;
+    buf[0] = '\0';
+    for (const char *s = t; *s;) {
+        while (*s == ',' || *s == ' ' || *s == '[' || *s == ']' || *s == '\'' || *s == '"')
+            s++;
+        size_t len = strcspn(s, ", []'\"");
+        if (!len)
+            break;
+        const char *name = NULL;
+        for (size_t i = 0; i < sizeof peft / sizeof peft[0]; i++)
+            if (strlen(peft[i][0]) == len && !strncmp(s, peft[i][0], len))
+                name = peft[i][1];
+        if (!name || n + strlen(name) + 2 >= cap)
+            return NULL;
+        n += (size_t)imp_fmt(buf + n, cap - n, "%s%s", n ? "+" : "", name);
+        s += len;
+    }
+    return n ? buf : NULL;
+}
+
+/* The trainer's optimizer name (axolotl optimizer, HF TrainingArguments optim) as meshplan's. */
+static const char *optimizer_of(const char *o)
+{
+    if (strstr(o, "8bit"))
+        return "adam8bit";
+    if (!strncmp(o, "adamw", 5) || !strncmp(o, "adam", 4) || strstr(o, "paged_adamw"))
+        return "adamw";
+    if (!strcmp(o, "adafactor"))
+        return "adafactor";
+    if (!strcmp(o, "sgd"))
+        return "sgd";
+    if (!strcmp(o, "muon"))
+        return "muon";
+    return NULL;
+}
+
 static void method(imp_ctx *c)
 {
     imp_kv *e = NULL;
@@ -82,35 +130,59 @@ static void method(imp_ctx *c)
     imp_bool(c, "load_in_4bit", &q4, &qe);
     if (!q4) imp_bool(c, "load_in_8bit", &q8, &qe);
     if (imp_int(c, "quantization_bit", 1, 64, &qbit, &qe) == 1 && qbit > 0) q4 = qbit <= 4, q8 = qbit == 8;
-    const char *why = "meshplan has no fine-tuning key yet: predicted as full training";
-    if (m) {
-        const char *v = !strcmp(m, "lora") && q4 ? "qlora" : m; /* QLoRA: a 4-bit base */
-        imp_set(c, MP_FIELD_UNSUPPORTED, "finetune", v, e, MP_FROM_FILE, why);
+    if (m && (!strcmp(m, "lora") || !strcmp(m, "qlora") || !strcmp(m, "full"))) {
+        const char *v = !strcmp(m, "full") ? "full" : q4 || !strcmp(m, "qlora") ? "qlora" : "lora";
+        imp_set(c, MP_FIELD_PLAN, "finetune", v, e, MP_FROM_FILE,
+                !strcmp(v, "qlora") && strcmp(m, "qlora") ? "LoRA on a 4-bit base: QLoRA" : NULL);
+    } else if (m) {
+        imp_set(c, MP_FIELD_UNSUPPORTED, "finetune", m, e, MP_FROM_FILE,
+                "not modelled (full, lora and qlora are): predicted as full training");
     } else if (imp_find(c, "model_name_or_path")) {
-        imp_set(c, MP_FIELD_UNSUPPORTED, "finetune", q4 ? "qlora" : "lora", NULL, MP_FROM_DEFAULT,
-                "LLaMA-Factory v0.9.3 default finetuning_type lora; meshplan has no fine-tuning "
-                "key yet: predicted as full training");
+        imp_set(c, MP_FIELD_PLAN, "finetune", q4 ? "qlora" : "lora", NULL, MP_FROM_DEFAULT,
+                "LLaMA-Factory v0.9.3 default finetuning_type lora");
     } else {
-        imp_set(c, MP_FIELD_UNSUPPORTED, "finetune", "full", NULL, MP_FROM_DEFAULT,
+        imp_set(c, MP_FIELD_PLAN, "finetune", "full", NULL, MP_FROM_DEFAULT,
                 "axolotl: no adapter, a full fine-tune");
     }
-    if (q4 || q8)
-        imp_set(c, MP_FIELD_UNSUPPORTED, "quantization", q4 ? "4bit" : "8bit", qe, MP_FROM_FILE, why);
+    const mp_import_field *ft = mp_import_get(c->out, "finetune");
+    const int lora = ft && ft->kind == MP_FIELD_PLAN && strstr(ft->value, "lora");
+    if (q8)
+        imp_set(c, MP_FIELD_UNSUPPORTED, "quantization", "8bit", qe, MP_FROM_FILE,
+                "an 8-bit (LLM.int8) base is not modelled: a 16-bit base assumed");
+    else if (q4)
+        imp_set(c, MP_FIELD_JOB, "quantization", "4bit", qe, MP_FROM_FILE,
+                lora ? "the 4-bit NF4 base of finetune=qlora" : "a 4-bit base without LoRA");
     static const char *const rk[] = {"lora_rank", "lora_r", NULL};
     const char *r = first_str(c, rk, &e);
-    const mp_import_field *ft = mp_import_get(c->out, "finetune");
-    int lora = ft && strstr(ft->value, "lora");
-    if (r)
-        imp_set(c, MP_FIELD_UNSUPPORTED, "lora_rank", r, e, MP_FROM_FILE, why);
+    if (r && lora)
+        imp_set(c, MP_FIELD_PLAN, "lora_rank", r, e, MP_FROM_FILE, NULL);
     else if (lora && imp_find(c, "model_name_or_path"))
-        imp_set(c, MP_FIELD_UNSUPPORTED, "lora_rank", "8", NULL, MP_FROM_DEFAULT,
-                "LLaMA-Factory v0.9.3 default lora_rank 8; not modelled");
+        imp_set(c, MP_FIELD_PLAN, "lora_rank", "8", NULL, MP_FROM_DEFAULT,
+                "LLaMA-Factory v0.9.3 default lora_rank 8");
     static const char *const tk[] = {"lora_target", "lora_target_modules", "lora_target_linear", NULL};
     const char *t = first_str(c, tk, &e);
-    if (t && lora)
-        imp_set(c, MP_FIELD_UNSUPPORTED, "lora_target",
-                !strcmp(e->key, "lora_target_linear") && !strcmp(t, "true") ? "all-linear" : t, e,
-                MP_FROM_FILE, why);
+    char tb[64];
+    if (t && lora && !(!strcmp(e->key, "lora_target_linear") && strcmp(t, "true"))) {
+        const char *v = targets_of(t, tb, sizeof tb);
+        if (v)
+            imp_set(c, MP_FIELD_PLAN, "lora_targets", v, e, MP_FROM_FILE, NULL);
+        else
+            imp_set(c, MP_FIELD_UNSUPPORTED, "lora_target", t, e, MP_FROM_FILE,
+                    "modules other than q/k/v/o/gate/up/down_proj: the default q+v assumed");
+    } else if (lora && imp_find(c, "model_name_or_path")) {
+        imp_set(c, MP_FIELD_PLAN, "lora_targets", "all", NULL, MP_FROM_DEFAULT,
+                "LLaMA-Factory v0.9.3 default lora_target all");
+    }
+    static const char *const ok[] = {"optimizer", "optim", NULL};
+    const char *o = first_str(c, ok, &e);
+    if (o) {
+        const char *v = optimizer_of(o);
+        if (v)
+            imp_set(c, MP_FIELD_PLAN, "optimizer", v, e, MP_FROM_FILE, NULL);
+        else
+            imp_set(c, MP_FIELD_UNSUPPORTED, "optimizer", o, e, MP_FROM_FILE,
+                    "not modelled: AdamW assumed");
+    }
 }
 
 static void batch_and_precision(imp_ctx *c)
@@ -150,9 +222,12 @@ static void batch_and_precision(imp_ctx *c)
             imp_set(c, MP_FIELD_PLAN, "precision", "bf16", e, MP_FROM_FILE, NULL);
         else if (imp_bool(c, "fp16", &on, &e) == 1 && on)
             imp_set(c, MP_FIELD_PLAN, "precision", "fp16", e, MP_FROM_FILE, NULL);
+        else if (imp_bool(c, "tf32", &on, &e) == 1 && on)
+            imp_set(c, MP_FIELD_PLAN, "precision", "tf32", e, MP_FROM_FILE,
+                    "neither bf16 nor fp16: fp32 training with TF32 matmuls");
         else
-            imp_set(c, MP_FIELD_PLAN, "precision", "bf16", NULL, MP_FROM_DEFAULT,
-                    HFT ": fp32, which meshplan does not model; bf16 assumed");
+            imp_set(c, MP_FIELD_PLAN, "precision", "fp32", NULL, MP_FROM_DEFAULT,
+                    HFT ": neither bf16 nor fp16, fp32 training (docs/finetune.md)");
     }
     int gc = 0;
     if (imp_bool(c, "gradient_checkpointing", &gc, &e) == 1)
@@ -222,8 +297,9 @@ mp_status imp_finetune(imp_ctx *c, const char *dir)
         int off = 0;
         imp_kv *oe = NULL;
         if (imp_bool(c, "fsdp_config.fsdp_offload_params", &off, &oe) == 1 && off)
-            imp_set(c, MP_FIELD_UNSUPPORTED, "offload_param", "cpu", oe, MP_FROM_FILE,
-                    "meshplan has no offload key: predicted as if on the GPU");
+            imp_set(c, MP_FIELD_PLAN, "offload", "all", oe, MP_FROM_FILE,
+                    "FSDP CPUOffload: parameters and gradients on the host, the optimizer step "
+                    "there too");
     }
     for (int i = 0; i < c->kv->n; i++)
         for (const char *const *p = understood; *p; p++)

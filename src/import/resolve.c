@@ -12,11 +12,21 @@
     X(tp) X(pp) X(vpp) X(dp) X(cp) X(ep) X(etp) X(sp) X(mb) X(gb) X(seq) X(zero) X(hsdp)       \
     X(fsdp) X(recompute) X(recompute_every) X(precision) X(flash) X(attn_kernel) X(schedule) X(cp_algo) X(fp8_comm)
 
+/* The plan keys of the model's states: listed only where the file states them (so imports of
+ * plain training configs list what they did before). */
+#define IMP_STATE_KEYS(X) X(optimizer) X(finetune) X(lora_rank) X(lora_targets) X(offload) X(offload_device)
+
 static const char *const plan_keys[] = {
 #define IMP_X_NAME(k) #k,
-    IMP_PLAN_KEYS(IMP_X_NAME)
+    IMP_PLAN_KEYS(IMP_X_NAME) IMP_STATE_KEYS(IMP_X_NAME)
 #undef IMP_X_NAME
 };
+static const char *const state_keys[] = {
+#define IMP_X_NAME(k) #k,
+    IMP_STATE_KEYS(IMP_X_NAME)
+#undef IMP_X_NAME
+};
+#define N_STATE_KEYS ((int)(sizeof state_keys / sizeof state_keys[0]))
 #define N_PLAN_KEYS ((int)(sizeof plan_keys / sizeof plan_keys[0]))
 
 int mp_import_plan_string(const mp_import *imp, char *buf, size_t cap)
@@ -63,6 +73,23 @@ static void plan_value(const mp_plan *p, const char *k, char *v, size_t cap)
     else if (!strcmp(k, "schedule")) s = mp_schedule_name(p->schedule);
     else if (!strcmp(k, "cp_algo")) s = mp_cp_algo_name(p->cp_algo);
     else if (!strcmp(k, "fp8_comm")) x = p->fp8_comm;
+    else if (!strcmp(k, "optimizer")) s = mp_optimizer_name((mp_optimizer)p->optimizer);
+    else if (!strcmp(k, "finetune")) s = mp_finetune_name((mp_finetune)p->finetune);
+    else if (!strcmp(k, "lora_rank")) x = p->lora_rank > 0 ? p->lora_rank : 8;
+    else if (!strcmp(k, "offload")) s = mp_offload_name((mp_offload)p->offload);
+    else if (!strcmp(k, "offload_device")) s = p->offload_device == 1 ? "nvme" : "cpu";
+    else if (!strcmp(k, "lora_targets")) {
+        /* the plan's own spelling: the lora_targets key of its canonical string */
+        char all[1024];
+        mp_plan_format(p, all, sizeof all);
+        const char *t = strstr(all, "lora_targets=");
+        s = "q+v";
+        if (t) {
+            t += strlen("lora_targets=");
+            imp_fmt(v, cap, "%.*s", (int)strcspn(t, ","), t);
+            return;
+        }
+    }
     if (s)
         imp_fmt(v, cap, "%s", s);
     else
@@ -166,9 +193,15 @@ mp_status mp_import_resolve(mp_import *imp, const mp_model *model, int64_t ngpus
         plan_value(p, plan_keys[k], v, sizeof v);
         const mp_import_field *f = mp_import_get(imp, plan_keys[k]);
         if (f) {
-            mp_strlcpy(((mp_import_field *)f)->value, v, sizeof f->value);
+            if (f->kind == MP_FIELD_PLAN)
+                mp_strlcpy(((mp_import_field *)f)->value, v, sizeof f->value);
             continue;
         }
+        int state = 0;
+        for (int i = 0; i < N_STATE_KEYS; i++)
+            state |= !strcmp(plan_keys[k], state_keys[i]);
+        if (state) /* not stated: not listed */
+            continue;
         const char *why = "meshplan default (stated nowhere)";
         mp_import_origin o = MP_FROM_DEFAULT;
         if (!strcmp(plan_keys[k], "dp")) { why = "gpus / (tp x pp x cp)"; o = MP_FROM_DERIVED; }

@@ -18,9 +18,18 @@ static const char *const attn_kernel_names[MP_ATTN_KERNEL_COUNT] = {"fa2", "fa3"
 /* The GEMM precisions a plan may name, in mp_dtype order (MP_DT_BF16 = 0, FP16, FP8). */
 static const char *const opt_dtype_names[] = {"fp32", "bf16"};
 static const char *const master_names[] = {"1", "0"};
-static const char *const precision_names[] = {"bf16", "fp16", "fp8"};
-_Static_assert(MP_DT_BF16 == 0 && MP_DT_FP16 == 1 && MP_DT_FP8 == 2,
-               "precision_names follows mp_dtype");
+/* tf32 and fp32 train in fp32 (weights, gradients, activations); tf32 runs the GEMMs on the
+ * tensor cores (torch.backends.cuda.matmul.allow_tf32 = True), fp32 does not (PyTorch's default
+ * since 1.12: "TF32 on Ampere" note). */
+static const char *const precision_names[] = {"bf16", "fp16", "fp8", "tf32", "fp32"};
+_Static_assert(MP_DT_BF16 == 0 && MP_DT_FP16 == 1 && MP_DT_FP8 == 2 && MP_DT_TF32 == 3 &&
+               MP_DT_FP32 == 4, "precision_names follows mp_dtype");
+static const char *const optimizer_names[MP_OPT_COUNT] = {"adamw", "adam8bit", "adafactor", "sgd", "muon"};
+static const char *const finetune_names[MP_FT_COUNT] = {"full", "lora", "qlora"};
+static const char *const offload_names[MP_OFF_COUNT] = {"none", "optimizer", "params", "all"};
+static const char *const offload_device_names[] = {"cpu", "nvme"};
+/* lora_targets: the matrices by PEFT's names without "_proj", in MP_LORA_* bit order. */
+static const char *const lora_target_names[] = {"q", "k", "v", "o", "gate", "up", "down"};
 static const char *const dim_names[MP_DIM_COUNT] = {"tp", "cp", "ep", "dp", "pp"};
 static const char *const stack_names[MP_STACK_COUNT] = {
 #define MP_STACK_X(e, n) n,
@@ -33,6 +42,9 @@ const char *mp_attn_kernel_name(mp_attn_kernel k) { return ((int)k >= 0 && k < M
 const char *mp_dim_name(mp_dim d) { return ((int)d >= 0 && d < MP_DIM_COUNT) ? dim_names[d] : "?"; }
 const char *mp_schedule_name(mp_schedule s) { return ((int)s >= 0 && s < MP_SCHED_COUNT) ? sched_names[s] : "?"; }
 const char *mp_recompute_name(mp_recompute r) { return ((int)r >= 0 && r < MP_RC_COUNT) ? rc_names[r] : "?"; }
+const char *mp_optimizer_name(mp_optimizer o) { return ((int)o >= 0 && o < MP_OPT_COUNT) ? optimizer_names[o] : "?"; }
+const char *mp_finetune_name(mp_finetune f) { return ((int)f >= 0 && f < MP_FT_COUNT) ? finetune_names[f] : "?"; }
+const char *mp_offload_name(mp_offload o) { return ((int)o >= 0 && o < MP_OFF_COUNT) ? offload_names[o] : "?"; }
 
 void mp_plan_init_default(mp_plan *p)
 {
@@ -167,6 +179,57 @@ static void format_stack(const mp_plan_key_def *k, const void *obj, char *buf, s
         APPEND(",stack=%s", mp_stack_name((mp_stack_id)p->stack));
 }
 
+
+/* lora_targets=attn|mlp|all, or matrix names joined by '+' (q+k+v+o+gate+up+down). */
+static int parse_lora_targets(const mp_plan_key_def *k, const char *val, void *obj, mp_diag *diag)
+{
+    (void)k;
+    mp_plan *p = obj;
+    unsigned bits = 0;
+    if (!strcmp(val, "attn")) bits = MP_LORA_ATTN;
+    else if (!strcmp(val, "mlp")) bits = MP_LORA_MLP;
+    else if (!strcmp(val, "all")) bits = MP_LORA_ALL;
+    const int word = bits != 0;
+    for (const char *s = val; !word && *s;) {
+        const char *e = strchr(s, '+');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        unsigned b = 0;
+        for (int i = 0; i < 7; i++)
+            if (strlen(lora_target_names[i]) == len && !strncmp(s, lora_target_names[i], len))
+                b = 1u << i;
+        if (!b || (e && !e[1])) {
+            mp_diag_add(diag, "plan.lora_targets = \"%s\": expected attn, mlp, all or names from "
+                        "q, k, v, o, gate, up, down joined by '+' (e.g. q+v)", val);
+            return 0;
+        }
+        bits |= b;
+        s = e ? e + 1 : s + len;
+    }
+    if (!bits) {
+        mp_diag_add(diag, "plan.lora_targets = \"\": expected e.g. q+v or all");
+        return 0;
+    }
+    p->lora_targets = bits;
+    return 1;
+}
+
+/* Written only when given: all, attn, mlp, or the names joined by '+'. */
+static void format_lora_targets(const mp_plan_key_def *k, const void *obj, char *buf, size_t cap,
+                                size_t *len)
+{
+    (void)k;
+    const unsigned t = ((const mp_plan *)obj)->lora_targets;
+    if (!t)
+        return;
+    if (t == MP_LORA_ALL || t == MP_LORA_ATTN || t == MP_LORA_MLP) {
+        APPEND(",lora_targets=%s", t == MP_LORA_ALL ? "all" : t == MP_LORA_ATTN ? "attn" : "mlp");
+        return;
+    }
+    APPEND(",lora_targets=");
+    for (int i = 0, n = 0; i < 7; i++)
+        if (t & (1u << i))
+            APPEND("%s%s", n++ ? "+" : "", lora_target_names[i]);
+}
 #undef APPEND
 
 static int parse_schedule(const mp_plan_key_def *k, const char *val, void *obj, mp_diag *diag)
@@ -221,6 +284,7 @@ static const mp_plan_key_ops order_ops = {parse_order, format_order};
 static const mp_plan_key_ops etp_ops = {NULL, format_etp};
 static const mp_plan_key_ops capacity_ops = {parse_capacity, NULL};
 static const mp_plan_key_ops fsdp_ops = {NULL, format_fsdp};
+static const mp_plan_key_ops lora_targets_ops = {parse_lora_targets, format_lora_targets};
 
 /* ---- the table ------------------------------------------------------------------------- */
 
@@ -426,6 +490,21 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
     }
     if (p->sp > 0 && p->tp == 1)
         FAIL("plan.sp = 1: sequence parallelism needs tp > 1 (tp = 1)");
+    /* The model's states (memory_states.c): what each combination needs. */
+    if (p->finetune == MP_FT_FULL && (p->lora_rank || p->lora_targets))
+        FAIL("plan.%s: LoRA settings need finetune = lora or qlora (got full)",
+             p->lora_rank ? "lora_rank" : "lora_targets");
+    if (p->finetune == MP_FT_QLORA && p->precision != MP_DT_BF16 && p->precision != MP_DT_FP16)
+        FAIL("plan.finetune = qlora: the 4-bit base is dequantised to a 16-bit compute dtype; "
+             "expected precision bf16 or fp16 (got %s)", mp_dtype_name(p->precision));
+    if ((p->offload == MP_OFF_OPTIMIZER || p->offload == MP_OFF_ALL) && p->zero < 1)
+        FAIL("plan.offload = %s: ZeRO-Offload offloads the ZeRO-partitioned optimizer; expected "
+             "zero >= 1 (got %d)", mp_offload_name(p->offload), p->zero);
+    if ((p->offload == MP_OFF_PARAMS || p->offload == MP_OFF_ALL) && p->zero != 3)
+        FAIL("plan.offload = %s: parameter offload needs zero = 3 (got %d)",
+             mp_offload_name(p->offload), p->zero);
+    if (p->offload_device && p->offload == MP_OFF_NONE)
+        FAIL("plan.offload_device = nvme: needs offload = optimizer, params or all");
 #undef FAIL
     return bad ? MP_ERR_INPUT : MP_OK;
 }

@@ -74,6 +74,20 @@
     X(master_weights, ENUM, no_master, 0, 0, MP_ENUM(master_names, 0), NULL, IFSET, "1",          \
       "1 keeps fp32 master weights (4 bytes per parameter), 0 updates the 16-bit weights")      \
     X(stack, ENUM, stack, 0, 0, MP_ENUM(stack_names, 0), &stack_ops, IFSET, "generic",         \
-      "software stack whose kernels, overlaps and era features price the step (docs/stacks.md)")
+      "software stack whose kernels, overlaps and era features price the step (docs/stacks.md)")      \
+    X(optimizer, ENUM, optimizer, 0, 0, MP_ENUM(optimizer_names, 0), NULL, IFSET, "adamw",         \
+      "optimizer states per trained parameter: adamw 2 moments, adam8bit 2 block-wise 8-bit "     \
+      "moments, adafactor factored 2nd moment, sgd momentum, muon momentum + Newton-Schulz")       \
+    X(finetune, ENUM, finetune, 0, 0, MP_ENUM(finetune_names, 0), NULL, IFSET, "full",    \
+      "full trains every parameter; lora: frozen 16-bit base + rank-r adapters; qlora: frozen "    \
+      "4-bit NF4 base (4.127 bits per parameter) + adapters")                                     \
+    X(lora_rank, INT, lora_rank, 1, 65536, MP_NOENUM, NULL, IFSET, "8",                             \
+      "LoRA rank r: r*(d_in+d_out) adapter parameters per target matrix (finetune lora|qlora)")   \
+    X(lora_targets, TEXT, lora_targets, 0, 0, MP_SYNTAX("attn|mlp|all|q+k+v+o+gate+up+down", "q+v"), \
+      &lora_targets_ops, IFSET, "q+v", "the matrices LoRA adapts (PEFT target_modules)")          \
+    X(offload, ENUM, offload, 0, 0, MP_ENUM(offload_names, 0), NULL, IFSET, "none",                 \
+      "ZeRO-Offload: optimizer states and fp32 gradients (zero >= 1), params (zero = 3) or all")   \
+    X(offload_device, ENUM, offload_device, 0, 0, MP_ENUM(offload_device_names, 0), NULL, IFSET,    \
+      "cpu", "where offloaded states live: cpu (host RAM) or nvme (ZeRO-Infinity)")
 
 #endif

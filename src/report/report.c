@@ -7,6 +7,7 @@
 #include "meshplan/format.h"
 #include "meshplan/parts.h"
 #include "meshplan/report.h"
+#include "report/report_states.h"
 
 #define GiB 1073741824.0
 
@@ -51,6 +52,7 @@ char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_p
         json_array_append_new(stages, mem_json(&e->per_stage[i]));
     json_object_set_new(mem, "per_stage", stages);
     json_object_set_new(o, "memory_bytes", mem);
+    mp_report_states_json(o, p, e);
     json_object_set_new(o, "step_s", json_real(e->step_s));
     json_object_set_new(o, "time_s", time_json(&e->time));
     /* Shares of time_s.compute (FSDP2's copy-outs after the parameter gathers), beside time_s. */
@@ -225,6 +227,7 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
         if (mp_memory_parts[k].kind == MP_MEM_KIND_BESIDE)
             fprintf(f, "  %s (%s, not in total): %.2f GiB\n", mp_memory_parts[k].label, mp_memory_parts[k].key,
                     mp_memory_part_bytes(&e->memory, (mp_memory_part)k) / GiB);
+    mp_report_states_text(f, p, e);
     time_table(f, e);
     char tps[48], tpg[48];
     mp_format_si(e->tokens_per_s, "tok/s", 4, tps, sizeof tps);

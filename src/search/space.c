@@ -80,8 +80,19 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
         FAIL("search: fsdp = 2 pinned with zero = %d: per-parameter sharding is ZeRO-3", pin->zero);
     if (pin->sp < -1 || pin->sp > 1)
         FAIL("search: sp = %d: expected 0, 1 or free", pin->sp);
-    if ((int)pin->precision < 0 || pin->precision > MP_DT_FP8)
-        FAIL("search: precision = %d: expected bf16, fp16 or fp8", (int)pin->precision);
+    if ((int)pin->precision < 0 || pin->precision >= MP_DT_COUNT)
+        FAIL("search: precision = %d: expected bf16, fp16, fp8, tf32 or fp32", (int)pin->precision);
+    if (pin->finetune == MP_FT_QLORA && pin->precision != MP_DT_BF16 && pin->precision != MP_DT_FP16)
+        FAIL("search: finetune = qlora needs precision bf16 or fp16 (got %s)", mp_dtype_name(pin->precision));
+    if ((pin->offload == MP_OFF_PARAMS || pin->offload == MP_OFF_ALL) && pin->zero >= 0 && pin->zero != 3)
+        FAIL("search: offload = %s pinned with zero = %d: parameter offload needs zero = 3",
+             mp_offload_name((mp_offload)pin->offload), pin->zero);
+    if (pin->finetune == MP_FT_FULL && (pin->lora_rank || pin->lora_targets))
+        FAIL("search: lora_rank/lora_targets pinned without finetune = lora or qlora");
+    if (pin->offload_device && pin->offload == MP_OFF_NONE)
+        FAIL("search: offload_device = nvme pinned without offload");
+    if (pin->offload == MP_OFF_OPTIMIZER && pin->zero == 0)
+        FAIL("search: offload = optimizer pinned with zero = 0: ZeRO-Offload needs zero >= 1");
     if (pin->schedule_given && ((int)pin->schedule < 0 || pin->schedule >= MP_SCHED_COUNT))
         FAIL("search: schedule = %d: expected 1f1b, interleaved, gpipe or zb", (int)pin->schedule);
     if (o->top_n < 1 || o->top_n > MP_SEARCH_MAX_TOP)
@@ -123,6 +134,16 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     s->base.doc_len = pin->doc_len;
     /* The framework's FSDP: with fsdp = 2 pinned every candidate is ZeRO-3 (sp_shape_axes). */
     s->base.fsdp = pin->fsdp == 2 ? 2 : 0;
+    /* The model's states: job inputs when pinned (--fix), never searched over, so the default
+     * space and its speed are unchanged (memory_states.c). */
+    s->base.opt_dtype = pin->opt_dtype;
+    s->base.no_master = pin->no_master;
+    s->base.optimizer = pin->optimizer;
+    s->base.finetune = pin->finetune;
+    s->base.lora_rank = pin->lora_rank;
+    s->base.lora_targets = pin->lora_targets;
+    s->base.offload = pin->offload;
+    s->base.offload_device = pin->offload_device;
     return MP_OK;
 }
 
@@ -317,7 +338,10 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
     ax->nshard = 0;
     if (!pin->hsdp) {
         /* fsdp = 2 pinned (the framework is FSDP2): ZeRO-3 plans only, as with hsdp. */
-        for (int z = pin->fsdp == 2 ? 3 : 0; z <= 3; z++)
+        /* offload (pinned with --fix) needs zero >= 1 for the optimizer, 3 for the params */
+        const int zmin = pin->fsdp == 2 || pin->offload == MP_OFF_PARAMS || pin->offload == MP_OFF_ALL ? 3
+                       : pin->offload == MP_OFF_OPTIMIZER ? 1 : 0;
+        for (int z = zmin; z <= 3; z++)
             if (pin->zero < 0 || pin->zero == z) {
                 ax->shard_zero[ax->nshard] = z;
                 ax->shard_hsdp[ax->nshard++] = 0;
@@ -578,6 +602,9 @@ int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
         p->flash != s->base.flash || p->moe_capacity_factor != s->base.moe_capacity_factor ||
         p->moe_imbalance != s->base.moe_imbalance || p->fp8_comm != s->base.fp8_comm ||
         p->attn_kernel != s->base.attn_kernel || p->doc_len != s->base.doc_len ||
+        p->optimizer != s->base.optimizer || p->finetune != s->base.finetune ||
+        p->offload != s->base.offload || p->opt_dtype != s->base.opt_dtype ||
+        p->no_master != s->base.no_master ||
         (p->fsdp == 2) != (p->zero == 3 && s->base.fsdp == 2))
         return 0;
     sp_axes *ax = malloc(sizeof *ax);

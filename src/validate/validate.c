@@ -508,8 +508,10 @@ static int row_plan(row_in *r, const mp_model *m, int64_t ngpus, mp_plan *p)
     if (!strcmp(pr, "fp16")) p->precision = MP_DT_FP16;
     else if (!strcmp(pr, "fp8")) p->precision = MP_DT_FP8;
     else if (!strcmp(pr, "bf16") || !pr[0]) p->precision = MP_DT_BF16;
+    else if (!strcmp(pr, "tf32")) p->precision = MP_DT_TF32;
+    else if (!strcmp(pr, "fp32")) p->precision = MP_DT_FP32;
     else {
-        snprintf(r->why, sizeof r->why, "precision = \"%.40s\": expected bf16, fp16 or fp8", pr);
+        snprintf(r->why, sizeof r->why, "precision = \"%.40s\": expected bf16, fp16, fp8, tf32 or fp32", pr);
         return 1;
     }
     if (row_stack(r, p))

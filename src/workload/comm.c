@@ -103,7 +103,7 @@ static void put(mp_workload *w, const mp_cluster *c, mp_wl_cache *cache, mp_wl_c
 static void layer_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                         mp_wl_cache *cache)
 {
-    const double T = w->tokens_mb, h = (double)m->hidden, act_e = 2.0;
+    const double T = w->tokens_mb, h = (double)m->hidden, act_e = w->act_elem_bytes;
     const int tp = w->tp, cp = w->cp;
     const double S = T * h * act_e;
     put(w, c, cache, MP_WC_TP_A, tp > 1, p->sp ? MP_COLL_ALL_GATHER : MP_COLL_ALL_REDUCE, S, w->g_tp, one,
@@ -152,28 +152,31 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
     const double mne = w->moe_nonexpert_per_layer / tp;
     const int z3 = p->zero == 3, z12 = p->zero == 1 || p->zero == 2;
     const mp_wl_part D = MP_WL_PART_DP;
+    /* fp32 gradient bytes reduced per parameter: all of them, or the adapters' share when the
+     * base is frozen (finetune.c) */
+    const double gB = 4.0 * w->grad_frac;
     put(w, c, cache, MP_WC_Z3_AG, z3, MP_COLL_ALL_GATHER, pe * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
-    put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, 4.0 * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, gB * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
     put(w, c, cache, MP_WC_Z3_MOE_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
-    put(w, c, cache, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, 4.0 * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gB * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
     put(w, c, cache, MP_WC_Z3_EXPERT_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
-    put(w, c, cache, MP_WC_Z3_EXPERT_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, 4.0 * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_EXPERT_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gB * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
     /* Embedding and LM head: what the stage holding most holds beyond its layers. */
     const double nl = (double)w->layers_per_stage_max;
     const double nm = w->moe ? fmin(nl, (double)w->params.moe_layers) : 0.0, nd = nl - nm;
     const double P = w->stage_params_max, X = w->stage_expert_params_max;
     const double extra_p = fmax(0.0, P - nd * layer_p - nm * mne);
     put(w, c, cache, MP_WC_Z3_ROOT_AG, z3, MP_COLL_ALL_GATHER, pe * extra_p, si, so, 1, D, MP_WIN_HEAD);
-    put(w, c, cache, MP_WC_Z3_ROOT_RS, z3, MP_COLL_REDUCE_SCATTER, 4.0 * extra_p, si, so, 1, D, MP_WIN_HEAD);
-    put(w, c, cache, MP_WC_DP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, 4.0 * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
-    put(w, c, cache, MP_WC_EDP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, 4.0 * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
-    put(w, c, cache, MP_WC_DP_RS, z12, MP_COLL_REDUCE_SCATTER, 4.0 * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
-    put(w, c, cache, MP_WC_EDP_RS, z12, MP_COLL_REDUCE_SCATTER, 4.0 * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
+    put(w, c, cache, MP_WC_Z3_ROOT_RS, z3, MP_COLL_REDUCE_SCATTER, gB * extra_p, si, so, 1, D, MP_WIN_HEAD);
+    put(w, c, cache, MP_WC_DP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, gB * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
+    put(w, c, cache, MP_WC_EDP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, gB * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
+    put(w, c, cache, MP_WC_DP_RS, z12, MP_COLL_REDUCE_SCATTER, gB * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
+    put(w, c, cache, MP_WC_EDP_RS, z12, MP_COLL_REDUCE_SCATTER, gB * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
     put(w, c, cache, MP_WC_DP_AG, z12, MP_COLL_ALL_GATHER, pe * P, si, so, 1, D, MP_WIN_FIRST_FORWARD);
     put(w, c, cache, MP_WC_EDP_AG, z12, MP_COLL_ALL_GATHER, pe * X, ge, one, 0, D, MP_WIN_FIRST_FORWARD);
     /* HSDP: the reduced shard all-reduced across replicas once per step, not hidden. */
     const int hsdp = p->hsdp && w->dp_ranks / w->shard > 1;
-    put(w, c, cache, MP_WC_HSDP_AR, hsdp, MP_COLL_ALL_REDUCE, 4.0 * P / w->shard, w->g_rep_in, w->g_rep_out,
+    put(w, c, cache, MP_WC_HSDP_AR, hsdp, MP_COLL_ALL_REDUCE, gB * P / w->shard, w->g_rep_in, w->g_rep_out,
         1, D, MP_WIN_NONE);
 }
 
@@ -187,7 +190,8 @@ static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluste
     const mp_group *g[5] = {&w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out, &w->g_edp};
     double key[24] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
                       w->gather_bytes_per_param, w->stage_params_max, w->stage_expert_params_max,
-                      w->layers_per_stage_max, w->tp, w->ep, w->etp, w->moe_nonexpert_per_layer, 0};
+                      w->layers_per_stage_max, w->tp, w->ep, w->etp, w->moe_nonexpert_per_layer,
+                      w->grad_frac};
     for (int i = 0; i < 5; i++) {
         key[14 + 2 * i] = (double)g[i]->size;
         key[15 + 2 * i] = (double)g[i]->stride;

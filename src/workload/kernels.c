@@ -39,6 +39,18 @@ void mp_kernel_rates_of(const mp_gpu *g, mp_dtype prec, mp_attn_kernel kern,
     if (kern == MP_ATTN_FLEX)
         af *= 3.5 / (1.0 / 0.90 + 2.5 / 0.85);
     r->attn_flops_per_s = af * g->peak_flops_per_s[half];
+    if ((prec == MP_DT_FP32 || prec == MP_DT_TF32) && g->peak_flops_per_s[prec] > 0) {
+        /* fp32 training: no 16-bit kernel runs. The GEMMs that stay 16-bit in mixed precision
+         * (LM head, router, attention's batched GEMMs) run at the training dtype's rate; the
+         * fused attention kernels are 16-bit only (FlashAttention), so PyTorch's SDPA falls
+         * back to its fp32 memory-efficient kernel, taken at the same share of that dtype's
+         * peak as the 16-bit kernel reaches of its own (ASSUMED; no fp32 attention
+         * measurement catalogued). fp32 = IEEE fp32 on the CUDA cores, PyTorch's default for
+         * matmuls (torch.backends.cuda.matmul.allow_tf32 = False since 1.12); tf32 = the
+         * tensor cores' TF32 mode. */
+        r->bf16_matmul_flops_per_s = matmul_rate(g, prec);
+        r->attn_flops_per_s = af * g->peak_flops_per_s[prec];
+    }
     r->mem_Bps = g->measured_mem_bw_Bps > 0 ? g->measured_mem_bw_Bps : g->mem_bw_Bps * MP_DEFAULT_HBM_FRAC;
     r->sms = g->sm_count > 0 ? g->sm_count : 108;
     /* Sustained end-to-end fractions (calibrated on validation/runs.csv; docs/model.md). */

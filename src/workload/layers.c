@@ -185,13 +185,22 @@ static void moe_layer(const mp_workload *w, const mp_model *m, const mp_plan *p,
  * backward: the fwd+bwd = 3.5x forward convention, Dao 2023); 2x for the unfused core (Megatron's
  * fused softmax), whose backward is four batched GEMMs (dV, dP, dQ, dK: twice the forward's two)
  * and the softmax and dropout backward over the stored scores (about twice the forward's score
- * traffic: read P and dP, write dS; Korthikanti et al. 2022 Sec. 4.1 lists what is stored). */
-static void passes(mp_wl_layer *l, mp_recompute rc, const mp_flops *fl, double every, int flash)
+ * traffic: read P and dP, write dS; Korthikanti et al. 2022 Sec. 4.1 lists what is stored). A
+ * frozen base (LoRA, QLoRA; finetune.c) runs no weight-gradient GEMMs: its backward is the
+ * input-gradient GEMMs plus the adapters' (input and weight gradients of A and B: twice their
+ * forward) and QLoRA's dequantisation again. */
+static void passes(mp_wl_layer *l, mp_recompute rc, const mp_flops *fl, double every, int flash,
+                   int frozen)
 {
     const double attn_bwd = flash ? 2.5 : 2.0;
     l->fwd_s = l->gemm_s + l->attn_s + l->elem_s;
     l->bwd_s = 2.0 * l->gemm_s + attn_bwd * l->attn_s + 2.0 * l->elem_s + l->bwd_extra_s;
     l->bwd_weight_s = l->gemm_s; /* wgrad GEMMs: the forward GEMMs' FLOPs (Qi et al. 2023 Sec. 2) */
+    if (frozen) {
+        l->fwd_s += l->adapter_s + l->dequant_s;
+        l->bwd_s += -l->gemm_s + 2.0 * l->adapter_s + l->dequant_s;
+        l->bwd_weight_s = l->adapter_s;
+    }
     if (rc == MP_RC_FULL) {
         l->recompute_s = l->fwd_s;
         l->tp_recompute_s = l->tp_fwd_s; /* the recompute forward communicates again */
@@ -361,6 +370,13 @@ static void price_kernels(mp_workload *w, const mp_model *m, const mp_plan *p,
     k->mo[0] = l.gemm_s, k->mo[1] = l.attn_s, k->mo[2] = l.elem_s, k->mo[3] = l.bwd_extra_s;
     k->head_f = mp_kernel_gemm_s(r, r->bf16_matmul_flops_per_s, T, V / tp, h, 2.0);
     k->ce_s = 24.0 * T * V / tp / r->elem_Bps;
+    if (w->act_elem_bytes > 2.0) {
+        /* fp32/tf32 training: every element-wise kernel moves 4-byte elements (the counts above
+         * are for 16-bit ones) and the LM head runs at the training dtype's rate (kernels.c) */
+        const double x = w->act_elem_bytes / 2.0;
+        k->d[2] *= x, k->mo[2] *= x;
+        k->head_f = mp_kernel_gemm_s(r, r->bf16_matmul_flops_per_s, T, V / tp, h, w->act_elem_bytes);
+    }
     k->proj = m->mtp_layers > 0 ? mp_kernel_gemm_s(r, r->matmul_flops_per_s, T, h, 2.0 * h,
                                                    mp_dtype_bytes(p->precision)) : 0.0;
 }
@@ -397,11 +413,17 @@ void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
     mp_wl_layer *d = &w->layer[MP_LK_DENSE], *mo = &w->layer[MP_LK_MOE];
     d->gemm_s = k.d[0], d->attn_s = k.d[1], d->elem_s = k.d[2], d->bwd_extra_s = k.d[3];
     const double every = p->recompute_every > 1 ? (double)p->recompute_every : 1.0;
-    passes(d, p->recompute, &w->flops, every, p->flash);
-    if (w->moe) {
+    if (w->moe)
         mo->gemm_s = k.mo[0], mo->attn_s = k.mo[1], mo->elem_s = k.mo[2], mo->bwd_extra_s = k.mo[3];
-        passes(mo, p->recompute, &w->flops, every, p->flash);
-    }
+    mp_wl_finetune_price(w, m, p);
+    passes(d, p->recompute, &w->flops, every, p->flash, w->frozen);
+    if (w->moe)
+        passes(mo, p->recompute, &w->flops, every, p->flash, w->frozen);
     head_and_mtp(w, m, k.head_f, k.ce_s, k.proj);
+    if (w->frozen) { /* the LM head is frozen too: its input gradient only */
+        mp_wl_layer *hd = &w->layer[MP_LK_HEAD];
+        hd->bwd_s -= hd->bwd_weight_s;
+        hd->bwd_weight_s = 0.0;
+    }
     copy_out(w, m, p);
 }

@@ -174,6 +174,7 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
     mp_kernel_rates_of(g, p->precision, p->attn_kernel, opts, &w->rates);
     mp_wl_kind_params(w, m);
     mp_wl_stages(w, m, cache);
+    mp_wl_finetune_shape(w, m, p);
     return MP_OK;
 }
 

@@ -24,4 +24,11 @@ void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
 void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
                         const mp_workload_opts *opts, mp_wl_cache *cache);
 
+/* finetune.c: w's frozen/qlora flags, element bytes, adapter parameters per layer kind and
+ * gradient fraction, from the plan (needs the kind parameters and the stage maxima). */
+void mp_wl_finetune_shape(mp_workload *w, const mp_model *m, const mp_plan *p);
+/* finetune.c: the adapters' and the dequantisation's time of every layer kind (after the
+ * layer kernels are priced). */
+void mp_wl_finetune_price(mp_workload *w, const mp_model *m, const mp_plan *p);
+
 #endif
