@@ -66,6 +66,7 @@
 #include "meshplan/run.h"
 #include "meshplan/api.h"
 #include "meshplan/sweep.h"
+#include "meshplan/probe.h"
 #include "meshplan/calibrate.h"
 #include "meshplan/import.h"
 

@@ -31,7 +31,8 @@
     X(doctor)               \
     X(import)               \
     X(infer)                \
-    X(sweep)
+    X(sweep)                \
+    X(probe)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
 CLI_COMMAND_LIST(CLI_X)

@@ -14,9 +14,11 @@
  * Messages: worker -> 0, TAG_RESULT: an mp_sweep_result (task -1: "ready, no result"); 0 ->
  * worker, TAG_TASK: an int64 task index, -1 = no more work.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/cli_sweep.h"
@@ -148,6 +150,11 @@ static int run_worker(const cli_sweep_job *job)
 int cli_sweep_mpi_run(const cli_sweep_job *job, int rank, int size)
 {
     int rc = rank == 0 ? run_rank0(job, size) : run_worker(job);
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    double cpu_s = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    MPI_Gather(&cpu_s, 1, MPI_DOUBLE, rank == 0 ? job->cpu_s_per_rank : NULL, 1, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
     /* Every rank returns rank 0's verdict. */
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     return rc;
