@@ -85,6 +85,10 @@ typedef struct {
     int nfit;
     double ar_before_pct, ar_after_pct, hh_before_pct, hh_after_pct; /* world all-reduce */
     double ag_after_pct, a2a_after_pct;
+    /* A free alpha-beta line through the world all-reduce curve itself: how far a smooth
+     * two-parameter model can follow the measured curve at all (the noise and shape floor). */
+    mp_probe_ab_fit ar_line;
+    int ar_line_ok;
 } cli_probe_job;
 
 /** Write the cluster description (text) to -o and the calibration to --calibration-out. */

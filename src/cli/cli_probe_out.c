@@ -155,6 +155,8 @@ static json_t *report_json(const cli_probe_job *j)
     json_object_set_new(o, "all_reduce_median_abs_error_pct", json_pack(
         "{s:f,s:f,s:f,s:f}", "cluster_file", j->ar_before_pct, "with_calibration", j->ar_after_pct,
         "half_half_before", j->hh_before_pct, "half_half_after", j->hh_after_pct));
+    if (j->ar_line_ok)
+        json_object_set_new(o, "all_reduce_alpha_beta_line", ab_json(&j->ar_line));
     json_object_set_new(o, "calibrated_median_abs_error_pct", json_pack(
         "{s:f,s:f}", "all_gather", j->ag_after_pct, "all_to_all", j->a2a_after_pct));
     json_object_set_new(o, "output", json_string(cli_opt(j->a, "-o")));
@@ -186,8 +188,9 @@ int cli_probe_print(cli_probe_job *j)
                "(median |time error| %.1f%% -> %.1f%%)\n", j->fit[i].tier, j->fit[i].latency_s,
                j->fit[i].efficiency_frac, j->fit[i].before_err_pct, j->fit[i].after_err_pct);
     printf("  all-reduce over %d ranks, median |time error|: %.1f%% (cluster file alone), %.1f%% "
-           "(with the calibration); half/half %.1f%%\n", d->nranks, j->ar_before_pct,
-           j->ar_after_pct, j->hh_after_pct);
+           "(with the calibration); half/half %.1f%%; a free alpha-beta line through the curve "
+           "itself: %.1f%%\n", d->nranks, j->ar_before_pct, j->ar_after_pct, j->hh_after_pct,
+           j->ar_line_ok ? j->ar_line.median_err_pct : 0.0);
     printf("wrote %s and %s\n", cli_opt(j->a, "-o"), cp);
     return 0;
 }

@@ -220,6 +220,10 @@ static int fit_collectives(cli_probe_job *j)
     hh.tier[f.tier] = j->raw.tier[f.tier];
     if (mp_cal_holdout(&hh, &t, &j->hh_before_pct, &j->hh_after_pct, &dg) != MP_OK)
         goto bad;
+    mp_probe_point pts[CLI_PROBE_MAX_SIZES];
+    for (int i = 0; i < d->ar_world.nsizes; i++)
+        pts[i] = (mp_probe_point){d->ar_world.bytes[i], d->ar_world.time_s[i]};
+    j->ar_line_ok = mp_probe_fit_alpha_beta(pts, d->ar_world.nsizes, &j->ar_line, NULL) == MP_OK;
     j->ag_after_pct = curve_error_pct(&j->cal, &d->ag_world, MP_COLL_ALL_GATHER);
     j->a2a_after_pct = curve_error_pct(&j->cal, &d->a2a_world, MP_COLL_ALL_TO_ALL);
     return 0;
