@@ -48,6 +48,11 @@ for n in 2 4; do
     "$bin" predict --cluster "$tmp/c$n.json" --calibration "$tmp/c$n.calibration.json" \
         --model llama3-8b --plan "tp=2,mb=1,gb=8,seq=2048" > /dev/null 2> "$tmp/pc$n.err"
     check "-n $n: --calibration applies its constants" "grep -q 'constants applied' $tmp/pc$n.err"
+    if [ $n -eq 4 ]; then
+        "$bin" predict --cluster "$tmp/c4.json" --gpus 64 --model llama3-8b \
+            --plan "tp=2,mb=1,gb=64,seq=2048" > /dev/null 2> "$tmp/p64.err"
+        check "-n 4: the two-node file extrapolates to --gpus 64" "[ \$? -eq 0 ] || { cat $tmp/p64.err; false; }"
+    fi
     # The report, and the calibrated model through the CLI on the measured sizes.
     python3 - "$tmp" $n "$bin" > "$tmp/v$n.txt" 2>&1 <<'PY'
 import json, subprocess, sys

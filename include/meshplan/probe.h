@@ -67,8 +67,8 @@ typedef struct {
 } mp_probe_cluster;
 
 /** The cluster description of pc as JSON text (malloc'd, NUL-terminated; free with free()):
- *  {name, gpu, num_gpus_count, source, notes, tiers: [{name, kind, domain_gpus_count,
- *  link_bw_Bps, latency_s, efficiency_frac: 1, topology (tier 0: "switch"), nics_per_gpu_count
+ *  {name, gpu, num_gpus_count, source, notes, tiers: [{name, kind, domain_gpus_count (left out
+ *  on the outermost scale-out tier: the whole cluster, so --gpus may extrapolate), link_bw_Bps, latency_s, efficiency_frac: 1, topology (tier 0: "switch"), nics_per_gpu_count
  *  (scale-out: 1, the bandwidth being per rank), notes}]}. No catalog link is named: the tiers
  *  carry their measured numbers, and mp_cluster_from_json reads the text back as it is (the
  *  tier's link key is then its name). Errors: MP_ERR_INPUT (no tiers, a number not > 0, domains

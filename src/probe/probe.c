@@ -147,7 +147,10 @@ mp_status mp_probe_cluster_json(const mp_probe_cluster *pc, char **out, mp_diag 
         json_object_set_new(o, "kind", json_string(t == 0 ? "scaleup" : "scaleout"));
         if (t == 0) /* every rank reaches every other at the measured rate: a switch, not a mesh */
             json_object_set_new(o, "topology", json_string("switch"));
-        json_object_set_new(o, "domain_gpus_count", json_integer((json_int_t)x->domain_gpus));
+        /* The outermost scale-out tier holds the whole cluster: its domain is left out, so
+         * `--gpus N` extrapolates to more of the same nodes. */
+        if (t == 0 || t < pc->ntiers - 1)
+            json_object_set_new(o, "domain_gpus_count", json_integer((json_int_t)x->domain_gpus));
         json_object_set_new(o, "link_bw_Bps", json_real(x->bw_Bps));
         json_object_set_new(o, "latency_s", json_real(x->latency_s));
         /* The measured bandwidth is what was achieved: no further efficiency on top. */
