@@ -937,5 +937,36 @@ run infer --model llama3-8b $H100 --gpus 8 --plan "tp=3"
 check "infer: tp not dividing heads and GPUs exits 2" "rc_is 2" "stderr_has plan.tp"
 run infer --model llama3-8b $H100 --batch 0:4
 check "infer: a bad --batch range exits 2" "rc_is 2" "stderr_has batch"
+# --- rl, rl-search (docs/rl.md) ---------------------------------------------------------------
+run rl --model qwen2.5-7b --cluster dgx-h100 --gpus 64 --algorithm grpo --prompts 512 --responses 8 --prompt-len 1024 --response-len "mean=2000,max=8192,dist=lognormal" --placement disaggregated:rollout=48,train=16 --rollout-plan "tp=2,engine=vllm" --train-plan "zero=3,mb=2" --json
+check "rl disaggregated --json has the issue's keys" "rc_is 0" "no_nonfinite" "json_check '
+for k in (\"step_s\", \"tokens_per_s\", \"tokens_per_s_per_gpu\", \"usd_per_step\", \"j_per_step\", \"assumed\"):
+    assert k in d, k
+for k in (\"rollout\", \"rollout_tail_wait\", \"ref\", \"logprob\", \"reward\", \"train\", \"weight_sync\", \"switch\"):
+    assert k in d[\"time_s\"], k
+assert set(d[\"idle_s\"]) >= {\"rollout_pool\", \"train_pool\"}
+assert set(d[\"weight_sync\"]) >= {\"bytes\", \"link\", \"s\"}
+t = d[\"time_s\"]
+assert abs(d[\"step_s\"] - (t[\"rollout\"] + t[\"ref\"] + t[\"logprob\"] + t[\"reward\"] + t[\"critic\"] + t[\"train\"] + t[\"weight_sync\"])) < 1e-6 * d[\"step_s\"]
+assert d[\"rollout_gpus\"] == 48 and d[\"train_gpus\"] == 16
+'"
+run rl --model qwen2.5-7b --cluster dgx-h100 --gpus 64 --placement async_one_step:rollout=48,train=16
+check "rl async_one_step text report" "rc_is 0" "stdout_has 'weight sync'" "stdout_has 'idle per step'"
+run rl --model qwen2.5-7b --cluster dgx-h100 --gpus 64 --placement disaggregated:rollout=40,train=16
+check "rl: pools not adding up exit 2" "rc_is 2" "stderr_has 'adding up'"
+run rl --model qwen2.5-7b --cluster dgx-h100 --gpus 64 --placement split
+check "rl: an unknown placement exits 2 naming it" "rc_is 2" "stderr_has split"
+run rl --model qwen2.5-7b --cluster dgx-h100 --gpus 64 --response-len "mean=9000,max=100"
+check "rl: max below mean exits 2" "rc_is 2" "stderr_has max"
+run rl --model qwen2.5-7b --cluster dgx-h100 --gpus 64 --algorithm ppx
+check "rl: an unknown algorithm exits 2" "rc_is 2" "stderr_has ppx"
+run rl-search --model qwen2.5-7b --cluster dgx-h100 --gpus 64 --response-len "mean=2000,max=8192" --json
+check "rl-search 64 GPUs --json: best first, dynamic gain with a reason" "rc_is 0" "no_nonfinite" "json_check '
+c = d[\"candidates\"]
+assert c[0][\"step_s\"] == d[\"best\"][\"step_s\"]
+assert all(x[\"step_s\"] >= c[0][\"step_s\"] for x in c if x[\"feasible\"])
+assert d[\"dynamic\"][\"gain_frac\"] >= 0 and len(d[\"dynamic\"][\"why\"]) > 20
+assert d[\"dynamic\"][\"step_s\"] <= d[\"best_static\"][\"step_s\"]
+'"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

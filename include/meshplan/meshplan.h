@@ -69,5 +69,6 @@
 #include "meshplan/probe.h"
 #include "meshplan/calibrate.h"
 #include "meshplan/import.h"
+#include "meshplan/rl.h"
 
 #endif

@@ -31,6 +31,8 @@
     X(doctor)               \
     X(import)               \
     X(infer)                \
+    X(rl)                   \
+    X(rl_search)            \
     X(sweep)                \
     X(probe)
 

@@ -22,4 +22,11 @@ int mp_val_header_is_infer(char (*fields)[MP_VAL_FIELD], int n);
 mp_status mp_validate_infer_csv(const mp_catalog *cat, const char *text, size_t len,
                                 const char *origin, mp_validation *out, mp_diag *diag);
 
+/** 1 when a header of n fields is the RL schema (has placement, metric and value). */
+int mp_val_header_is_rl(char (*fields)[MP_VAL_FIELD], int n);
+
+/** Validate a file in the RL schema (validate_rl.c). */
+mp_status mp_validate_rl_csv(const mp_catalog *cat, const char *text, size_t len,
+                             const char *origin, mp_validation *out, mp_diag *diag);
+
 #endif
