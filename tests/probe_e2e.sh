@@ -4,8 +4,8 @@
 # host) over loopback TCP (--mca btl self,tcp): the cluster file it writes is read by predict
 # and collective as it is, its calibration by --calibration; the calibrated collective model
 # predicts the probe's own all-reduce curve (median over sizes |time error|, printed; asserted
-# under a bound loose enough for a shared, oversubscribed machine: docs/probe.md gives the
-# figures). Without mpirun or without the build's MPI, the probe must refuse with exit 2.
+# no worse than the cluster file alone and under a bound loose enough for a shared,
+# oversubscribed machine: docs/probe.md gives the figures). Without mpirun or without the build's MPI, the probe must refuse with exit 2.
 set -u
 bin=$1
 tmp=$(mktemp -d)
@@ -89,7 +89,11 @@ print(f"-n {n}: all-reduce over {n} ranks, median |time error| over {len(errs)} 
       f"{rep['cluster_file']:.1f}% cluster file alone, {med:.1f}% with the calibration "
       f"(the probe said {rep['with_calibration']:.1f}%)")
 assert abs(med - rep["with_calibration"]) < 0.5, "the files do not reproduce the probe's figure"
-assert med < 35, "calibrated median error %.1f%% over the loose bound" % med
+# The calibration never predicts the curve worse than the ping-pong figures (it keeps the better
+# candidate, docs/probe.md); the absolute bound only catches gross breakage on a loaded machine.
+assert med <= rep["cluster_file"] + 0.5, "the calibration is worse than the cluster file alone"
+assert med < 60, "calibrated median error %.1f%% over the loose bound" % med
+assert r["calibration_choice"], "no calibration choice reported"
 PY
     check "-n $n: report, nccl-tests definitions, files reproduce the fit" "[ \$? -eq 0 ] || { cat $tmp/v$n.txt; false; }"
     grep -- "-n $n:" "$tmp/v$n.txt"

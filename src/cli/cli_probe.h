@@ -83,6 +83,7 @@ typedef struct {
     mp_calibration calib;
     mp_cal_link_fit fit[2];    /* tier 0 from the nodes' all-reduce, the outermost from the world's */
     int nfit;
+    const char *choice;        /* which calibration was kept (cmd_probe.c choose_calibration) */
     double ar_before_pct, ar_after_pct, hh_before_pct, hh_after_pct; /* world all-reduce */
     double ag_after_pct, a2a_after_pct;
     /* A free alpha-beta line through the world all-reduce curve itself: how far a smooth

@@ -152,6 +152,7 @@ static json_t *report_json(const cli_probe_job *j)
     json_object_set_new(o, "collectives", co);
     json_object_set_new(o, "tiers", tiers);
     json_object_set_new(o, "collective_fits", fits_json(j));
+    json_object_set_new(o, "calibration_choice", json_string(j->choice ? j->choice : ""));
     json_object_set_new(o, "all_reduce_median_abs_error_pct", json_pack(
         "{s:f,s:f,s:f,s:f}", "cluster_file", j->ar_before_pct, "with_calibration", j->ar_after_pct,
         "half_half_before", j->hh_before_pct, "half_half_after", j->hh_after_pct));
@@ -187,6 +188,7 @@ int cli_probe_print(cli_probe_job *j)
         printf("  fitted through the collective model, tier %d: latency %.3g s, efficiency %.3f "
                "(median |time error| %.1f%% -> %.1f%%)\n", j->fit[i].tier, j->fit[i].latency_s,
                j->fit[i].efficiency_frac, j->fit[i].before_err_pct, j->fit[i].after_err_pct);
+    printf("  calibration: %s\n", j->choice ? j->choice : "");
     printf("  all-reduce over %d ranks, median |time error|: %.1f%% (cluster file alone), %.1f%% "
            "(with the calibration); half/half %.1f%%; a free alpha-beta line through the curve "
            "itself: %.1f%%\n", d->nranks, j->ar_before_pct, j->ar_after_pct, j->hh_after_pct,

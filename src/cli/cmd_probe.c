@@ -193,31 +193,83 @@ static double curve_error_pct(const mp_cluster *c, const cli_probe_curve *cv, mp
     return cv->nsizes ? mp_cal_link_error_pct(c, &t, 1, 0) : 0;
 }
 
-/* Fit tier 0 on the all-reduce inside the nodes (one node: the world's), then the outermost
- * tier on the world's all-reduce with tier 0 calibrated. */
+static void apply_link_fit(mp_cluster *c, const mp_cal_link_fit *f)
+{
+    c->tier[f->tier].latency_s = f->latency_s;
+    c->tier[f->tier].efficiency_frac = f->efficiency_frac;
+}
+
+/* Candidate calibrations, judged on the world all-reduce: A = tier 0 fitted on the all-reduce
+ * inside the nodes, then the outermost tier on the world's with tier 0 so calibrated; B = the
+ * outermost tier alone on the world's (tier 0 as the ping-pong measured it). The fits minimise
+ * trimmed squares of log time, not the median error, and A's tier-0 fit on a noisy node curve
+ * can bound the world's model from below where the outer tier cannot compensate; so the
+ * candidate with the lower median |time error| on the world curve is kept, and when neither
+ * beats the ping-pong figures themselves those are written (the calibration then changes
+ * nothing). j->choice says which. */
+static int choose_calibration(cli_probe_job *j, const mp_nccl_table *world,
+                              const mp_nccl_table *node, mp_diag *dg)
+{
+    mp_cluster ca = j->raw, cb = j->raw;
+    mp_cal_link_fit fa0, fa, fb;
+    int have_node = node != NULL;
+    if (have_node) {
+        if (mp_cal_fit_link(&ca, node, 1, 0, &fa0, dg) != MP_OK)
+            return EXIT_INTERNAL;
+        apply_link_fit(&ca, &fa0);
+    }
+    if (mp_cal_fit_link(&ca, world, 1, 0, &fa, dg) != MP_OK ||
+        (have_node && mp_cal_fit_link(&cb, world, 1, 0, &fb, dg) != MP_OK))
+        return EXIT_INTERNAL;
+    apply_link_fit(&ca, &fa);
+    if (have_node)
+        apply_link_fit(&cb, &fb);
+    double e0 = mp_cal_link_error_pct(&j->raw, world, 1, 0);
+    double ea = mp_cal_link_error_pct(&ca, world, 1, 0);
+    double eb = have_node ? mp_cal_link_error_pct(&cb, world, 1, 0) : INFINITY;
+    if (ea <= eb && ea <= e0) {
+        if (have_node)
+            add_fit(j, &fa0, "meshplan probe: all-reduce inside every node");
+        add_fit(j, &fa, "meshplan probe: all-reduce over every rank");
+        j->choice = have_node ? "tier 0 from the nodes' all-reduce, the outermost from the world's"
+                              : "fitted on the all-reduce over every rank";
+    } else if (eb <= e0) {
+        add_fit(j, &fb, "meshplan probe: all-reduce over every rank (tier 0 as measured)");
+        j->choice = "the outermost tier from the world's all-reduce, tier 0 as the ping-pong "
+                    "measured it (the nodes' fit predicted the world's curve worse)";
+    } else {
+        mp_cal_link_fit keep = fa;
+        keep.latency_s = j->raw.tier[fa.tier].latency_s > 1e-9 ? j->raw.tier[fa.tier].latency_s : 1e-9;
+        keep.efficiency_frac = j->raw.tier[fa.tier].efficiency_frac;
+        keep.after_err_pct = e0;
+        add_fit(j, &keep, "meshplan probe: the ping-pong figures (no fit predicted the "
+                "all-reduce better)");
+        j->choice = "the ping-pong figures kept: no fit predicted the world's all-reduce better";
+    }
+    return 0;
+}
+
+/* The calibration (choose_calibration), its half/half check, and the other curves' errors. */
 static int fit_collectives(cli_probe_job *j)
 {
     cli_probe_data *d = j->d;
-    mp_nccl_row rows[CLI_PROBE_MAX_SIZES];
-    mp_nccl_table t;
-    mp_cal_link_fit f;
+    mp_nccl_row rows[CLI_PROBE_MAX_SIZES], nrows[CLI_PROBE_MAX_SIZES];
+    mp_nccl_table t, tn;
     mp_diag dg = {0};
     j->cal = j->raw;
-    if (d->ar_node.nsizes >= 4) {
-        as_table(&d->ar_node, MP_COLL_ALL_REDUCE, 1, rows, &t);
-        if (mp_cal_fit_link(&j->cal, &t, 1, 0, &f, &dg) != MP_OK)
-            goto bad;
-        add_fit(j, &f, "meshplan probe: all-reduce inside every node");
-    }
+    int have_node = d->ar_node.nsizes >= 4;
+    if (have_node)
+        as_table(&d->ar_node, MP_COLL_ALL_REDUCE, 1, nrows, &tn);
     as_table(&d->ar_world, MP_COLL_ALL_REDUCE, d->nnodes, rows, &t);
     j->ar_before_pct = mp_cal_link_error_pct(&j->raw, &t, 1, 0);
-    if (mp_cal_fit_link(&j->cal, &t, 1, 0, &f, &dg) != MP_OK)
+    if (choose_calibration(j, &t, have_node ? &tn : NULL, &dg))
         goto bad;
-    add_fit(j, &f, "meshplan probe: all-reduce over every rank");
     j->ar_after_pct = mp_cal_link_error_pct(&j->cal, &t, 1, 0);
-    /* Half/half: fit the even sizes, predict the odd ones (calibrate's check). */
+    /* Half/half: fit the outermost tier on the even sizes, predict the odd ones (calibrate's
+     * check), the other tiers as calibrated. */
+    int outer = j->fit[j->nfit - 1].tier;
     mp_cluster hh = j->cal;
-    hh.tier[f.tier] = j->raw.tier[f.tier];
+    hh.tier[outer] = j->raw.tier[outer];
     if (mp_cal_holdout(&hh, &t, &j->hh_before_pct, &j->hh_after_pct, &dg) != MP_OK)
         goto bad;
     mp_probe_point pts[CLI_PROBE_MAX_SIZES];
