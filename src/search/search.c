@@ -128,6 +128,7 @@ static mp_status fill_entry(const mp_model *m, const mp_cluster *c, int ci, cons
     en->cluster = ci;
     en->gpus = c->num_gpus;
     en->feasible = e->feasible;
+    en->verdict = e->verdict;
     en->step_s = e->step_s;
     en->tokens_per_s = e->tokens_per_s;
     en->mfu = e->mfu;
