@@ -14,6 +14,8 @@ PKGS+=(libcairo2-dev libfontconfig1-dev libmicrohttpd-dev chromium fonts-dejavu-
 PKGS+=(groff-base python3-pytest python3-venv python3-setuptools python3-pip python3-wheel python3-cffi)
 # meshplan sweep over MPI ranks (docs/sweep.md): Open MPI, found by CMake's FindMPI.
 PKGS+=(openmpi-bin libopenmpi-dev)
+# meshplan probe reads each node's topology with hwloc (docs/probe.md).
+PKGS+=(libhwloc-dev)
 # import/ reads YAML with libfyaml and TOML with toml++ (C++17: g++).
 PKGS+=(g++ libfyaml-dev libtomlplusplus-dev)
 for opt in "$@"; do

@@ -20,7 +20,7 @@ check "plans found" "[ \$(grep -c ',ok,' $tmp/ref.csv) -eq 16 ]"
 check "a Pareto set is marked" "awk -F, 'NR>1 && \$(NF-1)==1' $tmp/ref.csv | grep -q ."
 check "summary keys" "python3 -c 'import json,sys; d=json.load(open(\"$tmp/ref.json\")); \
 assert d[\"ranks\"]==1 and d[\"systems\"]==16 and d[\"evaluated\"]>0 and \
-d[\"evaluated_per_rank\"]==[d[\"evaluated\"]] and d[\"output\"]'"
+d[\"evaluated_per_rank\"]==[d[\"evaluated\"]] and d[\"output\"] and d[\"cpu_s_per_rank\"][0] > 0'"
 
 # A second run resumes every task from the checkpoint: no plan evaluated, same rows.
 "$bin" sweep "$tiny" -o "$tmp/again.csv" --checkpoint "$tmp/ref.csv.ckpt" --json > "$tmp/again.json"
@@ -66,7 +66,8 @@ else
         fi
         check "mpirun -n $n runs" "[ $rc -eq 0 ] && grep -q '\"ranks\": $n' $tmp/r$n.json"
         check "mpirun -n $n: every rank evaluated" "python3 -c 'import json; d=json.load(open(\"$tmp/r$n.json\")); \
-assert len(d[\"evaluated_per_rank\"])==$n and sum(d[\"evaluated_per_rank\"])==d[\"evaluated\"]'"
+assert len(d[\"evaluated_per_rank\"])==$n and sum(d[\"evaluated_per_rank\"])==d[\"evaluated\"] and \
+len(d[\"cpu_s_per_rank\"])==$n and all(c > 0 for c in d[\"cpu_s_per_rank\"])'"
         check "mpirun -n $n: identical CSV" "cmp -s <(strip $tmp/ref.csv) <(strip $tmp/r$n.csv)"
     done
     if [ -s "$tmp/r2.csv" ] && grep -q '"ranks": 2' "$tmp/r2.json"; then

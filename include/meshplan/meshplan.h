@@ -68,6 +68,7 @@
 #include "meshplan/run.h"
 #include "meshplan/api.h"
 #include "meshplan/sweep.h"
+#include "meshplan/probe.h"
 #include "meshplan/calibrate.h"
 #include "meshplan/import.h"
 #include "meshplan/rl.h"

@@ -332,6 +332,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 int cmd_scale(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);

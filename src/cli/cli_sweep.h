@@ -18,6 +18,9 @@ typedef struct {
      * stop the whole job at once (the test-only MESHPLAN_SWEEP_STOP_AFTER, a write error). */
     int (*record)(void *ctx, const mp_sweep_result *r, int rank);
     void *ctx;
+    /* Rank 0 only: one entry per rank, filled at the end with that rank's process CPU time
+     * (CLOCK_PROCESS_CPUTIME_ID, every thread), for the summary's cpu_s_per_rank. */
+    double *cpu_s_per_rank;
 } cli_sweep_job;
 
 #ifdef MESHPLAN_HAVE_MPI

@@ -34,7 +34,8 @@
     X(infer_search)         \
     X(rl)                   \
     X(rl_search)            \
-    X(sweep)
+    X(sweep)                \
+    X(probe)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
 CLI_COMMAND_LIST(CLI_X)

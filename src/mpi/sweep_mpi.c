@@ -4,9 +4,11 @@
  * Dynamic load balance by a work queue on rank 0 (a task costs from milliseconds to minutes:
  * MoE systems 20-45x dense ones, so a static partition would leave ranks idle). Rank 0 holds the
  * pending task indices in ascending order and hands the next one to whichever rank asks; it
- * evaluates tasks itself and answers requests between its own tasks (so a worker may wait up to
- * one of rank 0's tasks; every worker keeps one task in hand to hide that: it asks for its next
- * task before it starts the current one). Results travel back as mp_sweep_result bytes with the
+ * evaluates tasks itself and answers requests between its own tasks (so an answer may wait up to
+ * one of rank 0's tasks; every worker keeps PREFETCH requests outstanding to hide that: it holds
+ * the task it runs and PREFETCH - 1 answers on their way. With 2 (one task ahead) the 1,440-system
+ * sweep of docs/sweep.md left the worker waiting, spinning in MPI_Recv, for half its CPU time:
+ * answers and tasks take about as long, so the one answer ahead was late half the time). Results travel back as mp_sweep_result bytes with the
  * request for the next task. Which rank runs a task changes nothing in its row (mp_sweep_run_task
  * depends only on the task index), and rank 0 writes the rows sorted by task, so the CSV is the
  * same for any number of ranks.
@@ -14,14 +16,17 @@
  * Messages: worker -> 0, TAG_RESULT: an mp_sweep_result (task -1: "ready, no result"); 0 ->
  * worker, TAG_TASK: an int64 task index, -1 = no more work.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/cli_sweep.h"
 
 enum { TAG_RESULT = 1, TAG_TASK = 2 };
+enum { PREFETCH = 4 }; /* requests each worker keeps outstanding (see above) */
 
 int cli_sweep_mpi_init(int *rank, int *size)
 {
@@ -89,8 +94,9 @@ static void serve_pending(queue *q, mp_sweep_result *buf)
 
 static int run_rank0(const cli_sweep_job *job, int size)
 {
-    /* Each worker asks twice at the start (its task in hand and its next), so it gets two. */
-    queue q = {job, 0, 2 * (size - 1), 0};
+    /* Each worker has PREFETCH requests outstanding when the work runs out: each is answered with
+     * "stop". */
+    queue q = {job, 0, PREFETCH * (size - 1), 0};
     mp_sweep_result buf, mine;
     for (;;) {
         serve_pending(&q, &buf);
@@ -119,35 +125,41 @@ static int run_worker(const cli_sweep_job *job)
     mp_sweep_result r;
     memset(&r, 0, sizeof r);
     r.task = -1;
-    /* Two requests up front: the task to run and the one after it. */
-    MPI_Send(&r, (int)sizeof r, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
-    MPI_Send(&r, (int)sizeof r, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
-    int64_t cur;
-    MPI_Recv(&cur, 1, MPI_INT64_T, 0, TAG_TASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    int have_next_answer = 0;
-    while (cur >= 0) {
+    /* PREFETCH requests up front; then each result sent is the next request, so PREFETCH stay
+     * outstanding before every receive. Answers from rank 0 arrive in order (MPI's ordering
+     * between one pair of ranks on one tag). */
+    for (int i = 0; i < PREFETCH; i++)
+        MPI_Send(&r, (int)sizeof r, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
+    int outstanding = PREFETCH;
+    for (;;) {
+        int64_t cur;
+        MPI_Recv(&cur, 1, MPI_INT64_T, 0, TAG_TASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        outstanding--;
+        if (cur < 0)
+            break;
         mp_diag d = {0};
         mp_status st = mp_sweep_run_task(job->s, cur, job->threads, &r, &d);
         if (st != MP_OK)
             MPI_Abort(MPI_COMM_WORLD, cli_exit_for(st));
-        int64_t next;
-        /* The answer to the earlier request is the next task; then report this result, which
-         * is itself a request for the one after. */
-        MPI_Recv(&next, 1, MPI_INT64_T, 0, TAG_TASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Send(&r, (int)sizeof r, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
-        cur = next;
-        have_next_answer = 1;
+        outstanding++;
     }
-    /* cur < 0: one request is still unanswered (the result just sent, or the second "ready"). */
-    (void)have_next_answer;
-    int64_t last;
-    MPI_Recv(&last, 1, MPI_INT64_T, 0, TAG_TASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    /* The first "stop": the queue is empty, every request still outstanding gets "stop" too. */
+    while (outstanding-- > 0) {
+        int64_t last;
+        MPI_Recv(&last, 1, MPI_INT64_T, 0, TAG_TASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
     return 0;
 }
 
 int cli_sweep_mpi_run(const cli_sweep_job *job, int rank, int size)
 {
     int rc = rank == 0 ? run_rank0(job, size) : run_worker(job);
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    double cpu_s = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    MPI_Gather(&cpu_s, 1, MPI_DOUBLE, rank == 0 ? job->cpu_s_per_rank : NULL, 1, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
     /* Every rank returns rank 0's verdict. */
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     return rc;

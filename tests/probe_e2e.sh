@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# tests/probe_e2e.sh MESHPLAN — meshplan probe under mpirun -n 2 (one node) and -n 4 (two nodes
+# of 2 ranks: MESHPLAN_PROBE_RANKS_PER_NODE=2, the test-only split, as every rank is on this
+# host) over loopback TCP (--mca btl self,tcp): the cluster file it writes is read by predict
+# and collective as it is, its calibration by --calibration; the calibrated collective model
+# predicts the probe's own all-reduce curve (median over sizes |time error|, printed; asserted
+# no worse than the cluster file alone and under a bound loose enough for a shared,
+# oversubscribed machine: docs/probe.md gives the figures). Without mpirun or without the build's MPI, the probe must refuse with exit 2.
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+
+# Not under a launcher (or no MPI in the build): exit 2 with a message saying what to do.
+env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK "$bin" probe --gpu h100-sxm5-80gb \
+    -o "$tmp/x.json" 2> "$tmp/nompi.err"
+check "no launcher: exit 2 with a message" "[ \$? -eq 2 ] && grep -Eq 'mpirun|no MPI' $tmp/nompi.err"
+check "no launcher: nothing written" "[ ! -e $tmp/x.json ]"
+"$bin" probe --gpu h100-sxm5-80gb 2> "$tmp/noo.err"
+check "missing -o: exit 2" "[ \$? -eq 2 ]"
+
+if ! command -v mpirun > /dev/null || ! "$bin" probe --help 2>&1 | grep -q .; then
+    echo "skip: mpirun not found (scripts/setup.sh installs openmpi-bin); MPI cases not run"
+    exit $fail
+fi
+if grep -q 'no MPI' "$tmp/nompi.err"; then
+    echo "skip: this build has no MPI (MESHPLAN_MPI=OFF); MPI cases not run"
+    exit $fail
+fi
+# Open MPI's runtime leaks at MPI_Finalize: leak checks off for the MPI runs (as sweep_e2e.sh).
+mpi=(env "LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}detect_leaks=0"
+     mpirun --allow-run-as-root --oversubscribe --mca btl self,tcp -x LSAN_OPTIONS
+     -x MESHPLAN_PROBE_RANKS_PER_NODE=2)
+probe=(probe --gpu h100-sxm5-80gb --max-bytes 1M --iters 12 --warmup 2 --json)
+
+timeout 120 "${mpi[@]}" -n 2 "$bin" probe --gpu h1000 -o "$tmp/bad.json" 2> "$tmp/bad.err"
+check "unknown --gpu under mpirun: exit 2 naming it" "[ \$? -eq 2 ] && grep -q 'h1000' $tmp/bad.err"
+
+for n in 2 4; do
+    timeout 180 "${mpi[@]}" -n $n "$bin" "${probe[@]}" -o "$tmp/c$n.json" > "$tmp/r$n.json" 2> "$tmp/r$n.err"
+    check "mpirun -n $n probe exits 0" "[ \$? -eq 0 ] || { cat $tmp/r$n.err; false; }"
+    check "-n $n: cluster file and calibration written" "[ -s $tmp/c$n.json ] && [ -s $tmp/c$n.calibration.json ]"
+    "$bin" predict --cluster "$tmp/c$n.json" --model llama3-8b --plan "tp=2,mb=1,gb=8,seq=2048" \
+        --json > "$tmp/p$n.json" 2> "$tmp/p$n.err"
+    check "-n $n: predict --cluster runs from it" "[ \$? -eq 0 ] && grep -q '\"step_s\"' $tmp/p$n.json"
+    "$bin" predict --cluster "$tmp/c$n.json" --calibration "$tmp/c$n.calibration.json" \
+        --model llama3-8b --plan "tp=2,mb=1,gb=8,seq=2048" > /dev/null 2> "$tmp/pc$n.err"
+    check "-n $n: --calibration applies its constants" "grep -q 'constants applied' $tmp/pc$n.err"
+    if [ $n -eq 4 ]; then
+        "$bin" predict --cluster "$tmp/c4.json" --gpus 64 --model llama3-8b \
+            --plan "tp=2,mb=1,gb=64,seq=2048" > /dev/null 2> "$tmp/p64.err"
+        check "-n 4: the two-node file extrapolates to --gpus 64" "[ \$? -eq 0 ] || { cat $tmp/p64.err; false; }"
+    fi
+    # The report, and the calibrated model through the CLI on the measured sizes.
+    python3 - "$tmp" $n "$bin" > "$tmp/v$n.txt" 2>&1 <<'PY'
+import json, subprocess, sys
+tmp, n, binary = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+r = json.load(open(f"{tmp}/r{n}.json"))
+c = json.load(open(f"{tmp}/c{n}.json"))
+assert r["ranks"] == n and r["nodes"] == (1 if n == 2 else 2), (r["ranks"], r["nodes"])
+assert r["ranks_per_node"] == 2 and "host memory" in r["buffers"] and r["gpu_buffers"] is False
+assert len(c["tiers"]) == (1 if n == 2 else 2) and c["num_gpus_count"] == n
+assert c["gpu"] == "h100-sxm5-80gb"
+for op in ("all_reduce", "all_gather", "all_to_all"):
+    pts = r["collectives"][op]["points"]
+    assert len(pts) >= 8 and r["collectives"][op]["ranks"] == n
+    for p in pts:  # nccl-tests' definitions: algbw = S / t, busbw = algbw x factor
+        f = {"all_reduce": 2 * (n - 1) / n}.get(op, (n - 1) / n)
+        assert abs(p["algbw_Bps"] - p["bytes"] / p["time_s"]) <= 1e-5 * p["algbw_Bps"]
+        assert abs(p["busbw_Bps"] - p["algbw_Bps"] * f) <= 1e-5 * p["busbw_Bps"]
+for t in r["tiers"]:
+    assert t["alpha_beta_fit"]["n_points"] >= 8 and t["bw_Bps"] > 0
+pts = r["collectives"]["all_reduce"]["points"]
+sizes = ",".join(str(p["bytes"]) for p in pts)
+errs = []
+for p in pts:
+    out = subprocess.run([binary, "collective", "--cluster", f"{tmp}/c{n}.json", "--calibration",
+                          f"{tmp}/c{n}.calibration.json", "--op", "all_reduce", "--algo", "nccl",
+                          "--sizes", f"{p['bytes']}:{p['bytes']}:2", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    row = json.loads(out)["rows"][0]
+    errs.append(abs(row["time_us"] * 1e-6 - p["time_s"]) / p["time_s"] * 100)
+errs.sort()
+med = errs[len(errs) // 2] if len(errs) % 2 else 0.5 * (errs[len(errs) // 2 - 1] + errs[len(errs) // 2])
+rep = r["all_reduce_median_abs_error_pct"]
+print(f"-n {n}: all-reduce over {n} ranks, median |time error| over {len(errs)} sizes: "
+      f"{rep['cluster_file']:.1f}% cluster file alone, {med:.1f}% with the calibration "
+      f"(the probe said {rep['with_calibration']:.1f}%)")
+assert abs(med - rep["with_calibration"]) < 0.5, "the files do not reproduce the probe's figure"
+# The calibration never predicts the curve worse than the ping-pong figures (it keeps the better
+# candidate, docs/probe.md); the absolute bound only catches gross breakage on a loaded machine.
+assert med <= rep["cluster_file"] + 0.5, "the calibration is worse than the cluster file alone"
+# Judged only when the curve is judgeable: a free alpha-beta line through the measured points
+# themselves within 30% (at load 16 on 2 cores, one run had time slices of tens of ms in it and
+# no smooth model could follow it: then the figure is printed, not asserted).
+floor = r.get("all_reduce_alpha_beta_line", {}).get("median_abs_error_pct", 1e9)
+if floor < 30:
+    assert med < 60, "calibrated median error %.1f%% over the loose bound" % med
+else:
+    print(f"-n {n}: not judged: even a free line through the curve misses it by {floor:.0f}%")
+assert r["calibration_choice"], "no calibration choice reported"
+PY
+    check "-n $n: report, nccl-tests definitions, files reproduce the fit" "[ \$? -eq 0 ] || { cat $tmp/v$n.txt; false; }"
+    grep -- "-n $n:" "$tmp/v$n.txt"
+done
+exit $fail
