@@ -105,6 +105,30 @@ static void test_decode_batch1_is_weights_over_bandwidth(void **state)
     assert_true(g_r.tpot_s >= g_r.weights_bytes / c.gpu.mem_bw_Bps);
 }
 
+/* Small-batch decode GEMMs pad their rows to mma.sync's M of 16 (src/workload/infer_phase.c), so
+ * on the H20 (dense bf16 148 TFLOPS against 4.0 TB/s: a ridge of ~37 FLOP/byte) a decode step of
+ * 1 or 16 sequences stays memory-bound, as weight streaming bounds measured single-stream decode;
+ * padding to wgmma's 64 rows (the old rule) priced batch 1 at 64 rows and made it compute-bound. */
+static void test_small_batch_decode_memory_bound_on_h20(void **state)
+{
+    (void)state;
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster c;
+    cluster("h20-sxm-96gb", 1, &c);
+    static const char *const plans[] = {"batch=1,in=1024,out=128", "batch=16,in=1024,out=128"};
+    for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+        estimate(m, &c, plans[k], &g_r);
+        assert_true(g_r.decode.compute_s == 0.0);
+        assert_string_equal(g_r.decode.bound, "memory");
+        /* weights (and the KV cache of 16 x 1088 tokens, 2.3 GB at batch 16) over the peak HBM
+         * bandwidth (no STREAM figure is catalogued for the H20) at the engine's mem_frac */
+        double ratio = g_r.decode.memory_s / (g_r.weights_bytes / c.gpu.mem_bw_Bps);
+        printf("h20 %s: decode memory part %.3f ms = %.3f x weights / peak HBM\n", plans[k],
+               g_r.decode.memory_s * 1e3, ratio);
+        assert_true(ratio >= 1.0 && ratio <= 1.5);
+    }
+}
+
 static void test_longer_prompt_never_lowers_ttft(void **state)
 {
     (void)state;
@@ -373,6 +397,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kv_bytes_per_token),
         cmocka_unit_test(test_decode_batch1_is_weights_over_bandwidth),
+        cmocka_unit_test(test_small_batch_decode_memory_bound_on_h20),
         cmocka_unit_test(test_longer_prompt_never_lowers_ttft),
         cmocka_unit_test(test_batch_raises_throughput_and_tpot),
         cmocka_unit_test(test_more_bandwidth_never_decodes_slower),

@@ -52,6 +52,11 @@ static const struct {
     /* ML.ENERGY leaderboard v1 (Chung et al. 2023, ml.energy): the chat task's prompts are
      * ShareGPT conversations, so ShareGPT's mean prompt; the rows state their output means */
     {"mlenergy_v1_chat_prompts", 161.31, 337.99, "ShareGPT means (Kwon et al. 2023 Fig. 11): ML.ENERGY v1 chat prompts are ShareGPT's"},
+    /* MLPerf Inference Llama 2 70B (v4.0 on): 24,576 OpenOrca GPT-4 samples, inputs and outputs
+     * at most 1,024 tokens (mlcommons/inference language/llama2-70b/README.md, processorca.py
+     * --seqlen_limit=1024); its accuracy target quotes the FP16 reference run's "Tokens per
+     * sample: 294.45" (output). No published mean input length was found: the generic input */
+    {"mlperf_openorca", 0, 294.45, "mlcommons/inference language/llama2-70b README (tokens per sample 294.45)"},
 };
 
 int mp_val_header_is_infer(char (*fields)[MP_VAL_FIELD], int n)

@@ -52,9 +52,14 @@ static double gemm(mp_wl_infer *o, double rate, double M, double N, double K, do
     double t;
     if (M < 128) {
         /* A skinny GEMM (decode: M = sequences) is split along K over every SM (stream-K, Osama
-         * et al. 2023, PPoPP), so no wave quantisation; its rows are padded to the tensor-core
-         * instruction's M of 64 (Hopper wgmma, PTX ISA 8.0; conservative on Ampere's m16). */
-        double flop_s = M > 0 && N > 0 && K > 0 ? 2.0 * 64.0 * ceil(M / 64.0) * N * K / rate : 0.0;
+         * et al. 2023, PPoPP), so no wave quantisation. Its rows are padded to the M of the
+         * tensor-core instruction small-batch kernels issue: mma.sync m16n8k16 (PTX ISA, "Matrix
+         * shape" of mma; the tile of Marlin, Frantar et al. 2024, and of FlashInfer's and
+         * TensorRT-LLM's small-batch GEMM/GEMV paths), not Hopper wgmma's M of 64, which the
+         * large-M kernels use: a warp-group tile of 64 rows would waste 63/64 of the tensor-core
+         * work at batch 1 and make one-sequence decode compute-bound on a GPU of low dense peak
+         * (H20), where measured single-stream decode runs at weight-streaming speed. */
+        double flop_s = M > 0 && N > 0 && K > 0 ? 2.0 * 16.0 * ceil(M / 16.0) * N * K / rate : 0.0;
         t = flop_s > mem_s ? flop_s : mem_s;
     } else {
         t = mp_kernel_gemm_s(&o->rates, rate, M, N, K, e);
