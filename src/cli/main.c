@@ -31,6 +31,8 @@
     X(doctor)               \
     X(import)               \
     X(infer)                \
+    X(serve)                \
+    X(serve_search)         \
     X(sweep)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;

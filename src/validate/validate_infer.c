@@ -16,8 +16,8 @@
  *     the KV cache with the weights), else 16-bit;
  *   - engine: trtllm and mlperf-nvidia -> trtllm, vllm and mlperf-amd -> vllm, sglang; other (HF
  *     transformers) -> vllm's profile without CUDA graphs (eager).
- * Server and interactive rows (Poisson arrivals under an SLO) need a serving-at-load model and are
- * skipped with that reason. */
+ * Server and interactive rows (Poisson arrivals under an SLO) are predicted by the serving
+ * simulator at the row's rate, or the highest rate meeting its SLO (validate_serve.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +36,8 @@
 #define INFER_COLS(X) X(ID, "id") X(GROUP, "source_group") X(MODEL, "model") X(GPU, "gpu") \
     X(NGPUS, "num_gpus") X(TP, "tp") X(PP, "pp") X(EP, "ep") X(FRAMEWORK, "framework")      \
     X(WDT, "weight_dtype") X(KVDT, "kv_dtype") X(IN, "input_len") X(OUT, "output_len")     \
-    X(SCENARIO, "scenario") X(BATCH, "batch") X(METRIC, "metric") X(VALUE, "value")
+    X(SCENARIO, "scenario") X(BATCH, "batch") X(METRIC, "metric") X(VALUE, "value")       \
+    X(RATE, "request_rate_per_s") X(SLO, "latency_slo")
 enum {
 #define X(e, n) IC_##e,
     INFER_COLS(X)
@@ -275,8 +276,17 @@ static void one_row(const mp_catalog *cat, irow *r, size_t rec, mp_infer_result 
     if (!r->cell[IC_VALUE][0] || *e || !isfinite(measured) || !(measured > 0) || measured > 1e18) {
         snprintf(r->why, sizeof r->why, "value \"%.40s\": expected a positive number", r->cell[IC_VALUE]);
     } else if (!strcmp(sc, "server") || !strcmp(sc, "interactive")) {
-        snprintf(r->why, sizeof r->why, "scenario %s: serving under Poisson arrivals and an SLO is not modelled "
-                 "(infer predicts offline and fixed-batch runs)", sc);
+        const mp_model *m;
+        mp_cluster cl;
+        mp_infer_plan p;
+        double pred, x;
+        int batch = num(r->cell[IC_BATCH], &x) && x <= (1 << 20);
+        if (!row_setup(cat, r, &m, &cl, &p)) {
+            p.batch = batch ? (int64_t)x : 1;
+            if (!mp_val_serve_row(m, &cl, &p, batch, r->cell[IC_RATE], r->cell[IC_SLO], metric, &pred, r->why,
+                                  sizeof r->why, r->assumed, sizeof r->assumed))
+                add_row(out, id, group, metric, measured, pred, r->assumed);
+        }
     } else {
         const mp_model *m;
         mp_cluster cl;

@@ -1,0 +1,198 @@
+/* src/validate/validate_serve.c — the predictor of the inference schema's `server` and
+ * `interactive` rows (../shared/validation/inference/README.md), hooked from validate_infer.c:
+ * the row's plan and cluster as validate_infer.c forms them (its documented defaults), simulated
+ * with the serving simulator (mp_serve_run) at the row's request rate; where a row states only
+ * its latency SLO, at the highest rate whose p99 TTFT and p99 TPOT meet it (MLPerf Inference's
+ * Server scenario: the submitter reports the highest target QPS that passes its latency
+ * constraints; mlcommons/inference loadgen, "Server" in docs/). What the simulator assumes:
+ *   - lengths fixed at the row's input and output lengths (the schema gives their means);
+ *   - SERVE_REQUESTS requests, Poisson arrivals, seed 1, the first 10% left out;
+ *   - the engine's own batch cap and chunk (data/engines.json) unless the row states a batch
+ *     (then the cap).
+ * Rows of one configuration share one simulation (a per-thread cache of the last one). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meshplan/serve.h"
+#include "validate/validate_internal.h"
+
+#define SERVE_REQUESTS 3000
+#define RATE_STEPS 12 /* bisection steps of the highest-rate search (a factor 2^-12 of its bracket) */
+
+/* "TTFT p99 2 s, TPOT p99 200 ms" (also "ttft_p99=2s,tpot_p99=200ms"): the two bounds, s. */
+static int slo_of(const char *s, double *ttft, double *tpot)
+{
+    *ttft = *tpot = 0;
+    for (const char *p = s; *p; p++) {
+        int t = !strncmp(p, "TTFT", 4) || !strncmp(p, "ttft", 4);
+        int o = !strncmp(p, "TPOT", 4) || !strncmp(p, "tpot", 4);
+        if (!t && !o)
+            continue;
+        const char *q = p + 4;
+        while (*q && (*q == ' ' || *q == '_' || *q == '=' || *q == 'p' || *q == '9'))
+            q++;
+        char *e;
+        double v = strtod(q, &e);
+        if (e == q || !(v > 0))
+            continue;
+        while (*e == ' ')
+            e++;
+        double k = !strncmp(e, "ms", 2) ? 1e-3 : !strncmp(e, "us", 2) ? 1e-6 : 1.0;
+        *(t ? ttft : tpot) = v * k;
+        p = e;
+        if (!*p)
+            break;
+    }
+    return *ttft > 0 || *tpot > 0;
+}
+
+typedef struct {
+    int set;
+    char key[512];
+    double rate;
+    mp_serve_dist ttft, tpot, e2e;
+    double out_tps, rps, in_tps;
+} serve_memo;
+static _Thread_local serve_memo memo;
+
+static int meets(const mp_serve_result *r, double ttft, double tpot)
+{
+    return r->feasible && (!(ttft > 0) || r->ttft_s.p99 <= ttft) && (!(tpot > 0) || r->tpot_s.p99 <= tpot);
+}
+
+/* Simulate at rate; 0, or 1 with why. */
+static int sim(const mp_model *m, const mp_cluster *c, mp_serve_opts *o, double rate, mp_serve_result *r,
+               char *why, size_t nwhy)
+{
+    mp_diag d = {0};
+    o->rate_per_s = rate;
+    if (mp_serve_run(m, c, o, r, &d) != MP_OK)
+        return snprintf(why, nwhy, "serve: %.200s", d.text), 1;
+    if (!r->feasible)
+        return snprintf(why, nwhy, "serve: %.200s", r->reason), 1;
+    return 0;
+}
+
+/* The highest rate that meets the SLO: double from the fixed-batch estimate's tenth until it
+ * fails, then bisect. */
+static int highest_rate(const mp_model *m, const mp_cluster *c, mp_serve_opts *o, double start, double ttft,
+                        double tpot, mp_serve_result *r, double *rate, char *why, size_t nwhy)
+{
+    double lo = 0, hi = start;
+    for (int i = 0; i < 30; i++) {
+        if (sim(m, c, o, hi, r, why, nwhy))
+            return 1;
+        if (!meets(r, ttft, tpot))
+            break;
+        lo = hi;
+        hi *= 2;
+    }
+    if (lo == 0) { /* even the first fails: search down */
+        for (int i = 0; i < 30 && lo == 0; i++) {
+            hi /= 4;
+            if (sim(m, c, o, hi, r, why, nwhy))
+                return 1;
+            if (meets(r, ttft, tpot))
+                lo = hi, hi *= 4;
+        }
+        if (lo == 0)
+            return snprintf(why, nwhy, "no request rate meets the SLO (p99 TTFT %.3g s, TPOT %.3g s)", ttft, tpot), 1;
+    }
+    for (int i = 0; i < RATE_STEPS; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (sim(m, c, o, mid, r, why, nwhy))
+            return 1;
+        if (meets(r, ttft, tpot))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *rate = lo;
+    return sim(m, c, o, lo, r, why, nwhy);
+}
+
+int mp_val_serve_row(const mp_model *m, const mp_cluster *c, const mp_infer_plan *p, int batch_stated,
+                     const char *rate_cell, const char *slo_cell, const char *metric, double *pred, char *why,
+                     size_t nwhy, char *assumed, size_t nassumed)
+{
+    double rate = 0, ttft = 0, tpot = 0;
+    char *e;
+    if (rate_cell && *rate_cell) {
+        rate = strtod(rate_cell, &e);
+        if (*e || !(rate > 0) || rate > 1e7)
+            return snprintf(why, nwhy, "request_rate_per_s \"%.20s\": expected a positive rate", rate_cell), 1;
+    }
+    if (!(rate > 0) && !(slo_cell && slo_of(slo_cell, &ttft, &tpot)))
+        return snprintf(why, nwhy, "server row with neither request_rate_per_s nor a latency_slo to find it from"), 1;
+    char key[512];
+    char plan[256];
+    mp_infer_plan_format(p, plan, sizeof plan);
+    snprintf(key, sizeof key, "%s|%s|%lld|%s|%g|%s|%d", m->key, c->gpu.key, (long long)c->num_gpus, plan, rate,
+             slo_cell ? slo_cell : "", batch_stated);
+    if (!memo.set || strcmp(memo.key, key)) {
+        mp_serve_opts o;
+        mp_serve_opts_init(&o);
+        o.plan = *p;
+        o.in = p->in;
+        o.out = p->out;
+        o.requests = SERVE_REQUESTS;
+        if (batch_stated)
+            o.max_seqs = p->batch;
+        mp_serve_result *r = malloc(sizeof *r);
+        if (!r)
+            return snprintf(why, nwhy, "out of memory"), 1;
+        int bad;
+        if (rate > 0) {
+            bad = sim(m, c, &o, rate, r, why, nwhy);
+        } else {
+            /* the bracket's start: a tenth of what the engine's batch would sustain offline */
+            mp_infer_result ir;
+            mp_diag d = {0};
+            mp_infer_plan q = *p;
+            q.batch = 64;
+            double start = mp_infer_estimate(m, c, &q, &ir, &d) == MP_OK && ir.requests_per_s > 0 ? 0.1 * ir.requests_per_s : 1.0;
+            bad = highest_rate(m, c, &o, start, ttft, tpot, r, &rate, why, nwhy);
+        }
+        if (bad) {
+            mp_serve_result_free(r);
+            free(r);
+            memo.set = 0;
+            return 1;
+        }
+        memo.set = 1;
+        snprintf(memo.key, sizeof memo.key, "%s", key);
+        memo.rate = rate;
+        memo.ttft = r->ttft_s;
+        memo.tpot = r->tpot_s;
+        memo.e2e = r->e2e_s;
+        memo.out_tps = r->output_tokens_per_s;
+        memo.rps = r->requests_per_s;
+        memo.in_tps = r->input_tokens_per_s;
+        mp_serve_result_free(r);
+        free(r);
+    }
+    struct { const char *name; double v; } map[] = {
+        {"output_tokens_per_s", memo.out_tps},
+        {"output_tokens_per_s_per_gpu", memo.out_tps / (double)c->num_gpus},
+        {"total_tokens_per_s", memo.out_tps + memo.in_tps},
+        {"requests_per_s", memo.rps},
+        {"ttft_mean_s", memo.ttft.mean}, {"ttft_p50_s", memo.ttft.p50}, {"ttft_p90_s", memo.ttft.p90},
+        {"ttft_p99_s", memo.ttft.p99},
+        {"tpot_mean_s", memo.tpot.mean}, {"tpot_p50_s", memo.tpot.p50}, {"tpot_p90_s", memo.tpot.p90},
+        {"tpot_p99_s", memo.tpot.p99}, {"itl_mean_s", memo.tpot.mean},
+        {"e2e_latency_mean_s", memo.e2e.mean}, {"e2e_latency_p99_s", memo.e2e.p99},
+    };
+    size_t i;
+    for (i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(metric, map[i].name))
+            break;
+    if (i == sizeof map / sizeof map[0])
+        return snprintf(why, nwhy, "metric %.40s is not predicted for server rows", metric), 1;
+    *pred = map[i].v;
+    size_t l = strlen(assumed);
+    snprintf(assumed + l, nassumed - l, "%sserve: Poisson, %d requests, lengths fixed at in/out%s, rate %.4g/s%s",
+             l ? "; " : "", SERVE_REQUESTS, "", memo.rate, rate_cell && *rate_cell ? "" : " (highest meeting the SLO)");
+    return 0;
+}
