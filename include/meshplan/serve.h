@@ -196,6 +196,11 @@ void mp_serve_result_free(mp_serve_result *out);
  *  line per bad key. MP_OK or MP_ERR_INPUT. */
 mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *diag);
 
+/** The serve plan as "tp=..,pp=..,ep=..,dp=..,weights=..,kv=..,engine=..,max_seqs=..,chunk=..,
+ *  preempt=..[,attn_dp=1][,imbalance=..]" (the keys mp_serve_plan_parse reads; infer's batch, in
+ *  and out do not apply). Returns the length needed, as snprintf. */
+int mp_serve_plan_format(const mp_serve_opts *o, char *buf, size_t cap);
+
 /** Parse a pool spec "prefill=tp4x2,decode=tp8x1" (tp degree x replicas) into o and set
  *  o->disaggregate. MP_OK or MP_ERR_INPUT naming the part. */
 mp_status mp_serve_disagg_parse(const char *text, mp_serve_opts *o, mp_diag *diag);
@@ -236,7 +241,7 @@ typedef struct {
 #define MP_SERVE_SEARCH_MAX 512
 
 /** Candidates in the order tried and the index of the best (meets the SLO at the highest
- *  goodput; ties: fewer $ per Mtoken; -1 when none meets it). */
+ *  goodput; within 1% a tie, then fewer $ per Mtoken; -1 when none meets it). */
 typedef struct {
     int n, best;
     mp_serve_candidate c[MP_SERVE_SEARCH_MAX];

@@ -36,7 +36,7 @@ static void dist_line(const char *name, const mp_serve_dist *d, double k, const 
 static void text(const cli_serve_job *j, const mp_serve_result *r)
 {
     char plan[512];
-    mp_infer_plan_format(&r->opts.plan, plan, sizeof plan);
+    mp_serve_plan_format(&r->opts, plan, sizeof plan);
     printf("%s on %lld x %s, %s %s\n", j->model.key, (long long)r->gpus, j->cluster.gpu.key, r->engine.key,
            r->engine.version);
     if (r->opts.disaggregate)
@@ -48,9 +48,8 @@ static void text(const cli_serve_job *j, const mp_serve_result *r)
         printf("feasible: no: %s\n", r->reason);
         return;
     }
-    printf("requests %lld (measured %lld after warm-up) over %.1f s; scheduler: max %lld seqs, chunk %lld tokens, %s\n",
-           (long long)r->requests, (long long)r->measured, r->span_s, (long long)r->opts.max_seqs,
-           (long long)r->opts.chunk_tokens, r->opts.preempt == MP_PREEMPT_SWAP ? "swap" : "recompute");
+    printf("requests %lld (measured %lld after warm-up) over %.1f s\n", (long long)r->requests,
+           (long long)r->measured, r->span_s);
     dist_line("TTFT", &r->ttft_s, 1e3, "ms");
     dist_line("TPOT", &r->tpot_s, 1e3, "ms");
     dist_line("E2E", &r->e2e_s, 1, "s");

@@ -198,3 +198,18 @@ mp_status mp_serve_slo_parse(const char *text, mp_serve_opts *o, mp_diag *d)
     }
     return bad ? MP_ERR_INPUT : MP_OK;
 }
+
+int mp_serve_plan_format(const mp_serve_opts *o, char *buf, size_t cap)
+{
+    const mp_infer_plan *p = &o->plan;
+    char extra[64] = "";
+    if (o->attn_dp)
+        snprintf(extra, sizeof extra, ",attn_dp=1");
+    if (o->moe_imbalance >= 1)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ",imbalance=%g", o->moe_imbalance);
+    return snprintf(buf, cap, "tp=%d,pp=%d,ep=%d,dp=%d,weights=%s,kv=%s,engine=%s,max_seqs=%lld,chunk=%lld,preempt=%s%s",
+                    p->tp, p->pp, p->ep, p->dp, mp_infer_weights_name((mp_infer_weights)p->weights),
+                    mp_infer_kv_name((mp_infer_kv)p->kv), mp_engine_name((mp_engine_id)p->engine),
+                    (long long)o->max_seqs, (long long)o->chunk_tokens,
+                    o->preempt == MP_PREEMPT_SWAP ? "swap" : "recompute", extra);
+}

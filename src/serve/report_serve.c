@@ -38,7 +38,7 @@ static json_t *replicas_json(const mp_serve_result *r)
 char *mp_report_serve_json(const mp_serve_result *r)
 {
     char plan[512];
-    mp_infer_plan_format(&r->opts.plan, plan, sizeof plan);
+    mp_serve_plan_format(&r->opts, plan, sizeof plan);
     json_t *o = json_pack("{s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:f}", "plan", plan, "engine_version",
                           r->engine.version, "feasible", r->feasible, "reason", r->reason, "requests",
                           (json_int_t)r->requests, "measured", (json_int_t)r->measured, "gpus",

@@ -5,7 +5,7 @@
  * each at batch caps of 64 and the engine's default and chunks of 2048 and the engine's default;
  * and disaggregated splits (prefill on a quarter, a half or three quarters of the GPUs) for every
  * pair of those degrees. A candidate meets the SLO when its p99 TTFT and p99 TPOT are within it;
- * the best meets it at the highest goodput (ties: fewer $ per million tokens). Exhaustive over
+ * the best meets it at the highest goodput (within 1%: a tie, then fewer $ per million tokens). Exhaustive over
  * this small space (at most MP_SERVE_SEARCH_MAX candidates), deterministic in its order. */
 #include <math.h>
 #include <stdlib.h>
@@ -37,8 +37,10 @@ static void record(mp_serve_search_result *out, const mp_serve_opts *o, const mp
     x->meets_slo = r->feasible && (!(o->slo_ttft_s > 0) || r->ttft_s.p99 <= o->slo_ttft_s) &&
                    (!(o->slo_tpot_s > 0) || r->tpot_s.p99 <= o->slo_tpot_s);
     int b = out->best;
-    if (x->meets_slo && (b < 0 || x->goodput_requests_per_s > out->c[b].goodput_requests_per_s * (1 + 1e-9) ||
-                         (x->goodput_requests_per_s >= out->c[b].goodput_requests_per_s * (1 - 1e-9) &&
+    /* goodput within 1% is a tie (the simulation's own run-to-run spread at a rate every such
+     * candidate sustains): then the cheaper per token wins */
+    if (x->meets_slo && (b < 0 || x->goodput_requests_per_s > out->c[b].goodput_requests_per_s * 1.01 ||
+                         (x->goodput_requests_per_s >= out->c[b].goodput_requests_per_s * 0.99 &&
                           x->usd_per_mtoken < out->c[b].usd_per_mtoken)))
         out->best = out->n - 1;
 }

@@ -200,24 +200,35 @@ static int latency(const sv_sim *s, int64_t first, const mp_serve_opts *o, mp_se
         out_tok += (double)q[i].out;
         in_tok += (double)q[i].in;
     }
-    /* throughput over the measured window [first measured arrival, last measured completion]:
-     * the tokens and requests the system completed in it (counters at those two events), so that
-     * warm-up requests still running in the window count as the work they are */
+    /* Throughput in steady state: over the measured arrivals' window [first measured arrival,
+     * last arrival], the tokens and requests the system completed in it (the run's counters at
+     * those two arrivals: warm-up requests still running count as the work they are, and the
+     * drain after the last arrival is left out, as a long benchmark run makes it negligible).
+     * Where that window is short against the run (a closed batch: every request at t = 0), the
+     * window [first measured arrival, last measured completion] instead. */
     int64_t em = 0, cm = 0; /* the counters at the last measured completion (monotone in time) */
     for (int64_t i = 0; i < n; i++) {
         em = q[i].emitted_at_done > em ? q[i].emitted_at_done : em;
         cm = q[i].completed_at_done > cm ? q[i].completed_at_done : cm;
     }
     r->span_s = t1 - t0;
-    double span = r->span_s > 0 ? r->span_s : 1e-9;
-    double toks = n > 0 ? (double)(em - q[0].emitted_at_arrival) : 0.0;
-    double reqs = n > 0 ? (double)(cm - q[0].completed_at_arrival) : 0.0;
+    double arr_span = n > 0 ? q[n - 1].arrival_s - t0 : 0.0;
+    double span = r->span_s > 0 ? r->span_s : 1e-9, toks, reqs;
+    if (arr_span > 0.5 * span) {
+        span = arr_span;
+        toks = (double)(q[n - 1].emitted_at_arrival - q[0].emitted_at_arrival);
+        reqs = (double)(q[n - 1].completed_at_arrival - q[0].completed_at_arrival);
+    } else {
+        toks = n > 0 ? (double)(em - q[0].emitted_at_arrival) : 0.0;
+        reqs = n > 0 ? (double)(cm - q[0].completed_at_arrival) : 0.0;
+    }
     r->output_tokens_per_s = toks / span;
-    r->requests_per_s = reqs / span;
+    /* requests: completions in a window shorter than a request's life undercount; in steady
+     * state the request rate is the token rate over the mean output length */
+    r->requests_per_s = arr_span > 0.5 * r->span_s && out_tok > 0 ? r->output_tokens_per_s / (out_tok / n) : reqs / span;
     r->input_tokens_per_s = n > 0 ? r->requests_per_s * in_tok / n : 0.0;
     r->slo_attained_frac = n > 0 ? (double)good / n : 0.0;
     r->goodput_requests_per_s = r->requests_per_s * r->slo_attained_frac;
-    (void)out_tok;
     for (int f = 0; f < 5; f++) {
         k = 0;
         for (int64_t i = 0; i < n; i++) {
@@ -412,8 +423,12 @@ static mp_status simulate(const mp_model *m, const mp_cluster *c, const mp_serve
     if (st == MP_OK) {
         const sv_pool *kvp = &s->pool[s->npools - 1];
         r->engine = ir->engine;
-        r->opts.max_seqs = s->pool[0].max_seqs;
-        r->opts.chunk_tokens = s->pool[0].chunk;
+        int ranks = o->attn_dp ? o->plan.ep : 1;
+        r->opts.max_seqs = s->pool[0].max_seqs / ranks; /* per attention rank, as given */
+        r->opts.chunk_tokens = s->pool[0].chunk / ranks;
+        r->opts.plan.dp = s->npools > 1 ? 0 : s->pool[0].replicas;
+        r->opts.plan.kv_frac = ir->plan.kv_frac;
+        r->opts.plan.cuda_graphs = ir->plan.cuda_graphs;
         r->kv_blocks = kvp->blocks;
         r->max_concurrency = ir->max_concurrency * (o->attn_dp ? o->plan.ep : 1);
         for (int i = 0; i < s->npools; i++)
