@@ -136,6 +136,16 @@ typedef struct {
     int preempted;
 } mp_serve_timeline;
 
+/** A replica's state at the start of a step (keep_timeline; the trace's counters over time). */
+typedef struct {
+    double t_s;
+    int replica;
+    double kv_use;              /* share of its KV blocks in use */
+    int64_t running, waiting;   /* sequences in the step's running set; queued requests */
+} mp_serve_sample;
+
+#define MP_SERVE_MAX_SAMPLES 200000 /* steps sampled per run (the first ones; enough for a trace) */
+
 /** What a simulation gives. */
 typedef struct {
     mp_serve_opts opts;         /* as run (defaults resolved; trace and table pointers cleared) */
@@ -145,6 +155,7 @@ typedef struct {
     char reason[256];
     int64_t requests, measured; /* simulated, and after the warm-up */
     double span_s;              /* measured window: first measured arrival to last completion */
+    double arrivals_span_s;     /* first measured arrival to the last arrival */
     mp_serve_dist ttft_s, tpot_s, e2e_s, queue_s, itl_max_s; /* queue: arrival to first scheduled */
     double output_tokens_per_s, input_tokens_per_s, requests_per_s;
     double goodput_requests_per_s; /* measured requests within the SLO / span */
@@ -170,7 +181,10 @@ typedef struct {
         int hidden;                /* exposed <= 10% of the transfer on average */
         double fabric_load_frac;   /* mean ingress use of the decode pool's links */
         double colocated_goodput;  /* the same GPUs colocated (tp = decode_tp): goodput */
-        int pays;                  /* disaggregated goodput > colocated */
+        double colocated_ttft_p99_s, colocated_tpot_p99_s; /* its latencies (the interference) */
+        int pays;                  /* goodput more than 1% above colocated, or within 1% with both
+                                      p99 TTFT and p99 TPOT lower */
+        char verdict[96];          /* "pays", "does not pay", or the trade (lower TPOT, higher TTFT) */
     } kv_transfer;
     /* expert parallel */
     double a2a_s_per_step;      /* attn_dp: dispatch + combine of one decode step (at batch) */
@@ -179,6 +193,8 @@ typedef struct {
     int nassumed;
     char assumed[MP_SERVE_MAX_ASSUMED][160];
     mp_serve_timeline *timeline; /* keep_timeline: requests entries, malloc'd (mp_serve_result_free) */
+    mp_serve_sample *samples;   /* keep_timeline: one per step, at most MP_SERVE_MAX_SAMPLES */
+    size_t nsamples;
 } mp_serve_result;
 
 /** Simulate model m on cluster c under o. out is large (~1 MiB: heap-allocate it). MP_OK (a
@@ -227,6 +243,25 @@ char *mp_report_serve_json(const mp_serve_result *r);
  *  a slice per request phase (queued, prefill, transfer, decode). Needs keep_timeline. Malloc'd;
  *  NULL when out of memory or no timeline. */
 char *mp_report_serve_trace(const mp_serve_result *r);
+
+/** The highest request rate whose p99 TTFT and p99 TPOT meet o's SLO (MLPerf's Server scenario):
+ *  from start_rate (> 0; 0 = 1/s) doubled until it fails (or divided by 4 until one meets),
+ *  then 12 bisection steps; *rate and the run at it in *r (free with mp_serve_result_free).
+ *  Arrivals Poisson (or o's gamma). MP_OK; MP_ERR_INPUT without an SLO or for o's errors;
+ *  MP_ERR_RANGE when no rate meets it. */
+mp_status mp_serve_max_rate(const mp_model *m, const mp_cluster *c, const mp_serve_opts *o,
+                            double start_rate, double *rate, mp_serve_result *r, mp_diag *diag);
+
+/** One point of the SLO-throughput frontier. rate_per_s 0: no rate meets that SLO. */
+typedef struct {
+    double slo_scale, slo_ttft_s, slo_tpot_s;
+    double rate_per_s, output_tokens_per_s, ttft_p99_s, tpot_p99_s, usd_per_mtoken;
+} mp_serve_frontier_point;
+
+/** The frontier: mp_serve_max_rate at o's SLO scaled by 0.25, 0.5, 1, 2 and 4 (npts <= 5 points
+ *  into pts). MP_OK, or the first error other than a point no rate meets. */
+mp_status mp_serve_frontier(const mp_model *m, const mp_cluster *c, const mp_serve_opts *o,
+                            mp_serve_frontier_point *pts, int npts, mp_diag *diag);
 
 /* ---- serve-search ----------------------------------------------------------------------------- */
 

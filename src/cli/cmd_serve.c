@@ -2,6 +2,7 @@
  * continuous batching, chunked prefill, paged KV with preemption) on replicas or on separate
  * prefill and decode pools; TTFT / TPOT percentiles, throughput, goodput, KV use, energy and
  * cost; --trace writes the request timeline. The model: src/serve/, docs/serve.md. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ static const cli_option serve_opts[] = {
     CLI_OPTS_SERVE_JOB,
     CLI_OPT("--disaggregate", "POOLS", "separate pools, \"prefill=tp4x2,decode=tp8x1\" (tp x replicas)"),
     CLI_OPT("--trace", "FILE", "write the request timeline as a Chrome/Perfetto trace JSON"),
+    CLI_FLAG("--frontier", "also the SLO-throughput frontier: the highest rate meeting --slo x 0.25 .. 4"),
     CLI_OPT_JSON,
     CLI_END,
 };
@@ -67,12 +69,12 @@ static void text(const cli_serve_job *j, const mp_serve_result *r)
                r->opts.plan.ep, r->a2a_s_per_step * 1e3);
     if (r->opts.disaggregate)
         printf("KV transfer: %.1f MiB per request over %s (%s), %.2f ms alone, %.2f ms incast wait, %.2f ms "
-               "exposed (%s); decode ingress load %.1f%%\ncolocated on the same GPUs: goodput %.3f requests/s: "
-               "disaggregation %s\n", r->kv_transfer.bytes_per_request / 1048576.0, r->kv_transfer.tier,
+               "exposed (%s); decode ingress load %.1f%%\ncolocated on the same GPUs: goodput %.3f requests/s "
+               "(TTFT p99 %.1f ms, TPOT p99 %.2f ms); disaggregation: %s\n", r->kv_transfer.bytes_per_request / 1048576.0, r->kv_transfer.tier,
                r->kv_transfer.link, r->kv_transfer.s_per_request * 1e3, r->kv_transfer.wait_s_mean * 1e3,
                r->kv_transfer.exposed_s_mean * 1e3, r->kv_transfer.hidden ? "hidden" : "not hidden",
                r->kv_transfer.fabric_load_frac * 100, r->kv_transfer.colocated_goodput,
-               r->kv_transfer.pays ? "pays" : "does not pay");
+               r->kv_transfer.colocated_ttft_p99_s * 1e3, r->kv_transfer.colocated_tpot_p99_s * 1e3, r->kv_transfer.verdict);
     int shown = r->nreplicas < 16 ? r->nreplicas : 16;
     for (int i = 0; i < shown; i++) {
         const mp_serve_replica *x = &r->replica[i];
@@ -107,6 +109,45 @@ static int write_trace(const char *path, const mp_serve_result *r)
     return 0;
 }
 
+/* --frontier: the points, as text or added to the JSON object */
+static int frontier(const cli_serve_job *j, int json, char **js)
+{
+    mp_serve_frontier_point pts[5];
+    mp_diag d = {0};
+    mp_status st = mp_serve_frontier(&j->model, &j->cluster, &j->o, pts, 5, &d);
+    if (st != MP_OK) {
+        cli_print_diag(&d);
+        return cli_exit_for(st);
+    }
+    if (!json) {
+        printf("SLO-throughput frontier (highest rate with p99 TTFT and TPOT within the SLO x scale):\n");
+        printf("  %6s %12s %12s %12s %14s %11s %11s %9s\n", "scale", "TTFT SLO", "TPOT SLO", "rate/s",
+               "output tok/s", "TTFT p99", "TPOT p99", "$/Mtok");
+        for (int i = 0; i < 5; i++)
+            printf("  %6.2f %9.1f ms %9.2f ms %12.3f %14.1f %8.1f ms %8.2f ms %9.3f\n", pts[i].slo_scale,
+                   pts[i].slo_ttft_s * 1e3, pts[i].slo_tpot_s * 1e3, pts[i].rate_per_s, pts[i].output_tokens_per_s,
+                   pts[i].ttft_p99_s * 1e3, pts[i].tpot_p99_s * 1e3, pts[i].usd_per_mtoken);
+        return 0;
+    }
+    json_t *o = json_loads(*js, 0, NULL), *a = json_array();
+    for (int i = 0; o && a && i < 5; i++)
+        json_array_append_new(a, json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "slo_scale", pts[i].slo_scale,
+                                           "slo_ttft_s", pts[i].slo_ttft_s, "slo_tpot_s", pts[i].slo_tpot_s,
+                                           "rate_per_s", pts[i].rate_per_s, "output_tokens_per_s",
+                                           pts[i].output_tokens_per_s, "ttft_p99_s", pts[i].ttft_p99_s,
+                                           "tpot_p99_s", pts[i].tpot_p99_s, "usd_per_mtoken", pts[i].usd_per_mtoken));
+    if (!o || !a) {
+        json_decref(o);
+        json_decref(a);
+        return EXIT_INTERNAL;
+    }
+    json_object_set_new(o, "frontier", a);
+    free(*js);
+    *js = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    return *js ? 0 : EXIT_INTERNAL;
+}
+
 static int serve_run(int argc, char **argv)
 {
     cli_args a;
@@ -137,15 +178,22 @@ static int serve_run(int argc, char **argv)
         cli_print_diag(&d);
         rc = cli_exit_for(st);
     } else {
-        if (cli_flag(&a, "--json")) {
+        const int fr = cli_flag(&a, "--frontier") && r->feasible;
+        if (fr && !(j.o.slo_ttft_s > 0) && !(j.o.slo_tpot_s > 0))
+            rc = cli_fail("serve: --frontier needs --slo%s", "");
+        else if (cli_flag(&a, "--json")) {
             char *s = mp_report_serve_json(r);
-            if (s)
-                printf("%s\n", s);
-            else
+            if (!s)
                 rc = EXIT_INTERNAL;
+            if (!rc && fr)
+                rc = frontier(&j, 1, &s);
+            if (!rc)
+                printf("%s\n", s);
             free(s);
         } else {
             text(&j, r);
+            if (fr)
+                rc = frontier(&j, 0, NULL);
         }
         if (!rc && trace && r->feasible)
             rc = write_trace(trace, r);

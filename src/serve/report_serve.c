@@ -1,6 +1,7 @@
 /* src/serve/report_serve.c — serve --json (one object, keys in docs/serve.md) and the request
  * timeline as a Chrome / Perfetto trace (JSON object format, "traceEvents": complete events,
- * ph "X", times in microseconds; one process per replica, one thread per request slot). */
+ * ph "X", times in microseconds; one process per replica, one thread per request slot; and counters,
+ * ph "C", of each replica's KV use and running / waiting sequences at every step). */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -87,6 +88,9 @@ char *mp_report_serve_json(const mp_serve_result *r)
         json_t *kt = json_object_get(o, "kv_transfer");
         json_object_set_new(kt, "prefill", json_string(p));
         json_object_set_new(kt, "decode", json_string(dd));
+        json_object_set_new(kt, "verdict", json_string(r->kv_transfer.verdict));
+        json_object_set_new(kt, "colocated_ttft_p99_s", json_real(r->kv_transfer.colocated_ttft_p99_s));
+        json_object_set_new(kt, "colocated_tpot_p99_s", json_real(r->kv_transfer.colocated_tpot_p99_s));
     }
     json_object_set_new(o, "replicas", replicas_json(r));
     json_t *as = json_array();
@@ -173,6 +177,15 @@ char *mp_report_serve_trace(const mp_serve_result *r)
         } else {
             slice(&b, &first, "decode", t->replica, lane, t->first_token_s, t->done_s, i);
         }
+    }
+    /* the replicas' KV use and queues over time, as counters (one sample per step) */
+    for (size_t i = 0; i < r->nsamples; i++) {
+        const mp_serve_sample *x = &r->samples[i];
+        put(&b, "%s{\"name\":\"kv_use_pct\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"kv\":%.2f}},\n"
+                "{\"name\":\"sequences\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"running\":%lld,\"waiting\":%lld}}",
+            first ? "" : ",\n", x->replica, x->t_s * 1e6, x->kv_use * 100, x->replica, x->t_s * 1e6,
+            (long long)x->running, (long long)x->waiting);
+        first = 0;
     }
     put(&b, "\n]}\n");
     if (b.fail) {

@@ -348,6 +348,8 @@ static int start_step(loop *L, int ri)
     double used = (double)(p->blocks - R->free_blocks) / (double)p->blocks;
     st->kv_area += used * dur;
     st->kv_max = fmax(st->kv_max, used);
+    if (L->s->samples && L->s->nsamples < MP_SERVE_MAX_SAMPLES)
+        L->s->samples[L->s->nsamples++] = (mp_serve_sample){L->now, ri, used, R->nrun, R->wait.n + R->swapped.n};
     st->energy_J += p->sm.gpus * sv_step_power_w(&p->sm, dur, flop, bytes) * dur;
     R->busy = 1;
     R->step_start_s = L->now;

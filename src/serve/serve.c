@@ -36,6 +36,9 @@ void mp_serve_result_free(mp_serve_result *r)
         return;
     free(r->timeline);
     r->timeline = NULL;
+    free(r->samples);
+    r->samples = NULL;
+    r->nsamples = 0;
 }
 
 static void assume(mp_serve_result *r, const char *fmt, ...)
@@ -200,24 +203,27 @@ static int latency(const sv_sim *s, int64_t first, const mp_serve_opts *o, mp_se
         out_tok += (double)q[i].out;
         in_tok += (double)q[i].in;
     }
-    /* Throughput in steady state: over the measured arrivals' window [first measured arrival,
-     * last arrival], the tokens and requests the system completed in it (the run's counters at
-     * those two arrivals: warm-up requests still running count as the work they are, and the
-     * drain after the last arrival is left out, as a long benchmark run makes it negligible).
+    /* Throughput in steady state: the output tokens the system emitted (every request's: the run's
+     * counter) between the first completion of a measured request — by then the flow has ramped
+     * up, a request's whole life after the warm-up — and the last arrival, after which the run
+     * drains (a long benchmark run makes both ends negligible; a short simulation does not).
      * Where that window is short against the run (a closed batch: every request at t = 0), the
      * window [first measured arrival, last measured completion] instead. */
-    int64_t em = 0, cm = 0; /* the counters at the last measured completion (monotone in time) */
+    int64_t em = 0, cm = 0, fc = 0; /* the counters at the last measured completion; the first one */
     for (int64_t i = 0; i < n; i++) {
         em = q[i].emitted_at_done > em ? q[i].emitted_at_done : em;
         cm = q[i].completed_at_done > cm ? q[i].completed_at_done : cm;
+        fc = q[i].done_s < q[fc].done_s ? i : fc;
     }
     r->span_s = t1 - t0;
-    double arr_span = n > 0 ? q[n - 1].arrival_s - t0 : 0.0;
+    r->arrivals_span_s = n > 0 ? q[n - 1].arrival_s - t0 : 0.0;
+    double arr_span = n > 0 ? q[n - 1].arrival_s - q[fc].done_s : 0.0;
     double span = r->span_s > 0 ? r->span_s : 1e-9, toks, reqs;
-    if (arr_span > 0.5 * span) {
+    int steady = arr_span > 0.25 * span;
+    if (steady) {
         span = arr_span;
-        toks = (double)(q[n - 1].emitted_at_arrival - q[0].emitted_at_arrival);
-        reqs = (double)(q[n - 1].completed_at_arrival - q[0].completed_at_arrival);
+        toks = (double)(q[n - 1].emitted_at_arrival - q[fc].emitted_at_done);
+        reqs = 0;
     } else {
         toks = n > 0 ? (double)(em - q[0].emitted_at_arrival) : 0.0;
         reqs = n > 0 ? (double)(cm - q[0].completed_at_arrival) : 0.0;
@@ -225,7 +231,7 @@ static int latency(const sv_sim *s, int64_t first, const mp_serve_opts *o, mp_se
     r->output_tokens_per_s = toks / span;
     /* requests: completions in a window shorter than a request's life undercount; in steady
      * state the request rate is the token rate over the mean output length */
-    r->requests_per_s = arr_span > 0.5 * r->span_s && out_tok > 0 ? r->output_tokens_per_s / (out_tok / n) : reqs / span;
+    r->requests_per_s = steady && out_tok > 0 ? r->output_tokens_per_s / (out_tok / n) : reqs / span;
     r->input_tokens_per_s = n > 0 ? r->requests_per_s * in_tok / n : 0.0;
     r->slo_attained_frac = n > 0 ? (double)good / n : 0.0;
     r->goodput_requests_per_s = r->requests_per_s * r->slo_attained_frac;
@@ -378,6 +384,9 @@ static void assumptions(const mp_serve_opts *o, const mp_serve_result *r0, mp_se
         assume(r, "disaggregation: KV sent layer by layer during the prefill; ingress queues FIFO per "
                   "decode replica; first token emitted by the prefill replica");
     assume(r, "power: GPUs only; cost: rented GPU-hours + energy (energy.h defaults unless given)");
+    if (o->arrivals != MP_ARRIVE_BATCH && r->arrivals_span_s < 5.0 * r->e2e_s.mean)
+        assume(r, "SHORT RUN: arrivals span %.1f mean E2E (< 5): a rate above capacity may not show in "
+                  "the percentiles yet; give more --requests", r->arrivals_span_s / r->e2e_s.mean);
 }
 
 static mp_status simulate(const mp_model *m, const mp_cluster *c, const mp_serve_opts *o,
@@ -463,6 +472,8 @@ static mp_status simulate(const mp_model *m, const mp_cluster *c, const mp_serve
         }
         if (s->npools > 1)
             transfer_link(c, s);
+        if (o->keep_timeline && !(s->samples = malloc(MP_SERVE_MAX_SAMPLES * sizeof *s->samples)))
+            st = MP_ERR_NOMEM;
         if (st == MP_OK)
             st = sv_simulate(s, d);
         int64_t first = (int64_t)floor(o->warmup_frac * (double)n);
@@ -473,9 +484,14 @@ static mp_status simulate(const mp_model *m, const mp_cluster *c, const mp_serve
             st = MP_ERR_NOMEM;
         if (st == MP_OK && s->npools > 1)
             transfer_figures(s, first, r);
-        if (st == MP_OK && o->keep_timeline)
+        if (st == MP_OK && o->keep_timeline) {
             timeline(s, r);
+            r->samples = s->samples;
+            r->nsamples = s->nsamples;
+            s->samples = NULL;
+        }
     }
+    free(s->samples);
     free(s->req);
     free(s->rep);
     free(s);
@@ -502,7 +518,17 @@ static void colocated_check(const mp_model *m, const mp_cluster *c, const mp_ser
         if (r->gpus % tps[i] || mp_serve_run(m, &cc, &a, alt, &d) != MP_OK || !alt->feasible)
             continue;
         r->kv_transfer.colocated_goodput = alt->goodput_requests_per_s;
-        r->kv_transfer.pays = r->goodput_requests_per_s > alt->goodput_requests_per_s;
+        r->kv_transfer.colocated_ttft_p99_s = alt->ttft_s.p99;
+        r->kv_transfer.colocated_tpot_p99_s = alt->tpot_s.p99;
+        /* goodput within 1% is the simulation's spread (serve-search's tie rule): then the tails */
+        double g = r->goodput_requests_per_s, ga = alt->goodput_requests_per_s;
+        int lt = r->ttft_s.p99 < alt->ttft_s.p99, lp = r->tpot_s.p99 < alt->tpot_s.p99;
+        r->kv_transfer.pays = g > 1.01 * ga || (g >= 0.99 * ga && lt && lp);
+        snprintf(r->kv_transfer.verdict, sizeof r->kv_transfer.verdict, "%s",
+                 r->kv_transfer.pays ? "pays"
+                 : g < 0.99 * ga || (!lt && !lp) ? "does not pay"
+                 : lp ? "same goodput: lower p99 TPOT, higher p99 TTFT"
+                      : "same goodput: lower p99 TTFT, higher p99 TPOT");
         break;
     }
     free(alt);

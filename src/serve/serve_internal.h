@@ -133,6 +133,8 @@ typedef struct {
     sv_rep_stats *rep;             /* pool 0's replicas, then pool 1's */
     double end_s;                  /* last event */
     int64_t emitted, completed;    /* output tokens and requests so far */
+    mp_serve_sample *samples;      /* when not NULL: one per step up to MP_SERVE_MAX_SAMPLES */
+    size_t nsamples;
     char link[48], tier[48];
 } sv_sim;
 

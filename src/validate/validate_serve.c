@@ -4,7 +4,7 @@
  * with the serving simulator (mp_serve_run) at the row's request rate; where a row states only
  * its latency SLO, at the highest rate whose p99 TTFT and p99 TPOT meet it (MLPerf Inference's
  * Server scenario: the submitter reports the highest target QPS that passes its latency
- * constraints; mlcommons/inference loadgen, "Server" in docs/). What the simulator assumes:
+ * constraints; mp_serve_max_rate). What the simulator assumes:
  *   - lengths fixed at the row's input and output lengths (the schema gives their means);
  *   - SERVE_REQUESTS requests, Poisson arrivals, seed 1, the first 10% left out;
  *   - the engine's own batch cap and chunk (data/engines.json) unless the row states a batch
@@ -19,7 +19,6 @@
 #include "validate/validate_internal.h"
 
 #define SERVE_REQUESTS 3000
-#define RATE_STEPS 12 /* bisection steps of the highest-rate search (a factor 2^-12 of its bracket) */
 
 /* "TTFT p99 2 s, TPOT p99 200 ms" (also "ttft_p99=2s,tpot_p99=200ms"): the two bounds, s. */
 static int slo_of(const char *s, double *ttft, double *tpot)
@@ -57,11 +56,6 @@ typedef struct {
 } serve_memo;
 static _Thread_local serve_memo memo;
 
-static int meets(const mp_serve_result *r, double ttft, double tpot)
-{
-    return r->feasible && (!(ttft > 0) || r->ttft_s.p99 <= ttft) && (!(tpot > 0) || r->tpot_s.p99 <= tpot);
-}
-
 /* Simulate at rate; 0, or 1 with why. */
 static int sim(const mp_model *m, const mp_cluster *c, mp_serve_opts *o, double rate, mp_serve_result *r,
                char *why, size_t nwhy)
@@ -73,44 +67,6 @@ static int sim(const mp_model *m, const mp_cluster *c, mp_serve_opts *o, double 
     if (!r->feasible)
         return snprintf(why, nwhy, "serve: %.200s", r->reason), 1;
     return 0;
-}
-
-/* The highest rate that meets the SLO: double from the fixed-batch estimate's tenth until it
- * fails, then bisect. */
-static int highest_rate(const mp_model *m, const mp_cluster *c, mp_serve_opts *o, double start, double ttft,
-                        double tpot, mp_serve_result *r, double *rate, char *why, size_t nwhy)
-{
-    double lo = 0, hi = start;
-    for (int i = 0; i < 30; i++) {
-        if (sim(m, c, o, hi, r, why, nwhy))
-            return 1;
-        if (!meets(r, ttft, tpot))
-            break;
-        lo = hi;
-        hi *= 2;
-    }
-    if (lo == 0) { /* even the first fails: search down */
-        for (int i = 0; i < 30 && lo == 0; i++) {
-            hi /= 4;
-            if (sim(m, c, o, hi, r, why, nwhy))
-                return 1;
-            if (meets(r, ttft, tpot))
-                lo = hi, hi *= 4;
-        }
-        if (lo == 0)
-            return snprintf(why, nwhy, "no request rate meets the SLO (p99 TTFT %.3g s, TPOT %.3g s)", ttft, tpot), 1;
-    }
-    for (int i = 0; i < RATE_STEPS; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (sim(m, c, o, mid, r, why, nwhy))
-            return 1;
-        if (meets(r, ttft, tpot))
-            lo = mid;
-        else
-            hi = mid;
-    }
-    *rate = lo;
-    return sim(m, c, o, lo, r, why, nwhy);
 }
 
 int mp_val_serve_row(const mp_model *m, const mp_cluster *c, const mp_infer_plan *p, int batch_stated,
@@ -153,7 +109,12 @@ int mp_val_serve_row(const mp_model *m, const mp_cluster *c, const mp_infer_plan
             mp_infer_plan q = *p;
             q.batch = 64;
             double start = mp_infer_estimate(m, c, &q, &ir, &d) == MP_OK && ir.requests_per_s > 0 ? 0.1 * ir.requests_per_s : 1.0;
-            bad = highest_rate(m, c, &o, start, ttft, tpot, r, &rate, why, nwhy);
+            mp_diag d2 = {0};
+            o.slo_ttft_s = ttft;
+            o.slo_tpot_s = tpot;
+            bad = mp_serve_max_rate(m, c, &o, start, &rate, r, &d2) != MP_OK;
+            if (bad)
+                snprintf(why, nwhy, "serve: %.200s", d2.text);
         }
         if (bad) {
             mp_serve_result_free(r);
