@@ -25,8 +25,8 @@ check "--trace is a Chrome trace with the phases" "python3 -c 'import json; e=js
 n={x[\"name\"] for x in e}; assert {\"prefill\",\"decode\"}<=n and all(x[\"dur\"]>=0 for x in e if x[\"ph\"]==\"X\")'"
 
 "$bin" serve "${job[@]}" --rate 20/s --lengths sharegpt --slo "ttft_p99=200ms,tpot_p99=20ms" --frontier --json > "$tmp/f.json"
-check "--frontier: rates never fall as the SLO loosens (1%)" "python3 -c 'import json; f=json.load(open(\"$tmp/f.json\"))[\"frontier\"]; \
-r=[p[\"rate_per_s\"] for p in f]; assert len(f)==5 and all(b>=0.99*a for a,b in zip(r,r[1:])) and r[2]>0'"
+check "--frontier: rates never fall as the SLO loosens" "python3 -c 'import json; f=json.load(open(\"$tmp/f.json\"))[\"frontier\"]; \
+r=[p[\"rate_per_s\"] for p in f]; assert len(f)==5 and all(b>=a for a,b in zip(r,r[1:])) and r[2]>0'"
 grep -q "kv_use_pct" "$tmp/t.json" && echo "ok: trace counters" || { echo "FAIL: trace counters"; fail=1; }
 
 printf 'arrival_s,input_len,output_len\n0,100,10\n0.5,200,20\n1.0,300,30\n' > "$tmp/trace.csv"

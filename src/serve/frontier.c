@@ -128,12 +128,21 @@ mp_status mp_serve_frontier(const mp_model *m, const mp_cluster *c, const mp_ser
             p->ttft_p99_s = r->ttft_s.p99;
             p->tpot_p99_s = r->tpot_s.p99;
             p->usd_per_mtoken = r->usd_per_mtoken;
-            start = p->rate_per_s; /* a looser SLO never allows less */
+            start = p->rate_per_s;
         } else if (st != MP_ERR_RANGE) {
             mp_diag_add(d, "%s", dd.text);
             mp_serve_result_free(r);
             free(r);
             return st;
+        }
+        /* a run that met a tighter SLO meets this looser one too: the frontier never falls (a
+         * search near capacity, on runs of other lengths, may land a little lower) */
+        if (i > 0 && pts[i - 1].rate_per_s > p->rate_per_s) {
+            mp_serve_frontier_point keep = *p;
+            *p = pts[i - 1];
+            p->slo_scale = keep.slo_scale;
+            p->slo_ttft_s = keep.slo_ttft_s;
+            p->slo_tpot_s = keep.slo_tpot_s;
         }
         mp_serve_result_free(r);
     }
