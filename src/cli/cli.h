@@ -187,6 +187,11 @@ void cli_progress_done(cli_progress *p);
 /** The plan keys with their values, defaults and meaning, from the library's tables, for help
  *  (cli_plan_keys.c). */
 void cli_print_plan_keys(FILE *f);
+/** The RL job of rl and rl-search (cmd_rl.c): model, cluster (--cluster or --gpu, --gpus) and
+ *  the config from the options over mp_rl_config_init. 0 or an exit code after printing. */
+int cli_rl_job(const cli_args *a, mp_model *m, mp_cluster *cl, mp_rl_config *k);
+/** rl and rl-search help: the rollout (inference) and training plan keys (cmd_rl.c). */
+void cli_print_rl_keys(FILE *f);
 /** The inference plan keys (`meshplan infer --plan`), from the library's table (cmd_infer.c). */
 void cli_print_infer_keys(FILE *f);
 

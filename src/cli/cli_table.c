@@ -254,6 +254,8 @@ static const struct {
     void (*print)(FILE *f);
 } own_plan_keys[] = {
     {"infer", cli_print_infer_keys},
+    {"rl", cli_print_rl_keys},
+    {"rl-search", cli_print_rl_keys},
 };
 
 static void (*plan_keys_of(const cli_command *c))(FILE *)

@@ -31,8 +31,11 @@
     X(doctor)               \
     X(import)               \
     X(infer)                \
+    X(infer_search)         \
     X(serve)                \
     X(serve_search)         \
+    X(rl)                   \
+    X(rl_search)            \
     X(sweep)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;

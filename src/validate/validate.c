@@ -642,6 +642,10 @@ mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t le
         free(fields);
         return MP_ERR_PARSE;
     }
+    if (mp_val_header_is_rl(fields, nh)) { /* ../shared/validation/inference/README.md, RL */
+        free(fields);
+        return mp_validate_rl_csv(cat, csv_text, len, origin, out, diag);
+    }
     if (mp_val_header_is_infer(fields, nh)) { /* ../shared/validation/inference/README.md */
         free(fields);
         return mp_validate_infer_csv(cat, csv_text, len, origin, out, diag);

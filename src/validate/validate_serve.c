@@ -69,23 +69,36 @@ static int sim(const mp_model *m, const mp_cluster *c, mp_serve_opts *o, double 
     return 0;
 }
 
-int mp_val_serve_row(const mp_model *m, const mp_cluster *c, const mp_infer_plan *p, int batch_stated,
-                     const char *rate_cell, const char *slo_cell, const char *metric, double *pred, char *why,
-                     size_t nwhy, char *assumed, size_t nassumed)
+int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *pred)
 {
-    double rate = 0, ttft = 0, tpot = 0;
+    const mp_model *m;
+    mp_cluster cl;
+    mp_infer_plan pl;
+    *pred = 0;
+    if (mp_val_infer_setup(cat, row, &m, &cl, &pl))
+        return 0;
+    const mp_cluster *c = &cl;
+    const mp_infer_plan *p = &pl;
+    const char *rate_cell = row->cell[MP_VIC_RATE], *slo_cell = row->cell[MP_VIC_SLO];
+    const char *metric = row->cell[MP_VIC_METRIC];
+    char *why = row->why;
+    size_t nwhy = sizeof row->why;
     char *e;
+    double bx = row->cell[MP_VIC_BATCH][0] ? strtod(row->cell[MP_VIC_BATCH], &e) : 0;
+    int batch_stated = row->cell[MP_VIC_BATCH][0] && !*e && bx >= 1 && bx <= (1 << 20);
+    pl.batch = batch_stated ? (int64_t)bx : 1;
+    double rate = 0, ttft = 0, tpot = 0;
     if (rate_cell && *rate_cell) {
         rate = strtod(rate_cell, &e);
         if (*e || !(rate > 0) || rate > 1e7)
-            return snprintf(why, nwhy, "request_rate_per_s \"%.20s\": expected a positive rate", rate_cell), 1;
+            return snprintf(why, nwhy, "request_rate_per_s \"%.20s\": expected a positive rate", rate_cell), 0;
     }
     if (!(rate > 0) && !(slo_cell && slo_of(slo_cell, &ttft, &tpot)))
-        return snprintf(why, nwhy, "server row with neither request_rate_per_s nor a latency_slo to find it from"), 1;
+        return snprintf(why, nwhy, "server row with neither request_rate_per_s nor a latency_slo to find it from"), 0;
     char key[512];
     char plan[256];
     mp_infer_plan_format(p, plan, sizeof plan);
-    snprintf(key, sizeof key, "%s|%s|%lld|%s|%g|%s|%d", m->key, c->gpu.key, (long long)c->num_gpus, plan, rate,
+    snprintf(key, sizeof key, "%.60s|%.48s|%lld|%.250s|%g|%.100s|%d", m->key, c->gpu.key, (long long)c->num_gpus, plan, rate,
              slo_cell ? slo_cell : "", batch_stated);
     if (!memo.set || strcmp(memo.key, key)) {
         mp_serve_opts o;
@@ -98,7 +111,7 @@ int mp_val_serve_row(const mp_model *m, const mp_cluster *c, const mp_infer_plan
             o.max_seqs = p->batch;
         mp_serve_result *r = malloc(sizeof *r);
         if (!r)
-            return snprintf(why, nwhy, "out of memory"), 1;
+            return snprintf(why, nwhy, "out of memory"), 0;
         int bad;
         if (rate > 0) {
             bad = sim(m, c, &o, rate, r, why, nwhy);
@@ -120,7 +133,7 @@ int mp_val_serve_row(const mp_model *m, const mp_cluster *c, const mp_infer_plan
             mp_serve_result_free(r);
             free(r);
             memo.set = 0;
-            return 1;
+            return 0;
         }
         memo.set = 1;
         snprintf(memo.key, sizeof memo.key, "%s", key);
@@ -150,10 +163,11 @@ int mp_val_serve_row(const mp_model *m, const mp_cluster *c, const mp_infer_plan
         if (!strcmp(metric, map[i].name))
             break;
     if (i == sizeof map / sizeof map[0])
-        return snprintf(why, nwhy, "metric %.40s is not predicted for server rows", metric), 1;
+        return snprintf(why, nwhy, "metric %.40s is not predicted for server rows", metric), 0;
     *pred = map[i].v;
-    size_t l = strlen(assumed);
-    snprintf(assumed + l, nassumed - l, "%sserve: Poisson, %d requests, lengths fixed at in/out%s, rate %.4g/s%s",
-             l ? "; " : "", SERVE_REQUESTS, "", memo.rate, rate_cell && *rate_cell ? "" : " (highest meeting the SLO)");
-    return 0;
+    char note[160];
+    snprintf(note, sizeof note, "serve: Poisson, %d requests, lengths fixed at in/out, rate %.4g/s%s", SERVE_REQUESTS,
+             memo.rate, rate_cell && *rate_cell ? "" : " (highest meeting the SLO)");
+    mp_val_infer_note(row, note);
+    return 1;
 }

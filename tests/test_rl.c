@@ -1,0 +1,405 @@
+/* tests/test_rl.c — RL post-training (include/meshplan/rl.h, src/rl/):
+ *   - golden: the length quantiles by hand (fixed = the mean; lognormal median = mean
+ *     exp(-sigma^2/2); uniform's mean; the cut at max); one engine of fixed lengths L, all in
+ *     flight, on a constant step table: decode = L x the step, plus the prefills;
+ *   - differential: the event loop (segments between completions) against a naive loop that
+ *     steps one token at a time, on the same step table, lengths from a lognormal, a cap below
+ *     the count: within 0.5%;
+ *   - properties: a longer response tail (a larger max or sigma at the same mean) never
+ *     shortens a synchronous step; async_one_step and fully_async never slower than
+ *     disaggregated at the same split; one pool with no tail: step = rollout + passes + update
+ *     + sync + switch exactly, no tail wait; more rollout GPUs never lengthen the rollout;
+ *   - bad input: placements and length specs refused with the field named; pools that do not add
+ *     up to the job are refused;
+ *   - rl-search over 64 GPUs: under 1 s of CPU time, best first, the dynamic reallocation gain
+ *     >= 0 and never above the best static step, with its reason;
+ *   - validate on tests/data/rl_runs_small.csv: every row predicted, the pair derived, the
+ *     per-tensor sync slower than the bucketed one;
+ *   - validate detects the RL schema from the header; on ../shared/validation/inference/
+ *     rl_runs.csv (when present) >= 80% of the rows are predicted and the figures are printed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "meshplan/meshplan.h"
+#include "rl/rl_internal.h"
+
+static mp_rl_result g_r, g_r2;
+
+static void cluster(const char *gpu, int n, mp_cluster *c)
+{
+    mp_diag d = {0};
+    if (mp_cluster_from_catalog(g_cat, gpu, n, 0, NULL, c, &d) != MP_OK)
+        fail_msg("cluster %s x %d: %s", gpu, n, d.text);
+}
+
+static const mp_model *model(const char *key)
+{
+    const mp_model *m = mp_catalog_model(g_cat, key);
+    if (!m)
+        fail_msg("model %s not in the catalog", key);
+    return m;
+}
+
+static void estimate(const mp_model *m, const mp_cluster *c, const mp_rl_config *k, mp_rl_result *r)
+{
+    mp_diag d = {0};
+    if (mp_rl_estimate(m, c, k, r, &d) != MP_OK)
+        fail_msg("mp_rl_estimate: %s", d.text);
+}
+
+static void base_config(mp_rl_config *k)
+{
+    mp_rl_config_init(k);
+    k->prompts = 64;
+    k->responses = 8;
+    k->prompt_tokens = 512;
+    k->response = (mp_rl_lengths){MP_RL_LEN_LOGNORMAL, 1500, 8192, 1.0};
+}
+
+static void test_quantiles(void **state)
+{
+    (void)state;
+    mp_rl_lengths fixed = {MP_RL_LEN_FIXED, 1000, 4096, 1.0};
+    assert_true(mp_rl_length_quantile(&fixed, 0, 10) == 1000 && mp_rl_length_quantile(&fixed, 9, 10) == 1000);
+    /* median of a lognormal of mean 2000, sigma 1: 2000 e^{-1/2} = 1213.06 -> 1213 tokens */
+    mp_rl_lengths ln = {MP_RL_LEN_LOGNORMAL, 2000, 1e6, 1.0};
+    assert_true(mp_rl_length_quantile(&ln, 50, 101) == 1213);
+    /* cut at max: the top quantile of a small max is the max */
+    ln.max_tokens = 3000;
+    assert_true(mp_rl_length_quantile(&ln, 99, 100) == 3000);
+    /* uniform on [1, 2 mean - 1]: the mean of its n quantiles is the mean (within rounding) */
+    mp_rl_lengths u = {MP_RL_LEN_UNIFORM, 500, 1e6, 1.0};
+    double s = 0;
+    for (int i = 0; i < 1000; i++)
+        s += mp_rl_length_quantile(&u, i, 1000);
+    assert_close(s / 1000, 500, 2e-3);
+}
+
+/* A table whose step is a + c x ctx at every batch (linear in the context, as the KV term). */
+static void linear_table(mp_rl_step_table *t, double a, double c)
+{
+    memset(t, 0, sizeof *t);
+    t->nb = 2;
+    t->b[0] = 1, t->b[1] = 64;
+    t->nc = 2;
+    t->ctx[0] = 0, t->ctx[1] = 1e6;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            t->s[i * 2 + j] = a + c * t->ctx[j];
+}
+
+static void test_engine_golden(void **state)
+{
+    (void)state;
+    mp_rl_step_table t;
+    linear_table(&t, 0.01, 0.0);
+    double lens[16];
+    for (int i = 0; i < 16; i++)
+        lens[i] = 100;
+    mp_rl_engine_out o;
+    assert_int_equal(mp_rl_engine_run(&t, lens, 16, 16, 16, 10, 0.5, &o), MP_OK);
+    /* 16 prefills of 0.5 s, then 100 steps of 10 ms, all 16 in flight */
+    assert_close(o.decode_s, 16 * 0.5 + 100 * 0.01, 1e-12);
+    assert_close(o.tokens, 1600, 1e-12);
+    assert_true(o.tail_wait_s == 0.0);
+}
+
+static void test_event_loop_vs_naive(void **state)
+{
+    (void)state;
+    mp_rl_step_table t;
+    linear_table(&t, 0.004, 2e-7);
+    mp_rl_lengths ln = {MP_RL_LEN_LOGNORMAL, 300, 4000, 1.0};
+    enum { N = 37, CAP = 8 };
+    double lens[N];
+    for (int i = 0; i < N; i++)
+        lens[i] = mp_rl_length_quantile(&ln, (i * 23) % N, N);
+    const double P = 100;
+    mp_rl_engine_out o;
+    assert_int_equal(mp_rl_engine_run(&t, lens, N, N, CAP, P, 0.0, &o), MP_OK);
+    /* naive: one decode step at a time over the active set */
+    double rem[CAP], ctx[CAP], time = 0;
+    int act = 0, next = 0;
+    while (next < N && act < CAP)
+        rem[act] = lens[next], ctx[act] = P, act++, next++;
+    while (act > 0) {
+        double sum = 0;
+        for (int i = 0; i < act; i++)
+            sum += ctx[i];
+        time += mp_rl_step_time(&t, act, sum / act + 0.5);
+        for (int i = 0; i < act; i++)
+            rem[i] -= 1, ctx[i] += 1;
+        for (int i = 0; i < act;) {
+            if (rem[i] <= 0) {
+                if (next < N)
+                    rem[i] = lens[next], ctx[i] = P, next++, i++;
+                else
+                    rem[i] = rem[act - 1], ctx[i] = ctx[act - 1], act--;
+            } else
+                i++;
+        }
+    }
+    assert_close(o.decode_s, time, 5e-3);
+}
+
+static void test_tail_never_shortens_sync_step(void **state)
+{
+    (void)state;
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 16, &c);
+    const mp_model *m = model("qwen2.5-7b");
+    const int places[2] = {MP_RL_COLOCATED, MP_RL_DISAGGREGATED};
+    for (int p = 0; p < 2; p++) {
+        double prev = 0;
+        for (double mx = 2048; mx <= 32768; mx *= 2) {
+            mp_rl_config k;
+            base_config(&k);
+            k.placement = places[p];
+            k.response.max_tokens = mx;
+            estimate(m, &c, &k, &g_r);
+            if (!(g_r.step_s >= prev))
+                fail_msg("%s: max %g: step %g < %g at the shorter tail", mp_rl_placement_name(places[p]), mx,
+                         g_r.step_s, prev);
+            prev = g_r.step_s;
+        }
+        prev = 0;
+        for (double sg = 0.25; sg <= 2.0; sg += 0.25) {
+            mp_rl_config k;
+            base_config(&k);
+            k.placement = places[p];
+            k.response.sigma = sg;
+            k.response.max_tokens = 1e6; /* no cut: the same mean at every sigma */
+            estimate(m, &c, &k, &g_r);
+            if (!(g_r.rollout_s >= prev * (1 - 1e-9)))
+                fail_msg("sigma %g: rollout %g < %g", sg, g_r.rollout_s, prev);
+            prev = g_r.rollout_s;
+        }
+    }
+}
+
+static void test_async_never_slower(void **state)
+{
+    (void)state;
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 32, &c);
+    const mp_model *m = model("qwen2.5-7b");
+    for (int64_t rg = 8; rg < 32; rg += 8) {
+        mp_rl_config k;
+        base_config(&k);
+        k.prompts = 256;
+        k.rollout_gpus = rg;
+        k.train_gpus = 32 - rg;
+        k.placement = MP_RL_DISAGGREGATED;
+        estimate(m, &c, &k, &g_r);
+        for (int p = MP_RL_ASYNC_ONE_STEP; p <= MP_RL_FULLY_ASYNC; p++) {
+            k.placement = p;
+            estimate(m, &c, &k, &g_r2);
+            if (!(g_r2.step_s <= g_r.step_s * (1 + 1e-12)))
+                fail_msg("%lld:%lld: %s step %g > disaggregated %g", (long long)rg, (long long)(32 - rg),
+                         mp_rl_placement_name((mp_rl_placement)p), g_r2.step_s, g_r.step_s);
+        }
+    }
+}
+
+static void test_one_pool_no_tail_is_the_sum(void **state)
+{
+    (void)state;
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 8, &c);
+    mp_rl_config k;
+    base_config(&k);
+    k.response.dist = MP_RL_LEN_FIXED;
+    k.algorithm = MP_RL_PPO;
+    estimate(model("llama3-8b"), &c, &k, &g_r);
+    double sum = g_r.rollout_s + g_r.ref_s + g_r.logprob_s + g_r.reward_s + g_r.critic_s + g_r.train_s +
+                 g_r.weight_sync_s + g_r.switch_s;
+    assert_close(g_r.step_s, sum, 1e-12);
+    assert_true(g_r.rollout_tail_wait_s == 0.0);
+    assert_true(g_r.ref_s > 0 && g_r.critic_s > 0 && g_r.train_s > 0 && g_r.logprob_s > 0);
+    /* without offload the switch is 0: step = rollout + passes + update + sync */
+    k.offload = 0;
+    estimate(model("llama3-8b"), &c, &k, &g_r);
+    assert_true(g_r.switch_s == 0.0);
+    assert_close(g_r.step_s, g_r.rollout_s + g_r.ref_s + g_r.logprob_s + g_r.reward_s + g_r.critic_s +
+                             g_r.train_s + g_r.weight_sync_s, 1e-12);
+}
+
+static void test_more_rollout_gpus_never_slower(void **state)
+{
+    (void)state;
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 64, &c);
+    const mp_model *m = model("qwen2.5-7b");
+    mp_rl_config k;
+    base_config(&k);
+    k.prompts = 512;
+    double prev = 1e300;
+    for (int64_t g = 8; g <= 64; g *= 2) {
+        mp_rl_rollout ro;
+        mp_diag d = {0};
+        assert_int_equal(mp_rl_rollout_estimate(m, &c, g, &k, &ro, &d), MP_OK);
+        assert_true(ro.total_s <= prev * (1 + 1e-9));
+        prev = ro.total_s;
+    }
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    mp_rl_config k;
+    mp_rl_config_init(&k);
+    mp_diag d = {0};
+    assert_int_equal(mp_rl_placement_parse("split:rollout=4", &k, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "placement"));
+    d = (mp_diag){0};
+    assert_int_equal(mp_rl_placement_parse("disaggregated:rollout=4,trian=4", &k, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "trian"));
+    d = (mp_diag){0};
+    assert_int_equal(mp_rl_placement_parse("colocated:rollout=4", &k, &d), MP_ERR_INPUT);
+    assert_int_equal(mp_rl_placement_parse("fully_async:rollout=48,train=16,staleness=0.5", &k, &d), MP_OK);
+    assert_true(k.placement == MP_RL_FULLY_ASYNC && k.rollout_gpus == 48 && k.train_gpus == 16 && k.staleness == 0.5);
+    d = (mp_diag){0};
+    mp_rl_lengths l = k.response;
+    assert_int_equal(mp_rl_lengths_parse("mean=5000,max=100", &l, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "max"));
+    d = (mp_diag){0};
+    assert_int_equal(mp_rl_lengths_parse("mean=100,dist=gamma", &l, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "gamma"));
+    /* pools that do not add up */
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 16, &c);
+    base_config(&k);
+    k.placement = MP_RL_DISAGGREGATED;
+    k.rollout_gpus = 12;
+    k.train_gpus = 12;
+    d = (mp_diag){0};
+    assert_int_equal(mp_rl_estimate(model("qwen2.5-7b"), &c, &k, &g_r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "adding up"));
+    /* a rollout pool that is not a multiple of the rollout tp */
+    k.rollout_gpus = 6;
+    k.train_gpus = 10;
+    k.rollout.tp = 4;
+    d = (mp_diag){0};
+    assert_int_equal(mp_rl_estimate(model("qwen2.5-7b"), &c, &k, &g_r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "multiple"));
+}
+
+static void test_search_64(void **state)
+{
+    (void)state;
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 64, &c);
+    mp_rl_config k;
+    mp_rl_config_init(&k);
+    static mp_rl_search_result o;
+    mp_diag d = {0};
+    clock_t t0 = clock();
+    assert_int_equal(mp_rl_search(model("qwen2.5-7b"), &c, &k, &o, &d), MP_OK);
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    printf("rl-search 64 x H100, qwen2.5-7b: %d candidates in %.3f s CPU; best %s %lld:%lld %.1f s; "
+           "best static %.1f s; dynamic %.1f s (gain %.1f%%)\n", o.evaluated, cpu,
+           mp_rl_placement_name((mp_rl_placement)o.cand[o.best].placement), (long long)o.cand[o.best].rollout_gpus,
+           (long long)o.cand[o.best].train_gpus, o.cand[o.best].step_s, o.cand[o.best_static].step_s,
+           o.dynamic_step_s, 100 * o.dynamic_gain_frac);
+    assert_true(cpu < 1.0);
+    assert_true(o.ncand >= 20 && o.best == 0 && o.best_static >= 0);
+    for (int i = 1; i < o.ncand; i++)
+        assert_true(!o.cand[i].feasible || o.cand[i].step_s >= o.cand[0].step_s);
+    assert_true(o.dynamic_gain_frac >= 0 && o.dynamic_step_s <= o.cand[o.best_static].step_s);
+    assert_true(strlen(o.why) > 20);
+}
+
+/* tests/data/rl_runs_small.csv (a fixed copy of 5 rows): every row predicted, the colocated vs
+ * fully_async pair checked, the per-tensor sync slower than the bucketed one, the defaults named. */
+static void test_validate_small_file(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    char *text = slurp(MESHPLAN_SOURCE_DIR "/tests/data/rl_runs_small.csv", &len);
+    assert_non_null(text);
+    mp_validation v;
+    mp_diag d = {0};
+    assert_int_equal(mp_validate_csv(g_cat, text, len, "rl_runs_small.csv", NULL, &v, &d), MP_OK);
+    assert_int_equal(v.ninput, 5);
+    assert_int_equal(v.nskips, 0);
+    assert_int_equal(v.nrows, 6); /* 5 rows + the 001/006 pair */
+    double off = 0, on = 0;
+    for (size_t i = 0; i < v.nrows; i++) {
+        assert_true(isfinite(v.rows[i].predicted) && v.rows[i].predicted > 0);
+        if (!strcmp(v.rows[i].id, "verlfa_045"))
+            off = v.rows[i].predicted;
+        if (!strcmp(v.rows[i].id, "verlfa_046"))
+            on = v.rows[i].predicted;
+    }
+    assert_true(off > on && on > 0);
+    assert_string_equal(v.rows[5].id, "verlfa_001/verlfa_006");
+    assert_non_null(strstr(v.rows[0].assumed, "FSDP2 recipe"));
+    mp_validation_free(&v);
+    free(text);
+}
+
+static void test_validate_rl_schema(void **state)
+{
+    (void)state;
+    const char *csv =
+        "id,source_group,model,hf_repo,algorithm,framework,gpu,num_gpus,placement,rollout_gpus,train_gpus,"
+        "rollout_engine,train_backend,rollout_tp,train_tp,train_pp,prompts_per_step,responses_per_prompt,"
+        "max_prompt_len,max_response_len,mean_response_len,metric,value,baseline,quality,notes,source\n"
+        "a,g,qwen2.5-7b,,grpo,verl,h100-sxm5-80gb,16,colocated,16,16,vllm,fsdp,,,,128,8,,4096,,step_s,100,,exact,x,u\n"
+        "b,g,qwen2.5-7b,,grpo,verl,h100-sxm5-80gb,16,fully_async,8,8,vllm,fsdp,,,,128,8,,4096,,step_s,60,,exact,x,u\n"
+        "c,g,no-such-model,,grpo,verl,h100-sxm5-80gb,16,colocated,16,16,vllm,fsdp,,,,128,8,,4096,,step_s,60,,exact,x,u\n";
+    mp_validation v;
+    mp_diag d = {0};
+    assert_int_equal(mp_validate_csv(g_cat, csv, strlen(csv), "inline", NULL, &v, &d), MP_OK);
+    /* two rows, one derived speedup pair, one skip */
+    assert_int_equal(v.nrows, 3);
+    assert_int_equal(v.nskips, 1);
+    assert_non_null(strstr(v.skips[0].reason, "no-such-model"));
+    assert_string_equal(v.rows[2].metric, "speedup_vs_baseline");
+    assert_close(v.rows[2].measured, 100.0 / 60.0, 1e-12);
+    assert_non_null(strstr(v.rows[0].assumed, "mean = max/8"));
+    mp_validation_free(&v);
+
+    size_t len = 0;
+    char *text = slurp(MESHPLAN_VALIDATION_DIR "/inference/rl_runs.csv", &len);
+    if (!text) {
+        printf("rl_runs.csv not present: skipped\n");
+        return;
+    }
+    d = (mp_diag){0};
+    assert_int_equal(mp_validate_csv(g_cat, text, len, "rl_runs.csv", NULL, &v, &d), MP_OK);
+    size_t predicted = 0;
+    for (size_t i = 0; i < v.nrows; i++)
+        predicted += strcmp(v.rows[i].metric, "speedup_vs_baseline") != 0;
+    printf("rl_runs.csv: %zu of %zu rows predicted, %zu skipped\n", predicted, v.ninput, v.nskips);
+    assert_true(predicted * 5 >= v.ninput * 4);
+    mp_validation_free(&v);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quantiles),
+        cmocka_unit_test(test_engine_golden),
+        cmocka_unit_test(test_event_loop_vs_naive),
+        cmocka_unit_test(test_tail_never_shortens_sync_step),
+        cmocka_unit_test(test_async_never_slower),
+        cmocka_unit_test(test_one_pool_no_tail_is_the_sum),
+        cmocka_unit_test(test_more_rollout_gpus_never_slower),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_search_64),
+        cmocka_unit_test(test_validate_small_file),
+        cmocka_unit_test(test_validate_rl_schema),
+    };
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
+}
