@@ -424,8 +424,10 @@ static void test_pruning_never_drops_a_feasible_plan(void **state)
         /* Every plan of the pruned run is timed, found over memory before timing
          * (feasibility_only), proven over memory or skipped as a variant — once. */
         assert_int_equal(pruned.counts.evaluated + pruned.counts.memory_checked +
-                             pruned.counts.over_memory_proven + pruned.counts.order_skipped,
+                             pruned.counts.over_memory_proven + pruned.counts.order_skipped +
+                             pruned.counts.bound_skipped,
                          pruned.counts.plans);
+        assert_int_equal(full.counts.bound_skipped, 0);
         assert_same_result(&pruned, &full, 0);
         printf("# %s on %lld x %s: %llu plans, %llu feasible, pruned run evaluated %llu\n",
                jobs[k].model, (long long)jobs[k].gpus, jobs[k].gpu,

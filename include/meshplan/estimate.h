@@ -82,6 +82,11 @@ typedef struct {
      * stage per run of like stages: within a run the first holds the most micro-batches in
      * flight). For callers that never read per_stage (the search's hot loop). Default 0. */
     int skip_per_stage;
+    /* 1: stop after memory whatever the verdict: memory, feasible and its reasons are set, the
+     * time fields, step_s and throughput left 0 (never timed), as feasibility_only leaves a plan
+     * over memory. For callers that need only the memory of plans they have proven cannot
+     * matter otherwise (the search's per-subtree bound, src/search/bound.c). Default 0. */
+    int memory_only;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);

@@ -185,6 +185,11 @@ typedef struct {
     uint64_t memory_checked;         /* over memory, found from mp_estimate_plan's memory alone
                                         (opts feasibility_only, with pruning) and never timed;
                                         in over_memory, not in evaluated nor over_memory_proven */
+    uint64_t bound_skipped;          /* feasible plans never timed: a lower bound on their step
+                                        (src/search/bound.c) proved they cannot enter the top
+                                        list, a frontier or the rank; in feasible. evaluated +
+                                        memory_checked + over_memory_proven + order_skipped +
+                                        bound_skipped = plans */
 } mp_search_counts;
 
 /** Why the winner beats the runner-up. */

@@ -38,6 +38,7 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
     o->feasibility_only = 0;
     o->cache = NULL;
     o->skip_per_stage = 0;
+    o->memory_only = 0;
 }
 
 static void workload_opts(const mp_estimate_opts *o, mp_workload_opts *wo)
@@ -74,7 +75,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     e->expert_params_per_gpu = w.expert_params_per_gpu;
     /* Memory first: a plan over memory need not be timed when only feasibility is asked. */
     mp_est_memory(&w, m, c, p, opts, e);
-    if (!e->feasible && opts->feasibility_only) {
+    if ((!e->feasible && opts->feasibility_only) || opts->memory_only) {
         mp_est_explain(&w, c, p, opts, e);
         if (!isfinite(e->memory.total)) {
             mp_diag_add(diag, "estimate is not finite (memory %g B): inputs out of range", e->memory.total);

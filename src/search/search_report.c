@@ -101,10 +101,14 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
             (unsigned long long)k->shapes);
     fprintf(f, "evaluated %llu plans in %.3f s on %d thread%s; %llu more found over memory before "
             "their timing; %llu proven over memory and %llu communication variants (CP algorithm, "
-            "rank order) proven unable to matter, without evaluation\n\n",
+            "rank order) proven unable to matter, without evaluation",
             (unsigned long long)k->evaluated, r->wall_s, r->threads, r->threads == 1 ? "" : "s",
             (unsigned long long)k->memory_checked, (unsigned long long)k->over_memory_proven,
             (unsigned long long)k->order_skipped);
+    if (k->bound_skipped)
+        fprintf(f, "; %llu feasible plans proven unable to matter by a lower bound on their step "
+                   "and never timed", (unsigned long long)k->bound_skipped);
+    fprintf(f, "\n\n");
 
     if (r->ntop) {
         fprintf(f, "top %d of %llu feasible plans (%s):\n", r->ntop, (unsigned long long)k->feasible,
@@ -301,6 +305,7 @@ char *mp_search_report_json(const mp_model *m, const mp_cluster *clusters, int n
     json_object_set_new(jc, "failed", json_integer((json_int_t)k->failed));
     json_object_set_new(jc, "order_skipped", json_integer((json_int_t)k->order_skipped));
     json_object_set_new(jc, "memory_checked", json_integer((json_int_t)k->memory_checked));
+    json_object_set_new(jc, "bound_skipped", json_integer((json_int_t)k->bound_skipped));
     json_object_set_new(root, "counts", jc);
     json_object_set_new(root, "top", list_json(r->top, r->ntop, 1));
     json_object_set_new(root, "pareto_memory", list_json(r->pareto_memory, r->npareto_memory, 0));

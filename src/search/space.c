@@ -469,6 +469,12 @@ static int walk_layout(const sp_space *s, const sp_axes *ax, mp_plan p, const sp
                     p.cp_algo = ax->cpa[0];
                     memcpy(p.order, ords->order[0], sizeof p.order);
                     p.order_listed = ords->listed[0];
+                    if (w->prune && !first && w->tail &&
+                        w->tail(w, &p, &ax->mb[im], ax->nmb - im, nvar)) {
+                        /* This micro-batch and the larger ones cannot matter (bound.c). */
+                        done += (uint64_t)(ax->nmb - im) * nvar;
+                        break;
+                    }
                     double states = 0, capacity = 0;
                     int fit = w->visit(w, &p, &states, &capacity);
                     done++;
@@ -686,7 +692,7 @@ mp_status mp_search_enumerate(const mp_model *m, int64_t gpus, const mp_search_o
                     (unsigned long long)counts->plans, (unsigned long long)MP_SEARCH_MAX_PLANS);
         st = MP_ERR_RANGE;
     }
-    enum_walker ew = {{enum_visit, enum_skip, enum_variant, 0}, visit, ctx};
+    enum_walker ew = {{enum_visit, enum_skip, enum_variant, 0, NULL}, visit, ctx};
     for (size_t i = 0; st == MP_OK && i < n; i++) {
         sp_shape_axes(&s, &shapes[i], ax);
         if (sp_walk(&s, &shapes[i], ax, 0, ax->nshard, &ew.base) == -2)
