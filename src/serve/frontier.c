@@ -22,7 +22,7 @@ static int meets(const mp_serve_result *r, const mp_serve_opts *o)
  * end-to-end latencies (else the backlog of a rate above capacity has no time to build and the
  * p99 looks fine), with more requests as needed (at most MAX_PROBE). */
 #define LONG_E2E 5.0
-#define MAX_PROBE 200000
+#define MAX_PROBE 20000
 static mp_status probe(const mp_model *m, const mp_cluster *c, mp_serve_opts *o, double rate,
                        mp_serve_result *r, int *ok, mp_diag *d)
 {
