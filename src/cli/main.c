@@ -33,7 +33,8 @@
     X(infer)                \
     X(rl)                   \
     X(rl_search)            \
-    X(sweep)
+    X(sweep)                \
+    X(workflow)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
 CLI_COMMAND_LIST(CLI_X)
