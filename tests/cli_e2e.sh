@@ -937,6 +937,26 @@ run infer --model llama3-8b $H100 --gpus 8 --plan "tp=3"
 check "infer: tp not dividing heads and GPUs exits 2" "rc_is 2" "stderr_has plan.tp"
 run infer --model llama3-8b $H100 --batch 0:4
 check "infer: a bad --batch range exits 2" "rc_is 2" "stderr_has batch"
+# --- infer-search (docs/infer.md) ----------------------------------------------------------------
+run infer-search --model llama3-70b --gpus 8 --gpu h100-sxm5-80gb,h200-sxm-141gb,b200,mi300x --in 1024 --out 512 --slo "ttft_p99=2s,tpot_p99=50ms" --objective cost --json
+check "infer-search 4 GPU types --json: a pick within the SLO per type" "rc_is 0" "no_nonfinite" "json_check '
+assert [t[\"gpu\"] for t in d[\"per_gpu\"]] == [\"h100-sxm5-80gb\", \"h200-sxm-141gb\", \"b200\", \"mi300x\"]
+for t in d[\"per_gpu\"]:
+    b = t[\"best\"]
+    assert b[\"tp\"] * b[\"pp\"] * b[\"replicas\"] == 8
+    assert b[\"ttft_p99_s\"] <= 2 and b[\"tpot_p99_s\"] <= 0.05
+    assert b[\"usd_per_mtoken\"] > 0 and b[\"j_per_mtoken\"] > 0 and \"best cost\" in t[\"why\"]
+best = min(d[\"per_gpu\"], key=lambda t: t[\"best\"][\"usd_per_mtoken\"])
+assert d[\"pick\"] == best[\"gpu\"]
+'"
+run infer-search --model llama3-8b --gpus 1 --gpu h100-sxm5-80gb --objective throughput
+check "infer-search text: table, explanation and pick" "rc_is 0" "stdout_has 'pick: h100-sxm5-80gb'" "stdout_has 'Runner-up'"
+run infer-search --model llama3-8b --gpu h100-sxm5-80gb --slo "ttft_p99=2parsecs"
+check "infer-search: a bad SLO time exits 2 naming it" "rc_is 2" "stderr_has ttft_p99"
+run infer-search --model llama3-8b --gpu h100-sxm5-80gb --objective speed
+check "infer-search: a bad objective exits 2 naming it" "rc_is 2" "stderr_has objective" "stderr_has speed"
+run infer-search --model llama3-8b --gpu rtx4090,nosuchgpu
+check "infer-search: an unknown GPU exits 2 naming it" "rc_is 2" "stderr_has nosuchgpu"
 # --- rl, rl-search (docs/rl.md) ---------------------------------------------------------------
 run rl --model qwen2.5-7b --cluster dgx-h100 --gpus 64 --algorithm grpo --prompts 512 --responses 8 --prompt-len 1024 --response-len "mean=2000,max=8192,dist=lognormal" --placement disaggregated:rollout=48,train=16 --rollout-plan "tp=2,engine=vllm" --train-plan "zero=3,mb=2" --json
 check "rl disaggregated --json has the issue's keys" "rc_is 0" "no_nonfinite" "json_check '

@@ -12,11 +12,13 @@
  *     and unknown models skipped with the reason, missing cells listed as assumed; on
  *     ../shared/validation/inference/infer_runs.csv (when present) the figures are printed.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -106,9 +108,11 @@ static void test_decode_batch1_is_weights_over_bandwidth(void **state)
 static void test_longer_prompt_never_lowers_ttft(void **state)
 {
     (void)state;
-    static const char *const models[] = {"llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v3"};
-    static const char *const plans[] = {"tp=1", "tp=8", "tp=8", "tp=8,ep=8,weights=fp8"};
-    for (size_t k = 0; k < 4; k++) {
+    static const char *const models[] = {"llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v3",
+                                         "llama4-scout-17b-16e", "llama4-maverick-17b-128e"};
+    static const char *const plans[] = {"tp=1", "tp=8", "tp=8", "tp=8,ep=8,weights=fp8",
+                                        "tp=8,ep=8,weights=fp8", "tp=8,ep=8,weights=fp8"};
+    for (size_t k = 0; k < 6; k++) {
         const mp_model *m = mp_catalog_model(g_cat, models[k]);
         assert_non_null(m);
         mp_cluster c;
@@ -129,13 +133,15 @@ static void test_longer_prompt_never_lowers_ttft(void **state)
 static void test_batch_raises_throughput_and_tpot(void **state)
 {
     (void)state;
-    static const char *const models[] = {"llama3-8b", "llama3-70b", "mixtral-8x7b"};
-    static const char *const plans[] = {"tp=1", "tp=4,weights=fp8,kv=fp8", "tp=2"};
-    static const int gpus[] = {1, 4, 2};
-    for (size_t k = 0; k < 3; k++) {
+    static const char *const models[] = {"llama3-8b", "llama3-70b", "mixtral-8x7b", "llama4-scout-17b-16e", "llama3-70b"};
+    static const char *const plans[] = {"tp=1", "tp=4,weights=fp8,kv=fp8", "tp=2", "tp=4,ep=4,weights=fp8,kv=fp8",
+                                        "tp=2,weights=fp8,kv=fp8"};
+    static const char *const gpu[] = {"h100-sxm5-80gb", "h100-sxm5-80gb", "h100-sxm5-80gb", "b200", "rtx-pro-6000-se"};
+    static const int gpus[] = {1, 4, 2, 4, 2};
+    for (size_t k = 0; k < 5; k++) {
         const mp_model *m = mp_catalog_model(g_cat, models[k]);
         mp_cluster c;
-        cluster("h100-sxm5-80gb", gpus[k], &c);
+        cluster(gpu[k], gpus[k], &c);
         double prev_tps = 0.0, prev_tpot = 0.0;
         for (int b = 1; b <= 1024; b *= 2) {
             char plan[128];
@@ -184,6 +190,29 @@ static void test_more_bandwidth_never_decodes_slower(void **state)
     estimate(m8, &h100, "batch=8,in=1024,out=128", &g_r);
     estimate(m8, &h200, "batch=8,in=1024,out=128", r2);
     assert_true(r2->tpot_s <= g_r.tpot_s);
+    /* every catalogued pair where one GPU has at least the other's HBM bandwidth (peak and
+     * measured), bf16 peak and memory: it decodes Llama 3 8B no slower */
+    int pairs = 0;
+    const size_t n = mp_catalog_gpu_count(g_cat);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            const mp_gpu *a = mp_catalog_gpu_at(g_cat, i), *b = mp_catalog_gpu_at(g_cat, j);
+            double ma = a->measured_mem_bw_Bps > 0 ? a->measured_mem_bw_Bps : 0.865 * a->mem_bw_Bps;
+            double mb = b->measured_mem_bw_Bps > 0 ? b->measured_mem_bw_Bps : 0.865 * b->mem_bw_Bps;
+            if (i == j || !(a->mem_bw_Bps > b->mem_bw_Bps) || ma < mb || a->memory_bytes < 20e9 || b->memory_bytes < 20e9 ||
+                a->peak_flops_per_s[MP_DT_BF16] < b->peak_flops_per_s[MP_DT_BF16] || !(b->peak_flops_per_s[MP_DT_BF16] > 0))
+                continue;
+            mp_cluster ca, cb;
+            cluster(a->key, 1, &ca);
+            cluster(b->key, 1, &cb);
+            estimate(m8, &ca, "batch=8,in=1024,out=128", &g_r);
+            estimate(m8, &cb, "batch=8,in=1024,out=128", r2);
+            if (g_r.tpot_s > r2->tpot_s * (1 + 1e-12))
+                fail_msg("%s (more bandwidth) decodes slower than %s: %.6g > %.6g s", a->key, b->key, g_r.tpot_s, r2->tpot_s);
+            pairs++;
+        }
+    printf("bandwidth property: %d GPU pairs checked\n", pairs);
+    assert_true(pairs >= 20);
     free(r2);
 }
 
@@ -237,7 +266,7 @@ static void test_plan_keys_and_engines(void **state)
         assert_int_equal(mp_engine_profile_get((mp_engine_id)e, &ep, &d), MP_OK);
         assert_string_equal(ep.key, mp_engine_name((mp_engine_id)e));
         assert_true(ep.version[0] && ep.source[0] && ep.block_tokens >= 1);
-        assert_true(ep.step_overhead_eager_s > ep.step_overhead_graphs_s);
+        assert_true(ep.step_overhead_eager_s + 32 * ep.step_overhead_eager_per_layer_s > ep.step_overhead_graphs_s);
     }
     /* vLLM's pool: 0.9 x capacity - weights - activations - runtime, in 16-token blocks */
     cluster("h100-sxm5-80gb", 1, &c);
@@ -296,6 +325,7 @@ static void test_validate_inference_schema(void **state)
     assert_non_null(strstr(o1->assumed, "kv=fp8"));
     assert_non_null(skip_of(&v, "s1"));
     assert_non_null(strstr(skip_of(&v, "s1"), "server"));
+    assert_non_null(strstr(skip_of(&v, "s1"), "needs the serving simulator (issue 21)"));
     assert_non_null(skip_of(&v, "m1"));
     assert_non_null(strstr(skip_of(&v, "m1"), "nosuch-model"));
     mp_validation_free(&v);
@@ -319,6 +349,25 @@ static void test_validate_inference_schema(void **state)
     mp_validation_free(&v);
 }
 
+/* Published vLLM KV capacities (tests/data/vllm_kv_capacity.csv, SOURCES.md): the V0 logs of an
+ * RTX 3090 within 7% (the 20000-token run within 5%); the V1 W8A8 log is printed (its profile of
+ * torch.compile'd W8A8 kernels is not modelled: docs/infer.md). */
+static void test_vllm_kv_capacity(void **state)
+{
+    (void)state;
+    size_t ns = 0;
+    mp_validation v = validate_text(MESHPLAN_SOURCE_DIR "/tests/data/vllm_kv_capacity.csv", &ns);
+    assert_int_equal(v.ninput, 4);
+    assert_int_equal(v.nrows, 4);
+    for (size_t i = 0; i < v.nrows; i++)
+        printf("  %s %-16s measured %10.2f predicted %10.2f (%+.1f%%)\n", v.rows[i].id, v.rows[i].metric,
+               v.rows[i].measured, v.rows[i].predicted, v.rows[i].error_pct);
+    assert_true(fabs(row_of(&v, "vllmlog_001")->error_pct) <= 5.0);
+    assert_true(fabs(row_of(&v, "vllmlog_002")->error_pct) <= 5.0);
+    assert_true(fabs(row_of(&v, "vllmlog_004")->error_pct) <= 7.0);
+    mp_validation_free(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_more_bandwidth_never_decodes_slower),
         cmocka_unit_test(test_plan_keys_and_engines),
         cmocka_unit_test(test_validate_inference_schema),
+        cmocka_unit_test(test_vllm_kv_capacity),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

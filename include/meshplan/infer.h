@@ -20,8 +20,9 @@
 typedef enum { MP_WQ_BF16, MP_WQ_FP16, MP_WQ_FP8, MP_WQ_FP4, MP_WQ_INT8, MP_WQ_INT4, MP_WQ_COUNT } mp_infer_weights;
 /** KV cache formats: "bf16", "fp8". */
 typedef enum { MP_KVQ_BF16, MP_KVQ_FP8, MP_KVQ_COUNT } mp_infer_kv;
-/** Engines with a profile in data/engines.json: "vllm", "sglang", "trtllm". */
-typedef enum { MP_ENGINE_VLLM, MP_ENGINE_SGLANG, MP_ENGINE_TRTLLM, MP_ENGINE_COUNT } mp_engine_id;
+/** Engines with a profile in data/engines.json: "vllm", "sglang", "trtllm", "hf" (Hugging Face
+ *  transformers generate(), eager PyTorch: the ML.ENERGY v1 runs). */
+typedef enum { MP_ENGINE_VLLM, MP_ENGINE_SGLANG, MP_ENGINE_TRTLLM, MP_ENGINE_HF, MP_ENGINE_COUNT } mp_engine_id;
 
 const char *mp_infer_weights_name(mp_infer_weights w);
 const char *mp_infer_kv_name(mp_infer_kv k);
@@ -42,6 +43,9 @@ typedef struct {
                                  (0, 1]; 0 = the engine's default */
     int cuda_graphs;          /* 0 or 1; -1 = the engine's default (on) */
     unsigned given;           /* one bit per key parsed (table order) */
+    int64_t chunk;            /* tokens of one prefill chunk and of the engine's profile run
+                                 (vLLM max_num_batched_tokens, SGLang chunked_prefill_size,
+                                 TRT-LLM max_num_tokens), >= 1; 0 = the engine's default */
 } mp_infer_plan;
 
 /** Defaults: tp pp ep 1, dp 0 (derived), batch 1, in 1024, out 128, bf16 weights and KV, vLLM,
@@ -70,8 +74,13 @@ typedef struct {
     double kv_frac;                  /* default memory share */
     int block_tokens;                /* KV page size, tokens */
     double max_batched_tokens;       /* tokens of one prefill chunk (activation peak) */
-    double runtime_bytes;            /* CUDA context, NCCL and cuBLAS workspaces, graph pools */
+    double runtime_bytes;            /* CUDA context and cuBLAS workspace of every GPU */
     double max_batch;                /* the engine's default cap on sequences in flight */
+    double runtime_multi_gpu_bytes;  /* added when a replica spans GPUs: NCCL buffers and
+                                        communicators, custom all-reduce workspaces */
+    double step_overhead_eager_per_layer_s; /* eager steps: CPU dispatch of one layer's kernels
+                                        (added x layers to step_overhead_eager_s; 0 when that
+                                        figure already covers them) */
     char source[384];
 } mp_engine_profile;
 

@@ -45,6 +45,7 @@
 #include "meshplan/status.h"
 #include "meshplan/hw.h"
 #include "meshplan/infer.h"
+#include "meshplan/infer_search.h"
 #include "meshplan/model.h"
 #include "meshplan/catalog.h"
 #include "meshplan/topo.h"

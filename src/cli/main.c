@@ -31,6 +31,7 @@
     X(doctor)               \
     X(import)               \
     X(infer)                \
+    X(infer_search)         \
     X(rl)                   \
     X(rl_search)            \
     X(sweep)                \

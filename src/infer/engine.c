@@ -38,6 +38,10 @@ static void read_profile(mp_jreader *r, const json_t *o, mp_engine_profile *p)
     mp_jr_num(r, o, "max_batched_tokens", 1, 0, 1e7, &p->max_batched_tokens, "tokens in [1, 1e7]");
     mp_jr_num(r, o, "runtime_bytes", 0, 0, 1e12, &p->runtime_bytes, "bytes in [0, 1e12]");
     mp_jr_num(r, o, "max_batch", 1, 0, 1e6, &p->max_batch, "sequences in [1, 1e6]");
+    json_t *pl = json_object_get(o, "step_overhead_eager_per_layer_s");
+    if (pl)
+        mp_jr_num(r, o, "step_overhead_eager_per_layer_s", 0, 0, 0.1, &p->step_overhead_eager_per_layer_s, "seconds in [0, 0.1]");
+    mp_jr_num(r, o, "runtime_multi_gpu_bytes", 0, 0, 1e12, &p->runtime_multi_gpu_bytes, "bytes in [0, 1e12]");
     mp_jr_str(r, o, "kv_budget", budget, sizeof budget);
     if (!strcmp(budget, "free"))
         p->kv_budget_of_free = 1;
@@ -54,7 +58,7 @@ mp_status mp_engine_profile_get(mp_engine_id e, mp_engine_profile *out, mp_diag 
 {
     memset(out, 0, sizeof *out);
     if ((unsigned)e >= MP_ENGINE_COUNT) {
-        mp_diag_add(diag, "engine %d: expected vllm, sglang or trtllm", (int)e);
+        mp_diag_add(diag, "engine %d: expected vllm, sglang, trtllm or hf", (int)e);
         return MP_ERR_INPUT;
     }
     size_t len = 0;

@@ -58,11 +58,16 @@ static double weight_bytes_gpu(const mp_model *m, const mp_infer_plan *p, double
  * the engine's largest batch: what vLLM's profile run measures with max_num_batched_tokens and
  * max_num_seqs dummy sequences, whatever the batch later served (so the KV pool, and max
  * concurrency, do not depend on the batch). */
+static double chunk_tokens(const mp_infer_plan *p, const mp_engine_profile *e)
+{
+    return p->chunk > 0 ? (double)p->chunk : e->max_batched_tokens;
+}
+
 static double activation_bytes_gpu(const mp_model *m, const mp_infer_plan *p, const mp_engine_profile *e)
 {
     mp_attn_dims ad;
     mp_model_attn_dims(m, &ad);
-    double chunk = e->max_batched_tokens;
+    double chunk = chunk_tokens(p, e);
     double f = fmax((double)m->ffn_hidden, (double)(m->moe_topk * m->moe_ffn_hidden));
     double per_tok = 3.0 * m->hidden + (ad.q_width + ad.k_width + ad.v_width) / p->tp +
                      (m->glu ? 3.0 : 2.0) * f / p->tp;
@@ -108,7 +113,9 @@ static void memory(const mp_model *m, const mp_cluster *c, const mp_infer_plan *
     const mp_engine_profile *e = &r->engine;
     r->weights_bytes = weight_bytes_gpu(m, p, wb);
     r->activations_bytes = activation_bytes_gpu(m, p, e);
-    r->runtime_bytes = e->runtime_bytes;
+    /* every GPU holds a CUDA context and cuBLAS workspace; NCCL's buffers only when the replica
+     * spans GPUs (vLLM counts both as non-torch memory, gpu_worker.py) */
+    r->runtime_bytes = e->runtime_bytes + (p->tp * p->pp > 1 ? e->runtime_multi_gpu_bytes : 0.0);
     r->capacity_bytes = c->gpu.memory_bytes;
     r->kv_bytes_per_token = mp_wl_kv_bytes_per_token(m, kvb);
     r->kv_bytes_per_token_gpu = mp_wl_kv_bytes_per_token_gpu(m, kvb, p->tp, p->pp);
@@ -183,10 +190,13 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
     int measured = mp_energy_gpu_points(g, &idle_W, &wait_W);
     mp_energy_opts eo;
     mp_energy_opts_init(&eo);
-    const double step_over = p->cuda_graphs ? e->step_overhead_graphs_s : e->step_overhead_eager_s;
+    /* eager: the step's fixed CPU work + the dispatch of every layer's kernels (the stages of a
+     * pipeline dispatch theirs in parallel, but each token crosses all of them) */
+    const double step_over = p->cuda_graphs ? e->step_overhead_graphs_s
+                                            : e->step_overhead_eager_s + e->step_overhead_eager_per_layer_s * (double)m->layers;
     /* Prefill of the whole batch: pp + mbs - 1 stage-times fill and drain the pipeline (GPipe,
      * Huang et al. 2019), one engine step per chunk of max_batched_tokens (chunked prefill). */
-    double chunks = ceil((double)p->batch * (double)p->in / e->max_batched_tokens);
+    double chunks = ceil((double)p->batch * (double)p->in / chunk_tokens(p, e));
     phase_of(&pre, p->pp + mbs - 1.0, mbs, chunks * e->step_overhead_graphs_s, g, dt, wait_W,
              eo.mem_pJ_per_bit, &r->prefill);
     /* Decode: every token crosses all pp stages; with pp micro-batches in flight the stages stay

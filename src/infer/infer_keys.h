@@ -23,6 +23,8 @@
       "engine profile (data/engines.json)")                                                        \
     X(kv_frac, REAL, kv_frac, 0.01, 1, MP_NOENUM, NULL, IFSET, "the engine's",                      \
       "engine memory share (gpu_memory_utilization, mem_fraction_static, free fraction)")          \
-    X(cuda_graphs, BOOL, cuda_graphs, 0, 1, MP_NOENUM, NULL, ALWAYS, "1", "decode under CUDA graphs")
+    X(cuda_graphs, BOOL, cuda_graphs, 0, 1, MP_NOENUM, NULL, ALWAYS, "1", "decode under CUDA graphs") \
+    X(chunk, INT, chunk, 1, 1 << 24, MP_NOENUM, NULL, IFSET, "the engine's",                        \
+      "prefill chunk and profile-run tokens (max_num_batched_tokens)")
 
 #endif

@@ -9,7 +9,7 @@
 
 static const char *const weights_names[] = {"bf16", "fp16", "fp8", "fp4", "int8", "int4"};
 static const char *const kv_names[] = {"bf16", "fp8"};
-static const char *const engine_names[] = {"vllm", "sglang", "trtllm"};
+static const char *const engine_names[] = {"vllm", "sglang", "trtllm", "hf"};
 _Static_assert(sizeof weights_names / sizeof *weights_names == MP_WQ_COUNT, "weights names");
 _Static_assert(sizeof kv_names / sizeof *kv_names == MP_KVQ_COUNT, "kv names");
 _Static_assert(sizeof engine_names / sizeof *engine_names == MP_ENGINE_COUNT, "engine names");

@@ -1,13 +1,16 @@
 /* src/validate/validate_infer.c — validate the inference schema
  * (../shared/validation/inference/README.md: id, source_group, model, gpu, num_gpus, tp, pp, ep,
- * framework, weight_dtype, kv_dtype, input_len, output_len, scenario, batch, metric, value, ...),
- * detected from the header by mp_validate_csv. Each row the estimator can state is predicted with
- * mp_infer_estimate; what a row does not state comes from the defaults below, each listed in the
- * row's `assumed`; the rest are skipped with the reason.
+ * framework, weight_dtype, kv_dtype, input_len, output_len, length_dist, scenario, batch, metric,
+ * value, notes, ...), detected from the header by mp_validate_csv. Each offline and fixed-batch
+ * row the estimator can state is predicted with mp_infer_estimate; server and interactive rows go
+ * to the one serving dispatch point (validate_serving.c). What a row does not state comes from the
+ * defaults table below, each value used written into the row's `assumed`; the rest are skipped
+ * with the reason.
  *
  * Defaults (docs/infer.md, "Validation"):
- *   - input length missing: GENERIC_IN tokens (no dataset mean is catalogued; a generic value,
- *     not fitted to any row); output length missing: GENERIC_OUT;
+ *   - a length missing from a row whose length_dist names a dataset of DATASETS: that dataset's
+ *     published mean (the source beside it); otherwise GENERIC_IN / GENERIC_OUT (a generic chat
+ *     request, not fitted to any row);
  *   - tp missing: the smallest power of two whose weights take at most WEIGHT_SHARE of a GPU
  *     (leaving the rest for the KV cache), dividing the GPUs and the heads; dp = gpus / (tp pp);
  *   - batch missing (offline, infinite request rate): what the engine's KV pool holds at these
@@ -15,9 +18,10 @@
  *   - KV format missing: fp8 with fp8/fp4 weights under TensorRT-LLM (ModelOpt checkpoints quantize
  *     the KV cache with the weights), else 16-bit;
  *   - engine: trtllm and mlperf-nvidia -> trtllm, vllm and mlperf-amd -> vllm, sglang; other (HF
- *     transformers) -> vllm's profile without CUDA graphs (eager).
- * Server and interactive rows (Poisson arrivals under an SLO) need a serving-at-load model and are
- * skipped with that reason. */
+ *     transformers, as the README says of the ML.ENERGY v1 rows) -> hf, eager;
+ *   - engine settings a row's notes state as key=value (max_model_len, gpu_memory_utilization)
+ *     are used: vLLM's profile run covers max(max_model_len, its chunk) tokens (chunked prefill
+ *     off: SchedulerConfig sets max_num_batched_tokens to at least max_model_len). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,20 +37,21 @@
 #define GENERIC_OUT 256
 #define WEIGHT_SHARE 0.6
 
-#define INFER_COLS(X) X(ID, "id") X(GROUP, "source_group") X(MODEL, "model") X(GPU, "gpu") \
-    X(NGPUS, "num_gpus") X(TP, "tp") X(PP, "pp") X(EP, "ep") X(FRAMEWORK, "framework")      \
-    X(WDT, "weight_dtype") X(KVDT, "kv_dtype") X(IN, "input_len") X(OUT, "output_len")     \
-    X(SCENARIO, "scenario") X(BATCH, "batch") X(METRIC, "metric") X(VALUE, "value")
-enum {
-#define X(e, n) IC_##e,
-    INFER_COLS(X)
-#undef X
-    IC_COUNT
-};
-static const char *const icol[IC_COUNT] = {
-#define X(e, n) n,
-    INFER_COLS(X)
-#undef X
+/* Published mean lengths of the datasets rows name in length_dist ("dataset:NAME"), in tokens;
+ * 0 = not published (the generic length is used and said). */
+static const struct {
+    const char *name;
+    double in, out;
+    const char *source;
+} DATASETS[] = {
+    /* Kwon et al. 2023, "Efficient Memory Management for LLM Serving with PagedAttention"
+     * (SOSP), Sec. 6.1 and Fig. 11: ShareGPT mean input 161.31, output 337.99 tokens; Alpaca
+     * 19.31 and 58.45 */
+    {"sharegpt", 161.31, 337.99, "Kwon et al. 2023 (vLLM, SOSP) Fig. 11"},
+    {"alpaca", 19.31, 58.45, "Kwon et al. 2023 (vLLM, SOSP) Fig. 11"},
+    /* ML.ENERGY leaderboard v1 (Chung et al. 2023, ml.energy): the chat task's prompts are
+     * ShareGPT conversations, so ShareGPT's mean prompt; the rows state their output means */
+    {"mlenergy_v1_chat_prompts", 161.31, 337.99, "ShareGPT means (Kwon et al. 2023 Fig. 11): ML.ENERGY v1 chat prompts are ShareGPT's"},
 };
 
 int mp_val_header_is_infer(char (*fields)[MP_VAL_FIELD], int n)
@@ -58,20 +63,27 @@ int mp_val_header_is_infer(char (*fields)[MP_VAL_FIELD], int n)
     return have == 7;
 }
 
-typedef struct {
-    const char *cell[IC_COUNT];
-    char assumed[256];
-    char why[256];
-} irow;
+static const char *const icol[MP_VIC_COUNT] = {
+#define X(e, n) n,
+    MP_VAL_INFER_COLS(X)
+#undef X
+};
+
+typedef mp_val_infer_row irow;
+
+void mp_val_infer_note(mp_val_infer_row *r, const char *text)
+{
+    size_t l = strlen(r->assumed);
+    if (l + 3 >= sizeof r->assumed)
+        return;
+    snprintf(r->assumed + l, sizeof r->assumed - l, "%s%s", l ? "; " : "", text);
+}
 
 static void note(irow *r, const char *fmt, const char *a, double x)
 {
-    size_t l = strlen(r->assumed);
-    if (l + 2 >= sizeof r->assumed)
-        return;
-    snprintf(r->assumed + l, sizeof r->assumed - l, "%s", l ? "; " : "");
-    l = strlen(r->assumed);
-    snprintf(r->assumed + l, sizeof r->assumed - l, fmt, a, x);
+    char buf[200];
+    snprintf(buf, sizeof buf, fmt, a, x);
+    mp_val_infer_note(r, buf);
 }
 
 /* A positive number of at most 2^30 (every count and length here; a value column may be larger,
@@ -97,9 +109,9 @@ static int engine_of(const char *fw, int *cuda_graphs)
         return MP_ENGINE_SGLANG;
     if (!strcmp(fw, "vllm") || !strcmp(fw, "mlperf-amd"))
         return MP_ENGINE_VLLM;
-    if (!strcmp(fw, "other")) {
+    if (!strcmp(fw, "other")) { /* the README: ML.ENERGY v1 = HF transformers with FastChat */
         *cuda_graphs = 0;
-        return MP_ENGINE_VLLM;
+        return MP_ENGINE_HF;
     }
     return -1;
 }
@@ -112,51 +124,103 @@ static int weights_of(const char *s)
     return -1;
 }
 
-/* The row's plan and cluster; 0, or 1 with r->why. */
-static int row_setup(const mp_catalog *cat, irow *r, const mp_model **m, mp_cluster *cl,
-                     mp_infer_plan *p)
+/* The number after "key=" in a row's notes (README: extra configuration as `key=value;`), or 0. */
+static double notes_value(const irow *r, const char *key)
+{
+    const char *n = r->cell[MP_VIC_NOTES];
+    size_t kl = strlen(key);
+    for (const char *q = strstr(n, key); q; q = strstr(q + 1, key))
+        if ((q == n || q[-1] == ' ' || q[-1] == ';') && q[kl] == '=') {
+            char *e;
+            double x = strtod(q + kl + 1, &e);
+            return e != q + kl + 1 && isfinite(x) && x > 0 ? x : 0.0;
+        }
+    return 0.0;
+}
+
+/* Input and output lengths: stated, the named dataset's published mean, or generic. */
+static void lengths(irow *r, mp_infer_plan *p)
 {
     double x;
-    *m = mp_catalog_model(cat, r->cell[IC_MODEL]);
+    const char *dist = r->cell[MP_VIC_DIST], *ds = !strncmp(dist, "dataset:", 8) ? dist + 8 : NULL;
+    double mean_in = 0, mean_out = 0;
+    for (size_t i = 0; ds && i < sizeof DATASETS / sizeof DATASETS[0]; i++)
+        if (!strcmp(ds, DATASETS[i].name)) {
+            mean_in = DATASETS[i].in;
+            mean_out = DATASETS[i].out;
+        }
+    char buf[160];
+    for (int k = 0; k < 2; k++) {
+        int64_t *v = k ? &p->out : &p->in;
+        double mean = k ? mean_out : mean_in;
+        *v = num(r->cell[k ? MP_VIC_OUT : MP_VIC_IN], &x) ? (int64_t)llround(x) : 0;
+        if (*v >= 1)
+            continue;
+        if (mean > 0) {
+            *v = (int64_t)llround(mean);
+            snprintf(buf, sizeof buf, "%s=%lld (mean of dataset %.40s)", k ? "out" : "in", (long long)*v, ds);
+        } else {
+            *v = k ? GENERIC_OUT : GENERIC_IN;
+            snprintf(buf, sizeof buf, "%s=%lld (generic%s%.60s)", k ? "out" : "in", (long long)*v,
+                     ds ? ": no published mean for " : "", ds ? ds : "");
+        }
+        mp_val_infer_note(r, buf);
+    }
+}
+
+/* Engine settings a row's notes state: gpu_memory_utilization (the KV share), max_model_len
+ * (vLLM's profile run covers at least it: SchedulerConfig max_num_batched_tokens). */
+static void engine_notes(irow *r, mp_infer_plan *p)
+{
+    double util = notes_value(r, "gpu_memory_utilization"), len = notes_value(r, "max_model_len");
+    if (util > 0 && util <= 1)
+        p->kv_frac = util;
+    if (len >= 1 && len <= (1 << 24) && p->engine == MP_ENGINE_VLLM) {
+        mp_engine_profile e;
+        mp_diag d = {0};
+        if (mp_engine_profile_get(MP_ENGINE_VLLM, &e, &d) == MP_OK && len > e.max_batched_tokens) {
+            p->chunk = (int64_t)len;
+            note(r, "profile run of max_model_len = %s%.0f tokens", "", len);
+        }
+    }
+}
+
+int mp_val_infer_setup(const mp_catalog *cat, mp_val_infer_row *r, const mp_model **m,
+                       mp_cluster *cl, mp_infer_plan *p)
+{
+    double x;
+    *m = mp_catalog_model(cat, r->cell[MP_VIC_MODEL]);
     if (!*m)
-        return snprintf(r->why, sizeof r->why, "model \"%.40s\" is not in the catalog", r->cell[IC_MODEL]), 1;
-    double ngpus = num(r->cell[IC_NGPUS], &x) ? x : 0;
+        return snprintf(r->why, sizeof r->why, "model \"%.40s\" is not in the catalog", r->cell[MP_VIC_MODEL]), 1;
+    double ngpus = num(r->cell[MP_VIC_NGPUS], &x) ? x : 0;
     if (!(ngpus >= 1) || ngpus > 1 << 20)
-        return snprintf(r->why, sizeof r->why, "num_gpus \"%.20s\": expected a GPU count", r->cell[IC_NGPUS]), 1;
+        return snprintf(r->why, sizeof r->why, "num_gpus \"%.20s\": expected a GPU count", r->cell[MP_VIC_NGPUS]), 1;
     mp_diag d = {0};
-    if (mp_cluster_from_catalog(cat, r->cell[IC_GPU], (int64_t)ngpus, 0, NULL, cl, &d) != MP_OK)
-        return snprintf(r->why, sizeof r->why, "gpu \"%.40s\": %.180s", r->cell[IC_GPU], d.text), 1;
+    if (mp_cluster_from_catalog(cat, r->cell[MP_VIC_GPU], (int64_t)ngpus, 0, NULL, cl, &d) != MP_OK)
+        return snprintf(r->why, sizeof r->why, "gpu \"%.40s\": %.180s", r->cell[MP_VIC_GPU], d.text), 1;
     mp_infer_plan_init(p);
-    int graphs, e = engine_of(r->cell[IC_FRAMEWORK], &graphs);
+    int graphs, e = engine_of(r->cell[MP_VIC_FRAMEWORK], &graphs);
     if (e < 0)
-        return snprintf(r->why, sizeof r->why, "framework \"%.40s\" has no engine profile", r->cell[IC_FRAMEWORK]), 1;
+        return snprintf(r->why, sizeof r->why, "framework \"%.40s\" has no engine profile", r->cell[MP_VIC_FRAMEWORK]), 1;
     p->engine = e;
     p->cuda_graphs = graphs;
     if (!graphs)
-        note(r, "%s", "HF transformers: vLLM profile without CUDA graphs", 0);
-    int w = weights_of(r->cell[IC_WDT][0] ? r->cell[IC_WDT] : "bf16");
+        note(r, "%s", "framework other: HF transformers eager (engine hf)", 0);
+    int w = weights_of(r->cell[MP_VIC_WDT][0] ? r->cell[MP_VIC_WDT] : "bf16");
     if (w < 0)
-        return snprintf(r->why, sizeof r->why, "weight_dtype \"%.20s\" unknown", r->cell[IC_WDT]), 1;
+        return snprintf(r->why, sizeof r->why, "weight_dtype \"%.20s\" unknown", r->cell[MP_VIC_WDT]), 1;
     p->weights = w;
-    if (!strcmp(r->cell[IC_KVDT], "fp8"))
+    if (!strcmp(r->cell[MP_VIC_KVDT], "fp8"))
         p->kv = MP_KVQ_FP8;
-    else if (!r->cell[IC_KVDT][0] && e == MP_ENGINE_TRTLLM && (w == MP_WQ_FP8 || w == MP_WQ_FP4)) {
+    else if (!r->cell[MP_VIC_KVDT][0] && e == MP_ENGINE_TRTLLM && (w == MP_WQ_FP8 || w == MP_WQ_FP4)) {
         p->kv = MP_KVQ_FP8;
         note(r, "%s", "kv=fp8 (ModelOpt checkpoint)", 0);
     }
-    p->in = num(r->cell[IC_IN], &x) ? (int64_t)llround(x) : 0;
-    if (p->in < 1) {
-        p->in = GENERIC_IN;
-        note(r, "in=%s%.0f (generic)", "", GENERIC_IN);
-    }
-    p->out = num(r->cell[IC_OUT], &x) ? (int64_t)llround(x) : 0;
-    if (p->out < 1) {
-        p->out = GENERIC_OUT;
-        note(r, "out=%s%.0f (generic)", "", GENERIC_OUT);
-    }
-    p->pp = num(r->cell[IC_PP], &x) && x <= 1024 ? (int)x : 1;
-    p->tp = num(r->cell[IC_TP], &x) && x <= 1024 ? (int)x : 0;
-    p->ep = num(r->cell[IC_EP], &x) && x <= 1024 ? (int)x : 1;
+    lengths(r, p);
+    engine_notes(r, p);
+    p->pp = num(r->cell[MP_VIC_PP], &x) && x <= 1024 ? (int)x : 1;
+    p->tp = num(r->cell[MP_VIC_TP], &x) && x <= 1024 ? (int)x : 0;
+    p->ep = num(r->cell[MP_VIC_EP], &x) && x <= 1024 ? (int)x : 1;
     if (p->in > (1 << 24) || p->out > (1 << 24))
         return snprintf(r->why, sizeof r->why, "input_len or output_len above 2^24 tokens"), 1;
     if (p->tp < 1) { /* the smallest power of two whose weights leave room for the KV cache */
@@ -187,7 +251,7 @@ static int row_predict(const mp_model *m, const mp_cluster *cl, irow *r, mp_infe
 {
     double x;
     mp_diag d = {0};
-    int stated = num(r->cell[IC_BATCH], &x);
+    int stated = num(r->cell[MP_VIC_BATCH], &x);
     if (stated && x > (1 << 20))
         return snprintf(r->why, sizeof r->why, "batch %.0f: expected at most 2^20", x), 1;
     p->batch = stated ? (int64_t)x : 1;
@@ -207,9 +271,26 @@ static int row_predict(const mp_model *m, const mp_cluster *cl, irow *r, mp_infe
     return 0;
 }
 
-static int metric_value(const char *metric, const mp_infer_result *res, double *out)
+/* KV tokens the engine's pool holds on one GPU: whole blocks (vLLM's "# GPU blocks" x block
+ * size; the README's kv_cache_tokens). */
+static double kv_tokens(const mp_infer_result *res)
+{
+    const double blk = res->engine.block_tokens, per = res->kv_bytes_per_token_gpu * blk;
+    return per > 0 ? floor(res->kv_pool_bytes / per) * blk : 0.0;
+}
+
+static int metric_value(const irow *r, const char *metric, const mp_infer_result *res, double *out)
 {
     const double out_tok = (double)res->plan.out;
+    if (!strcmp(metric, "kv_cache_tokens")) {
+        *out = kv_tokens(res);
+        return 1;
+    }
+    if (!strcmp(metric, "max_concurrency")) { /* vLLM: KV tokens / max_model_len */
+        double len = notes_value(r, "max_model_len");
+        *out = len >= 1 ? kv_tokens(res) / len : 0.0;
+        return len >= 1;
+    }
     struct { const char *name; double v; } map[] = {
         {"output_tokens_per_s", res->output_tokens_per_s},
         {"output_tokens_per_s_per_gpu", res->output_tokens_per_s_per_gpu},
@@ -263,29 +344,31 @@ static void add_skip(mp_validation *v, const char *id, const char *why)
 static void one_row(const mp_catalog *cat, irow *r, size_t rec, mp_infer_result *res, mp_validation *out)
 {
     char id[64];
-    if (r->cell[IC_ID][0])
-        mp_strlcpy(id, r->cell[IC_ID], sizeof id);
+    if (r->cell[MP_VIC_ID][0])
+        mp_strlcpy(id, r->cell[MP_VIC_ID], sizeof id);
     else
         snprintf(id, sizeof id, "row%zu", rec + 2);
-    const char *group = r->cell[IC_GROUP][0] ? r->cell[IC_GROUP] : "(none)";
-    const char *sc = r->cell[IC_SCENARIO], *metric = r->cell[IC_METRIC];
+    const char *group = r->cell[MP_VIC_GROUP][0] ? r->cell[MP_VIC_GROUP] : "(none)";
+    const char *sc = r->cell[MP_VIC_SCENARIO], *metric = r->cell[MP_VIC_METRIC];
     double measured;
     char *e;
-    measured = r->cell[IC_VALUE][0] ? strtod(r->cell[IC_VALUE], &e) : 0.0;
-    if (!r->cell[IC_VALUE][0] || *e || !isfinite(measured) || !(measured > 0) || measured > 1e18) {
-        snprintf(r->why, sizeof r->why, "value \"%.40s\": expected a positive number", r->cell[IC_VALUE]);
+    measured = r->cell[MP_VIC_VALUE][0] ? strtod(r->cell[MP_VIC_VALUE], &e) : 0.0;
+    if (!r->cell[MP_VIC_VALUE][0] || *e || !isfinite(measured) || !(measured > 0) || measured > 1e18) {
+        snprintf(r->why, sizeof r->why, "value \"%.40s\": expected a positive number", r->cell[MP_VIC_VALUE]);
     } else if (!strcmp(sc, "server") || !strcmp(sc, "interactive")) {
-        snprintf(r->why, sizeof r->why, "scenario %s: serving under Poisson arrivals and an SLO is not modelled "
-                 "(infer predicts offline and fixed-batch runs)", sc);
+        double pred;
+        if (mp_val_infer_serving_row(cat, r, &pred))
+            add_row(out, id, group, metric, measured, pred, r->assumed);
     } else {
         const mp_model *m;
         mp_cluster cl;
         mp_infer_plan p;
         double pred;
-        if (!row_setup(cat, r, &m, &cl, &p) && !row_predict(m, &cl, r, &p, res)) {
-            if (!metric_value(metric, res, &pred))
-                snprintf(r->why, sizeof r->why, "metric %.40s is not predicted (needs the engine's "
-                         "max_model_len or percentiles)", metric);
+        if (!mp_val_infer_setup(cat, r, &m, &cl, &p) && !row_predict(m, &cl, r, &p, res)) {
+            if (!metric_value(r, metric, res, &pred))
+                snprintf(r->why, sizeof r->why, "metric %.40s is not predicted by a fixed-batch estimate%s",
+                         metric, !strcmp(metric, "max_concurrency") ? " without the row's max_model_len"
+                                 : strstr(metric, "_p99") || strstr(metric, "_p50") ? " (percentiles need arrivals: issue 21)" : "");
             else
                 add_row(out, id, group, metric, measured, pred, r->assumed);
         }
@@ -308,9 +391,9 @@ mp_status mp_validate_infer_csv(const mp_catalog *cat, const char *text, size_t 
     const char *p = text, *end = text + len;
     if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
         p += 3;
-    int overflow = 0, idx[IC_COUNT];
+    int overflow = 0, idx[MP_VIC_COUNT];
     int nh = mp_val_csv_next(&p, end, fields, &overflow);
-    for (int c = 0; c < IC_COUNT; c++) {
+    for (int c = 0; c < MP_VIC_COUNT; c++) {
         idx[c] = -1;
         for (int i = 0; i < nh; i++)
             if (!strcmp(fields[i], icol[c]))
@@ -346,7 +429,7 @@ mp_status mp_validate_infer_csv(const mp_catalog *cat, const char *text, size_t 
         out->ninput++;
         irow r;
         memset(&r, 0, sizeof r);
-        for (int c = 0; c < IC_COUNT; c++)
+        for (int c = 0; c < MP_VIC_COUNT; c++)
             r.cell[c] = idx[c] >= 0 && idx[c] < n ? fields[idx[c]] : "";
         one_row(cat, &r, rec, res, out);
     }

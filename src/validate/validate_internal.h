@@ -6,6 +6,8 @@
 #include <stddef.h>
 
 #include "meshplan/catalog.h"
+#include "meshplan/infer.h"
+#include "meshplan/topo.h"
 #include "meshplan/validate.h"
 
 #define MP_VAL_FIELD 1024 /* bytes per field kept (longer ones truncated) */
@@ -17,6 +19,46 @@ int mp_val_csv_next(const char **p, const char *end, char (*fields)[MP_VAL_FIELD
 
 /** 1 when a header of n fields is the inference schema (has scenario, metric and value). */
 int mp_val_header_is_infer(char (*fields)[MP_VAL_FIELD], int n);
+
+/* ---- the inference schema (validate_infer.c) ------------------------------------------------ */
+
+/** Columns of ../shared/validation/inference/README.md that the inference reader uses. */
+#define MP_VAL_INFER_COLS(X) X(ID, "id") X(GROUP, "source_group") X(MODEL, "model") X(GPU, "gpu") \
+    X(NGPUS, "num_gpus") X(TP, "tp") X(PP, "pp") X(EP, "ep") X(FRAMEWORK, "framework")             \
+    X(WDT, "weight_dtype") X(KVDT, "kv_dtype") X(IN, "input_len") X(OUT, "output_len")            \
+    X(DIST, "length_dist") X(SCENARIO, "scenario") X(BATCH, "batch") X(RATE, "request_rate_per_s") \
+    X(SLO, "latency_slo") X(METRIC, "metric") X(VALUE, "value") X(NOTES, "notes")
+enum {
+#define X(e, n) MP_VIC_##e,
+    MP_VAL_INFER_COLS(X)
+#undef X
+    MP_VIC_COUNT
+};
+
+/** One row of an inference CSV: its cells ("" when absent), what was assumed for it (written to
+ *  the row's output) and why it is skipped (empty while it is not). */
+typedef struct {
+    const char *cell[MP_VIC_COUNT];
+    char assumed[256];
+    char why[256];
+} mp_val_infer_row;
+
+/** Append one assumption ("tp=4 (smallest fitting)") to row->assumed, "; "-separated. */
+void mp_val_infer_note(mp_val_infer_row *row, const char *text);
+
+/** The row's model, cluster and inference plan with the defaults table of validate_infer.c
+ *  applied (lengths, tp, KV format, engine, the engine settings in notes; each default noted in
+ *  row->assumed). The batch is left at 1: a fixed-batch row states it, an offline row takes what
+ *  the engine's KV pool holds, a serving row what its arrivals keep in flight. 0 on success, 1
+ *  with row->why when the row cannot be stated. */
+int mp_val_infer_setup(const mp_catalog *cat, mp_val_infer_row *row, const mp_model **m,
+                       mp_cluster *cl, mp_infer_plan *plan);
+
+/** THE dispatch point for `server` and `interactive` rows (Poisson arrivals under an SLO), in
+ *  validate_serving.c: 1 with *predicted (the row's metric, SI) or 0 with row->why. Issue 21's
+ *  serving simulator predicts them here; until it does every such row is skipped with the reason
+ *  "needs the serving simulator (issue 21)". */
+int mp_val_infer_serving_row(const mp_catalog *cat, mp_val_infer_row *row, double *predicted);
 
 /** Validate a file in the inference schema (validate_infer.c). */
 mp_status mp_validate_infer_csv(const mp_catalog *cat, const char *text, size_t len,
