@@ -34,8 +34,8 @@ typedef struct {
  *  their cost, and the fragmentation (wf_place.c). */
 void wf_place(const mp_workflow *w, const mp_cluster *c, int64_t gpus, const wf_llm_opts *lo,
               const wf_choice *ch, mp_wf_alloc *a);
-/** The decode-step time of llm l at tp with its TP group spread over nodes of `piece` GPUs minus
- *  the same inside one node (wf_plan.c). */
-double wf_split_cost_s(const mp_workflow *w, const mp_cluster *c, int l, int tp, int piece);
+/** The decode-step time of llm l at tp and batch with its TP group spread over nodes of `piece`
+ *  GPUs minus the same inside one node (its first call's lengths; wf_plan.c). */
+double wf_split_cost_s(const mp_workflow *w, const mp_cluster *c, int l, int tp, int piece, int64_t batch);
 
 #endif

@@ -72,7 +72,7 @@ void wf_place(const mp_workflow *w, const mp_cluster *c, int64_t gpus, const wf_
                 if (left > 0)
                     append(a->llm[l].placement, sizeof a->llm[l].placement, "unplaced");
                 a->split_groups++;
-                a->split_cost_s += wf_split_cost_s(w, c, l, tp, piece > 0 ? piece : 1);
+                a->split_cost_s += wf_split_cost_s(w, c, l, tp, piece > 0 ? piece : 1, o->batch);
             }
         }
     /* shared GPUs: halves first, then quarters, each into the first shared GPU with room */

@@ -71,13 +71,13 @@ static mp_status estimate(const mp_workflow *w, const mp_cluster *c, int l, cons
     return mp_infer_estimate(&w->llm[l].model, &pc, &p, r, &d);
 }
 
-double wf_split_cost_s(const mp_workflow *w, const mp_cluster *c, int l, int tp, int piece)
+double wf_split_cost_s(const mp_workflow *w, const mp_cluster *c, int l, int tp, int piece, int64_t batch)
 {
     for (int i = 0; i < w->ncalls; i++)
         if (w->call[i].llm == l) {
             mp_infer_result in, out;
-            if (estimate(w, c, l, &w->call[i], tp, tp, 1, &in) != MP_OK ||
-                estimate(w, c, l, &w->call[i], tp, piece, 1, &out) != MP_OK)
+            if (estimate(w, c, l, &w->call[i], tp, tp, batch, &in) != MP_OK ||
+                estimate(w, c, l, &w->call[i], tp, piece, batch, &out) != MP_OK)
                 return 0.0;
             return out.decode.total_s - in.decode.total_s;
         }
@@ -260,8 +260,9 @@ static double sum_L(const mp_workflow *w, const wf_option *o)
 /* The fewest GPUs for rate lam: per LLM the option with the fewest GPUs at its smallest stable dp
  * (ties: the shortest calls), then, while the p99 is over the SLO, the move (one more replica, or
  * another option at its smallest stable dp) with the most p99 saved per GPU added (marginal
- * analysis, a greedy). Returns the GPUs, or -1 when the SLO is not met within cap GPUs. The path
- * of moves does not depend on cap, so a larger cap never turns a met rate into an unmet one. */
+ * analysis, a greedy). Returns the GPUs, or -1 when the SLO is not met within cap GPUs. The moves
+ * are chosen without looking at cap (it only stops the walk), so the path does not depend on it
+ * and a larger cap never turns a met rate into an unmet one (the property test_workflow checks). */
 static double needed(const wf_ctx *x, double lam, double cap, wf_choice *ch)
 {
     const mp_workflow *w = x->w;
@@ -291,8 +292,6 @@ static double needed(const wf_ctx *x, double lam, double cap, wf_choice *ch)
                 t.o[l] = i;
                 t.dp[l] = i == ch->o[l] ? ch->dp[l] + 1 : dp_min(&x->lo[l].opt[i], lam);
                 double tg = choice_gpus(x, &t), tm, tp99;
-                if (tg > cap + 1e-9)
-                    continue;
                 wf_llm_stat s2[MP_WF_MAX_LLMS];
                 memcpy(s2, st, sizeof(wf_llm_stat) * (size_t)w->nllms);
                 llm_stat(w, l, &x->lo[l].opt[i], t.dp[l], lam, &s2[l]);
@@ -360,7 +359,9 @@ static double max_rate(const wf_ctx *x, const void *arg, wf_pred pred, double hi
     wf_choice t;
     if (pred(x, arg, hi, &t))
         lo = hi;
-    for (int it = 0; it < 48 && lo < hi && hi - lo > 1e-6 * hi; it++) {
+    /* a fixed count of halvings from a bracket that does not depend on the budget: two budgets
+     * then see the same midpoints until they part, and the larger one parts upwards */
+    for (int it = 0; it < 64 && lo < hi; it++) {
         double mid = 0.5 * (lo + hi);
         if (pred(x, arg, mid, &t))
             lo = mid;
@@ -489,7 +490,7 @@ mp_status mp_workflow_plan(const mp_workflow *w, const mp_cluster *c, const mp_w
         build_options(w, c, l, &lo[l], &out->evaluations);
         double best = 0;
         for (int i = 0; i < lo[l].nopts; i++) {
-            double r = (double)op->gpus / (lo[l].opt[i].gpus * lo[l].opt[i].work_s);
+            double r = 65536.0 / (lo[l].opt[i].gpus * lo[l].opt[i].work_s); /* the most GPUs */
             best = r > best ? r : best;
         }
         if (lo[l].nopts == 0 || best <= 0) {
