@@ -40,6 +40,10 @@ typedef struct {
 
 void mp_lora_opts_init(mp_lora_opts *o);
 
+/** Parse a popularity "zipf:S" (S in [0, 10]) or "uniform" (= zipf:0) into o->zipf_s. MP_OK or
+ *  MP_ERR_INPUT naming the value. */
+mp_status mp_lora_popularity_parse(const char *text, mp_lora_opts *o, mp_diag *diag);
+
 /** What mp_lora_plan predicts, per replica. */
 typedef struct {
     double adapter_params;       /* one adapter: r x sum over targets (d_in + d_out) x layers */

@@ -322,4 +322,7 @@ int cmd_trace(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_web(int argc, char **argv);
 
+/** The adapter options of lora and serve (--adapters, --adapter-rank, --adapter-targets,
+ *  --adapter-popularity, --adapter-cache; cmd_lora.c) into o (initialised here). 0 or EXIT_INPUT. */
+int cli_lora_opts(const cli_args *a, mp_lora_opts *o);
 #endif

@@ -35,6 +35,7 @@
     X(rl)                   \
     X(rl_search)            \
     X(sweep)                \
+    X(lora)                 \
     X(workflow)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;

@@ -28,6 +28,23 @@ void mp_lora_opts_init(mp_lora_opts *o)
     o->seed = 1;
 }
 
+mp_status mp_lora_popularity_parse(const char *text, mp_lora_opts *o, mp_diag *diag)
+{
+    char *end = NULL;
+    double v = -1;
+    if (text && strcmp(text, "uniform") == 0)
+        v = 0;
+    else if (text && strncmp(text, "zipf:", 5) == 0 && text[5])
+        v = strtod(text + 5, &end);
+    if (!(v >= 0 && v <= 10) || (end && *end)) {
+        mp_diag_add(diag, "adapter-popularity = \"%s\": expected zipf:S with S in [0, 10] (e.g. zipf:1.1) or uniform",
+                    text ? text : "");
+        return MP_ERR_INPUT;
+    }
+    o->zipf_s = v;
+    return MP_OK;
+}
+
 static int modules(int targets, const mp_model *m)
 {
     return targets == MP_LORA_ALL ? 4 + (m->glu ? 3 : 2) : 4;
