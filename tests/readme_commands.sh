@@ -10,7 +10,7 @@
 # A line ending in '\' continues on the next. "meshplan" at the start is build/meshplan. Each
 # command runs with bash from a scratch mirror of the repository root (every top-level entry
 # linked, so files a command writes — step.json, fig.svg, .venv — land in the mirror; ../shared
-# is linked beside it when present) and must exit 0 within 60 s ($README_TIMEOUT_S; the
+# is linked beside it when present) and must exit 0 within 300 s ($README_TIMEOUT_S; the
 # sanitizer build, ten times slower, sets 300). Lines starting with
 # "bash scripts/" or "bash fuzz/" and "build-fuzz/" are the set-up, the test suite itself,
 # Valgrind and fuzzing: CI (.ci/run) runs those; they are counted and listed, not run here.
@@ -85,7 +85,7 @@ while IFS= read -r cmd; do
         run="LD_PRELOAD=$SANITIZER_PRELOAD ASAN_OPTIONS=detect_leaks=0 $run"
     fi
     t0=$(date +%s.%N)
-    out=$(cd "$W/repo" && timeout "${README_TIMEOUT_S:-60}" bash -c "$run" 2>&1 </dev/null)
+    out=$(cd "$W/repo" && timeout "${README_TIMEOUT_S:-300}" bash -c "$run" 2>&1 </dev/null)
     rc=$?
     t=$(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")
     ran=$((ran + 1))
