@@ -325,4 +325,37 @@ int cmd_web(int argc, char **argv);
 /** The adapter options of lora and serve (--adapters, --adapter-rank, --adapter-targets,
  *  --adapter-popularity, --adapter-cache; cmd_lora.c) into o (initialised here). 0 or EXIT_INPUT. */
 int cli_lora_opts(const cli_args *a, mp_lora_opts *o);
+/* --- serve and serve-search (cli_serve.c) --- */
+#include "meshplan/serve.h"
+/** The job and serving options of serve / serve-search, with the buffers they point into. */
+typedef struct {
+    mp_model model;
+    mp_cluster cluster;
+    mp_serve_opts o;
+    int64_t *in, *out;
+    double *arrival;
+    mp_serve_request *trace;
+    size_t n;
+} cli_serve_job;
+/** Read --model, --cluster/--gpu, --gpus, --plan, --rate, --arrivals, --lengths, --requests,
+ *  --seed, --warmup, --slo, --price-gpu-hour into j. 0, or an exit code after printing. */
+int cli_serve_job_load(const cli_args *a, cli_serve_job *j);
+void cli_serve_job_free(cli_serve_job *j);
+/** The common options' table rows (cmd_serve.c, cmd_serve_search.c). */
+#define CLI_OPTS_SERVE_JOB                                                                          \
+    CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),                                         \
+    CLI_OPT("--cluster", "NODE|PRESET|FILE", "the cluster (a node key such as dgx-h100 with --gpus)"), \
+    CLI_OPT("--gpu", "G", "the GPU, a catalog key (instead of --cluster)"),                          \
+    CLI_OPT("--gpus", "N", "GPUs (default: the plan's tp x pp x dp)"),                              \
+    CLI_OPT_GPUS_PER_NODE, CLI_OPT_SCALE_OUT, CLI_OPT_CATALOG,                                       \
+    CLI_OPT("--plan", "PLAN", "infer's plan keys + max_seqs, chunk, preempt, attn_dp, imbalance"),   \
+    CLI_OPT("--rate", "R", "mean request rate, e.g. 12/s or 720/min (Poisson and gamma arrivals)"), \
+    CLI_OPT("--arrivals", "KIND", "poisson (default), gamma:CV (bursty), batch (all at t=0), trace:FILE.csv"), \
+    CLI_OPT("--lengths", "L", "fixed:IN:OUT (default fixed:1024:256), sharegpt, or FILE.csv (input_len,output_len)"), \
+    CLI_OPT("--requests", "N", "requests simulated (default 2000; a trace: its rows)"),             \
+    CLI_OPT("--seed", "S", "random seed (default 1)"),                                               \
+    CLI_OPT("--warmup", "F", "share of the first requests left out of the figures (default 0.1)"),  \
+    CLI_OPT("--slo", "SLO", "\"ttft_p99=1s,tpot_p99=40ms\": goodput counts requests within both"), \
+    CLI_OPT("--price-gpu-hour", "USD", "rental price per GPU-hour (default: the cost module's $2.50)")
+
 #endif

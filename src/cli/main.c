@@ -32,6 +32,8 @@
     X(import)               \
     X(infer)                \
     X(infer_search)         \
+    X(serve)                \
+    X(serve_search)         \
     X(rl)                   \
     X(rl_search)            \
     X(sweep)                \

@@ -60,6 +60,10 @@ int mp_val_infer_setup(const mp_catalog *cat, mp_val_infer_row *row, const mp_mo
  *  "needs the serving simulator (issue 21)". */
 int mp_val_infer_serving_row(const mp_catalog *cat, mp_val_infer_row *row, double *predicted);
 
+/** The serving simulator's prediction of a server / interactive row (validate_serve.c), called
+ *  from the dispatch point: as mp_val_infer_serving_row. */
+int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *predicted);
+
 /** Validate a file in the inference schema (validate_infer.c). */
 mp_status mp_validate_infer_csv(const mp_catalog *cat, const char *text, size_t len,
                                 const char *origin, mp_validation *out, mp_diag *diag);
