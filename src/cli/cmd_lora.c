@@ -148,3 +148,108 @@ static int lora_run(int argc, char **argv)
            batch, r.distinct_per_step);
     return 0;
 }
+
+/* ---- serve --adapters: the per-step adapter model in the serving simulator -------------------- */
+
+struct cli_lora_serve {
+    mp_lora_opts o;
+    mp_lora_result r;
+    mp_lora_sim *sim;
+    int replicas;
+    double kv_frac_base;
+};
+
+static double replica_hook(void *ctx, int replica, const int64_t *reqs, const int64_t *tokens, size_t n)
+{
+    return mp_lora_sim_step_s(((cli_lora_serve *)ctx)->sim, replica, reqs, tokens, n);
+}
+
+int cli_lora_serve_setup(const cli_args *a, cli_serve_job *j, cli_lora_serve **out)
+{
+    *out = NULL;
+    if (!cli_opt(a, "--adapters")) {
+        const char *dep[] = {"--adapter-rank", "--adapter-targets", "--adapter-popularity", "--adapter-cache"};
+        for (int i = 0; i < 4; i++)
+            if (cli_opt(a, dep[i]))
+                return cli_fail("serve: %s needs --adapters", dep[i]);
+        return 0;
+    }
+    if (j->o.disaggregate)
+        return cli_fail("serve: --adapters with --disaggregate: not modelled (adapters on colocated replicas only)%s", "");
+    cli_lora_serve *x = calloc(1, sizeof *x);
+    if (!x)
+        return EXIT_INTERNAL;
+    int rc = cli_lora_opts(a, &x->o);
+    mp_diag d = {0};
+    const int64_t per = (int64_t)j->o.plan.tp * j->o.plan.pp;
+    x->replicas = j->o.plan.dp > 0 ? j->o.plan.dp : (int)(j->cluster.num_gpus / (per > 0 ? per : 1));
+    x->o.seed = j->o.seed;
+    int64_t batch = j->o.max_seqs > 0 ? j->o.max_seqs : 64;
+    mp_status st = rc ? MP_OK : mp_lora_plan(&j->model, &j->cluster, &j->o.plan, &x->o, j->o.rate_per_s, x->replicas,
+                                              batch, &x->r, &d);
+    if (!rc && st == MP_OK && !(x->r.kv_frac > 0)) {
+        mp_diag_add(&d, "adapter-cache = %lld adapters of %.1f MiB per GPU: more than the engine's memory share",
+                    (long long)x->r.cache_adapters, x->r.adapter_bytes_gpu / 1048576.0);
+        st = MP_ERR_INPUT;
+    }
+    if (!rc && st == MP_OK)
+        st = mp_lora_sim_create(&j->model, &j->cluster, &j->o.plan, &x->o, &x->r, x->replicas, &x->sim, &d);
+    if (rc || st != MP_OK) {
+        if (!rc) {
+            cli_print_diag(&d);
+            rc = cli_exit_for(st);
+        }
+        cli_lora_serve_free(x);
+        return rc;
+    }
+    x->kv_frac_base = j->o.plan.kv_frac;
+    j->o.plan.kv_frac = x->r.kv_frac; /* the cache comes out of the KV pool */
+    j->o.replica_hook = replica_hook;
+    j->o.hook_ctx = x;
+    *out = x;
+    return 0;
+}
+
+void cli_lora_serve_free(cli_lora_serve *x)
+{
+    if (x) {
+        mp_lora_sim_destroy(x->sim);
+        free(x);
+    }
+}
+
+int cli_lora_serve_report(const cli_lora_serve *x, const mp_serve_result *res, char **json)
+{
+    mp_lora_counters c;
+    mp_lora_sim_counters(x->sim, &c);
+    const double nreq = res->requests > 0 ? (double)res->requests : 1.0, span = res->span_s > 0 ? res->span_s : 1.0;
+    const double miss = (double)c.loads / nreq, swaps_per_s = (double)c.loads / (span + 1e-30);
+    if (json) {
+        json_t *o = json_loads(*json, 0, NULL);
+        if (!o)
+            return EXIT_INTERNAL;
+        json_object_set_new(o, "adapters", json_pack(
+            "{s:I,s:i,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f}", "count", (json_int_t)x->o.adapters,
+            "rank", x->o.rank, "zipf_s", x->o.zipf_s, "adapter_bytes_per_gpu", x->r.adapter_bytes_gpu, "load_s", x->r.load_s,
+            "resident_per_replica", (json_int_t)x->r.cache_adapters, "cache_for_slo", (json_int_t)x->r.cache_for_slo,
+            "cache_bytes_per_gpu", x->r.cache_bytes_gpu, "kv_pool_bytes_base", x->r.kv_pool_bytes_base,
+            "kv_pool_bytes", x->r.kv_pool_bytes, "hit_frac_che", x->r.hit_frac, "swaps", (json_int_t)c.loads,
+            "swaps_per_request", miss, "swaps_per_s", swaps_per_s, "swap_s", c.load_s, "sgmv_s_per_step",
+            c.steps ? c.sgmv_s / (double)c.steps : 0.0, "swap_s_per_step", c.steps ? c.load_s / (double)c.steps : 0.0));
+        free(*json);
+        *json = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+        json_decref(o);
+        return *json ? 0 : EXIT_INTERNAL;
+    }
+    const double G = 1073741824.0;
+    printf("adapters: %lld of rank %d (zipf %.2g), %.1f MiB per GPU each, load %.3f ms over %.1f GB/s\n",
+           (long long)x->o.adapters, x->o.rank, x->o.zipf_s, x->r.adapter_bytes_gpu / 1048576.0, x->r.load_s * 1e3,
+           x->r.host_Bps / 1e9);
+    printf("  resident %lld per replica (%.2f GiB per GPU; %lld keep %.0f%% resident); KV pool %.2f -> %.2f GiB per GPU\n",
+           (long long)x->r.cache_adapters, x->r.cache_bytes_gpu / G, (long long)x->r.cache_for_slo, x->o.slo_quantile * 100,
+           x->r.kv_pool_bytes_base / G, x->r.kv_pool_bytes / G);
+    printf("  swaps %lld (%.4f per request, Che's LRU %.4f; %.2f/s), %.3f s loading; segmented GEMMs %.3f ms per step\n",
+           (long long)c.loads, miss, 1.0 - x->r.hit_frac, swaps_per_s, c.load_s,
+           c.steps ? c.sgmv_s / (double)c.steps * 1e3 : 0.0);
+    return 0;
+}

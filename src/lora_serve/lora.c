@@ -332,8 +332,10 @@ mp_status mp_lora_sim_create(const mp_model *m, const mp_cluster *c, const mp_in
     for (int rep = 0; rep < replicas; rep++) { /* warm: the k most popular resident */
         for (int64_t a = 0; a < s->n; a++)
             s->slot_of[(int64_t)rep * s->n + a] = a < s->k ? (int32_t)a : -1;
-        for (int64_t j = 0; j < s->k; j++)
+        for (int64_t j = 0; j < s->k; j++) { /* the least popular is the least recently used */
             s->slot_adapter[(int64_t)rep * s->k + j] = j;
+            s->slot_used[(int64_t)rep * s->k + j] = -j;
+        }
     }
     *out = s;
     return MP_OK;
