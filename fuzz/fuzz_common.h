@@ -79,8 +79,9 @@ static inline void fz_check_outcome(mp_status st, const mp_diag *d, unsigned all
 
 static inline void fz_check_memory(const mp_memory *m)
 {
-    const double parts[] = {m->weights, m->gradients, m->optimizer, m->activations,
-                            m->logits, m->buffers};
+    const double parts[] = {m->weights, m->gradients, m->optimizer,         m->activations, m->logits,
+                            m->buffers, m->runtime,   m->allocator_reserve, m->nccl,
+                            m->step_temp};
     double sum = 0.0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         FZ_CHECK(isfinite(parts[i]) && parts[i] >= 0.0, "memory part %zu = %g", i, parts[i]);

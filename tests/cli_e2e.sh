@@ -712,7 +712,7 @@ assert len(d[\"top\"]) == 5, len(d[\"top\"])
 s = [t[\"score\"] for t in d[\"top\"]]
 assert s == sorted(s), s
 c = d[\"counts\"]
-assert c[\"evaluated\"] + c[\"memory_checked\"] + c[\"over_memory_proven\"] + c[\"order_skipped\"] == c[\"plans\"], c
+assert c[\"evaluated\"] + c[\"memory_checked\"] + c[\"over_memory_proven\"] + c[\"order_skipped\"] + c[\"bound_skipped\"] == c[\"plans\"], c
 assert c[\"feasible\"] + c[\"over_memory\"] + c[\"failed\"] == c[\"plans\"], c
 for t in d[\"top\"]:
     for k in (\"plan\", \"step_s\", \"tokens_per_s\", \"mfu\", \"headroom_bytes\", \"bottleneck\"): assert k in t, k

@@ -46,10 +46,11 @@ static void predict(const mp_model *m, const char *gpu, int64_t gpus, const char
         fail_msg("plan \"%s\": %s", plan, d.text);
     if (mp_estimate_plan(m, &c, p, NULL, e, &d) != MP_OK)
         fail_msg("estimate \"%s\": %s", plan, d.text);
-    /* The breakdown adds up. */
+    /* The breakdown adds up: the tensors to allocated, they and the runtime parts to total. */
     const mp_memory *mm = &e->memory;
-    assert_close(mm->total, mm->weights + mm->gradients + mm->optimizer + mm->activations +
-                                mm->logits + mm->buffers, 1e-12);
+    assert_close(mm->allocated, mm->weights + mm->gradients + mm->optimizer + mm->activations +
+                                    mm->logits + mm->buffers, 1e-12);
+    assert_close(mm->total, mm->allocated + mm->runtime + mm->nccl + mm->allocator_reserve, 1e-12);
 }
 
 static const mp_model *cat_model(const char *key)
@@ -348,7 +349,9 @@ static void test_fsdp2_copy_out(void **state)
     assert_close(fsdp2.time.compute - flat.time.compute, want, 1e-9);
     assert_close(fsdp2.microbatches * fsdp2.parts.fsdp_copy_out_s, want, 1e-9);
     assert_close(fsdp2.time.dp_comm_exposed, flat.time.dp_comm_exposed, 1e-12);
-    assert_true(fsdp2.memory.total == flat.memory.total);
+    /* the same tensors; FSDP2's deterministic frees leave less reserve (runtime.c) */
+    assert_true(fsdp2.memory.allocated == flat.memory.allocated);
+    assert_true(fsdp2.memory.total <= flat.memory.total);
     assert_true(flat.parts.fsdp_copy_out_s == 0.0);
     mp_estimate one;
     predict(m, "h100-sxm5-80gb", 8, "tp=8,zero=3,fsdp=2,mb=1,gb=2,seq=8192", &p, &one);

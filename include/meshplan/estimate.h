@@ -25,11 +25,29 @@ typedef struct {
     double optimizer;    /* fp32 master weights + Adam moments */
     double activations;  /* stored for backward, all in-flight micro-batches */
     double logits;       /* LM-head output and its fp32 upcast (last stage only) */
-    double buffers;      /* communication buckets, ZeRO-3 gathered layers, workspace */
-    double total;        /* sum of the above */
+    double buffers;      /* ZeRO gathered layers and unsharded gradients (PyTorch tensors) */
+    double step_temp;    /* transient of the optimizer step (fp32 gradient copy of DeepSpeed,
+                            torch AdamW's foreach temporaries); non-zero only when the step is
+                            the peak moment (docs/memory.md "The peak") */
+    double runtime;      /* CUDA context, cuBLAS/cuDNN workspaces: outside the allocator */
+    double nccl;         /* NCCL channel buffers of every communicator the rank belongs to */
+    double allocator_reserve; /* caching allocator: reserved minus allocated (fragmentation) */
+    double total;        /* sum of the above: what nvidia-smi shows at the peak */
     double capacity;     /* GPU memory capacity */
-    double allocator_margin; /* caching-allocator fragmentation reserve, reported apart */
+    double allocator_margin; /* the verdict's uncertainty band, bytes (margin_frac x total) */
+    double allocated;    /* peak of allocated tensors (torch.cuda.max_memory_allocated):
+                            weights .. buffers, step_temp */
 } mp_memory;
+
+/** Whether a plan's peak memory fits its GPU, with the stated margin (mp_estimate.verdict). */
+typedef enum {
+    MP_VERDICT_FITS,  /* total <= capacity / (1 + margin): fits with the margin to spare */
+    MP_VERDICT_TIGHT, /* capacity / (1 + margin) < total <= capacity: within the uncertainty */
+    MP_VERDICT_OOM    /* total > capacity: out of memory */
+} mp_verdict;
+
+/** "fits", "tight" or "oom" (JSON verdict); "?" for anything else. */
+const char *mp_verdict_name(int v);
 
 /** Step time, seconds, by component (DESIGN.md time_s). Exposed parts only: what overlaps with
  *  compute is not counted here but in the *_total fields. */
@@ -52,7 +70,8 @@ typedef struct {
     double grad_reduce_overlap_frac; /* share of backward that DP gradient reduction can hide behind */
     double zero3_overlap_frac;       /* share of compute that ZeRO-3 gathers can hide behind */
     double comm_compute_slowdown_frac; /* compute slowdown while a collective runs beside it */
-    double allocator_margin_frac;    /* caching-allocator reserve as a share of the total */
+    double allocator_margin_frac;    /* the verdict's margin: a plan whose total is within this
+                                        share of the capacity is "tight" (docs/memory.md) */
     /* End-to-end sustained fractions, (0, 1]: what real training reaches of the catalogued
      * microbenchmarks. Fitted on validation/runs.csv (docs/model.md "Calibration"). */
     double gemm_sustained_frac;      /* of the measured best GEMM rate (clocks under load, shapes) */
@@ -82,6 +101,11 @@ typedef struct {
      * stage per run of like stages: within a run the first holds the most micro-batches in
      * flight). For callers that never read per_stage (the search's hot loop). Default 0. */
     int skip_per_stage;
+    /* 1: stop after memory whatever the verdict: memory, feasible and its reasons are set, the
+     * time fields, step_s and throughput left 0 (never timed), as feasibility_only leaves a plan
+     * over memory. For callers that need only the memory of plans they have proven cannot
+     * matter otherwise (the search's per-subtree bound, src/search/bound.c). Default 0. */
+    int memory_only;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);
@@ -131,7 +155,9 @@ typedef struct {
 
 /** Everything predicted for one plan. */
 typedef struct {
-    int feasible;                 /* fits in memory */
+    int feasible;                 /* verdict != MP_VERDICT_OOM */
+    int verdict;                  /* mp_verdict of the most loaded GPU */
+    char peak_moment[64];         /* when memory peaks, in words (docs/memory.md) */
     int nreasons;
     char reasons[4][256];         /* why infeasible */
     mp_memory memory;             /* the most loaded GPU */

@@ -172,6 +172,10 @@ typedef struct {
                                          w - w(w-1)/(2s)), as FlashAttention computes it */
     double attn_equal_seq;            /* sequence length at which the causal attention core
                                          equals the layers' matmul FLOPs (forward); 0 if never */
+    double recompute_op_per_token;    /* torchtitan per-op SAC: the matmuls it recomputes (the
+                                         2nd, 4th, ... of each layer: K, output projection, and
+                                         one of three GLU FFN matmuls or one of two plain ones) */
+    double recompute_mlp_per_token;   /* MLP-only checkpointing: the FFN matmuls once more */
 } mp_flops;
 
 void mp_model_flops(const mp_model *m, int64_t seq, mp_flops *out);
@@ -197,7 +201,21 @@ double mp_attn_keys_per_query(double seq_tokens, double window_tokens, double do
  *  documents). Returns keys per query, 0 for seq <= 0. */
 double mp_model_keys_per_query(const mp_model *m, int64_t seq, int64_t doc_len);
 
-typedef enum { MP_RC_NONE, MP_RC_SELECTIVE, MP_RC_FULL, MP_RC_COUNT } mp_recompute;
+/** Activation recomputation (plan key recompute):
+ *  none;
+ *  selective: Megatron's, the attention core (Korthikanti et al. 2022 Sec. 5);
+ *  full: every layer, storing only its input (Chen et al. 2016; Megatron --recompute-granularity
+ *    full; torchtitan mode = "full"; DeepSpeed activation_checkpointing);
+ *  op: torchtitan's per-op selective AC (activation_checkpoint.mode = "selective",
+ *    selective_ac_option = "op"): saves the outputs of every other matmul, of SDPA and of TP
+ *    reduce-scatters, recomputes the rest (torchtitan/distributed/activation_checkpoint.py,
+ *    _save_list and its policy);
+ *  mlp: only the MLP block is checkpointed (Megatron-Core --recompute-modules mlp).
+ *  With plan key recompute_every = n > 1 the mode applies to one layer in n (torchtitan's
+ *  selective_ac_option = "n"); the other layers store everything.
+ *  The search tries the first MP_RC_SEARCHED modes unless the user pins one. */
+typedef enum { MP_RC_NONE, MP_RC_SELECTIVE, MP_RC_FULL, MP_RC_OP, MP_RC_MLP, MP_RC_COUNT } mp_recompute;
+#define MP_RC_SEARCHED 3
 
 /** What is stored for backward in one transformer layer, in bytes, for one micro-batch of b
  *  sequences of s tokens on one GPU of a TP group of t ranks.

@@ -79,11 +79,20 @@ typedef enum {
     X(activations, "activ", MP_MEM_KIND_PART, "activations stored for backward, all micro-batches in "     \
       "flight")                                                                                            \
     X(logits, "logits", MP_MEM_KIND_PART, "LM-head output and its fp32 upcast (last stage)")               \
-    X(buffers, "buffers", MP_MEM_KIND_PART, "communication buckets, gathered ZeRO-3 layers, workspace")    \
-    X(total, "total", MP_MEM_KIND_TOTAL, "the sum of the parts")                                           \
+    X(buffers, "buffers", MP_MEM_KIND_PART, "gathered ZeRO-3 layers and unsharded gradients")              \
+    X(step_temp, "step", MP_MEM_KIND_PART, "optimizer-step transient (fp32 gradient copy, foreach "       \
+      "temporaries), when the step is the peak")                                                          \
+    X(runtime, "runtime", MP_MEM_KIND_PART, "CUDA context and cuBLAS/cuDNN workspaces (outside the "      \
+      "allocator)")                                                                                        \
+    X(nccl, "nccl", MP_MEM_KIND_PART, "NCCL channel buffers of the rank's communicators")                  \
+    X(allocator_reserve, "reserve", MP_MEM_KIND_PART, "the caching allocator's reserved-but-unallocated " \
+      "bytes (fragmentation)")                                                                             \
+    X(total, "total", MP_MEM_KIND_TOTAL, "the sum of the parts: what nvidia-smi shows at the peak")        \
     X(capacity, "capacity", MP_MEM_KIND_CAPACITY, "the GPU's memory capacity")                             \
-    X(allocator_margin, "caching-allocator margin", MP_MEM_KIND_BESIDE,                                    \
-      "the caching allocator's fragmentation reserve, not in the total")
+    X(allocator_margin, "verdict margin", MP_MEM_KIND_BESIDE,                                              \
+      "the verdict's uncertainty band (margin x total): tight when capacity is within it")               \
+    X(allocated, "allocated tensors", MP_MEM_KIND_BESIDE,                                                  \
+      "peak of allocated tensors, weights to buffers (torch.cuda.max_memory_allocated)")
 
 /* Shares of time_s.compute the writers also print: per-micro-batch fields of mp_step_parts
  * (estimate.h), times the micro-batches per step. JSON: top-level keys beside time_s. */

@@ -5,7 +5,7 @@
  * the messages, mp_plan_format, `meshplan help` (mp_plan_keys_help) and the README's list all come
  * from it or are tested against it (docs/plan.md: adding a key is one line of that table):
  *   tp, pp, vpp, dp, cp, ep, sp (0/1), mb, gb, seq, zero (0-3), hsdp (shard group size),
- *   recompute (none|selective|full), precision (bf16|fp16|fp8), flash (0/1),
+ *   recompute (none|selective|full|op|mlp), precision (bf16|fp16|fp8), flash (0/1),
  *   schedule (1f1b|interleaved|gpipe|zb), order (rank order, innermost first, e.g.
  *   tp-cp-ep-dp-pp — the default, Megatron-LM's; dimensions not listed follow, outermost, in the
  *   default order, and must have degree 1),
@@ -98,6 +98,14 @@ typedef struct {
                                    2 per-parameter sharding (PyTorch FSDP2 fully_shard, torchtitan),
                                    whose gathered buffer is copied out into each parameter on the
                                    compute stream at every gather (mp_fsdp_copy_out_s) */
+    int opt_dtype;              /* plan key opt_dtype: optimizer-state dtype, 0 fp32 (default),
+                                   1 bf16 (AdamW moments in bf16: 2 + 2 bytes per parameter) */
+    int no_master;              /* plan key master_weights: 0 keeps fp32 master weights
+                                   (default, master_weights=1), 1 drops them (master_weights=0:
+                                   "pure bf16", the optimizer updates the 16-bit weights) */
+    int64_t recompute_every;    /* plan key recompute_every: the recompute mode applies to one
+                                   layer in every n (torchtitan selective_ac_option = "n"), the
+                                   others store all their activations; 0 or 1: every layer */
     mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
     unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
     /* Set to MP_PLAN_INIT_MAGIC by mp_plan_init_default and checked by mp_plan_parse,

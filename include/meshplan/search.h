@@ -152,7 +152,8 @@ typedef struct {
     int feasible;                    /* fits in memory */
     double score;                    /* objective value, lower is better */
     double step_s, tokens_per_s, mfu;
-    double memory_bytes;             /* most loaded GPU (allocator margin not included) */
+    double memory_bytes;             /* most loaded GPU, everything it holds (estimate.h
+                                        mp_memory.total: runtime parts included) */
     double capacity_bytes;
     double headroom_bytes;           /* capacity - memory; negative when over */
     double time_to_train_s;          /* steps to train opts.tokens x step_s; 0 without a budget */
@@ -160,6 +161,9 @@ typedef struct {
                                         million tokens; 0 without a price */
     double energy_J_per_token;       /* from opts.energy; 0 without it */
     char bottleneck[160];            /* filled for the plans in the result lists */
+    /* Added later. */
+    int verdict;                     /* mp_verdict (estimate.h): fits, tight (inside the
+                                        margin: may run out of memory) or oom */
 } mp_search_entry;
 
 /** The total order of the ranking: score ascending, then memory headroom descending, then fewer
@@ -185,6 +189,11 @@ typedef struct {
     uint64_t memory_checked;         /* over memory, found from mp_estimate_plan's memory alone
                                         (opts feasibility_only, with pruning) and never timed;
                                         in over_memory, not in evaluated nor over_memory_proven */
+    uint64_t bound_skipped;          /* feasible plans never timed: a lower bound on their step
+                                        (src/search/bound.c) proved they cannot enter the top
+                                        list, a frontier or the rank; in feasible. evaluated +
+                                        memory_checked + over_memory_proven + order_skipped +
+                                        bound_skipped = plans */
 } mp_search_counts;
 
 /** Why the winner beats the runner-up. */

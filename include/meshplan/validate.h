@@ -32,6 +32,10 @@ typedef struct {
     double measured, predicted;
     double error_pct;       /* 100 (predicted - measured) / measured */
     char assumed[256];      /* assumptions made for missing cells, "" if none */
+    /* Added later. */
+    int verdict;            /* the predicted plan's memory verdict (mp_verdict, estimate.h) */
+    char mem_basis[16];     /* for mem_gib: the row's mem_basis ("allocated", "reserved",
+                               "nvidia-smi", "peak"; "" not stated) */
 } mp_val_row;
 
 typedef struct {

@@ -61,10 +61,16 @@ typedef struct {
     CLI_OPT("--gpus-per-node", "K", "GPUs per node (default: the GPU's usual node)")
 #define CLI_OPT_SCALE_OUT \
     CLI_OPT("--scale-out", "LINK", "scale-out link key, e.g. ib-ndr-400 (default: the node's NICs)")
+/* --cluster for the commands that take one cluster (search, scale, trace): cli_one_cluster. */
+#define CLI_OPT_CLUSTER_ONE                                                                        \
+    CLI_OPT("--cluster", "NODE|PRESET|FILE",                                                      \
+            "the wiring instead of --gpu's usual node: a catalog node, a shipped cluster or a "   \
+            "cluster description (docs/cluster.md); --gpu, if given, replaces its GPU; one "      \
+            "cluster, not islands")
 #define CLI_MODEL_HELP "a catalog key, a Hugging Face config.json or a model JSON file"
 /* The job options of search and scale, read by cli_search_opts (cli_search.c). */
 #define CLI_OPTS_SEARCH_JOB                                                                       \
-    CLI_OPT("--gb", "B", "global batch, sequences (or gb= in --fix)"),                            \
+    CLI_OPT("--gb", "B", "required unless --fix or --config gives gb: global batch, sequences"),                            \
     CLI_OPT("--seq", "S", "sequence length, tokens (default: the model's)"),                      \
     CLI_OPT("--precision", "P", "bf16 (default), fp16 or fp8"),                                   \
     CLI_OPT("--fix", "PLAN", "plan keys held fixed, \"tp=8,zero=1,...\" (plan keys below)"),     \
@@ -168,9 +174,16 @@ int cli_parse_bytes(const char *name, const char *s, double *out);
 /* --- search and scale (cli_search.c) --- */
 /** --gpus N or A:B (A, 2A, 4A, ... <= B) into counts (at most cap); 0 or EXIT_INPUT. */
 int cli_parse_gpu_range(const char *s, long long *counts, int cap, int *n);
-/** One cluster per count from --gpu, --gpus-per-node, --scale-out; 0 or an exit code. */
+/** The cluster of a one-cluster command `cmd` with ngpus GPUs (<= 0: --cluster's own count):
+ *  --cluster (cli_load_cluster; an islands description is refused, as are --gpus-per-node and
+ *  --scale-out beside it) or --gpu with --gpus-per-node and --scale-out; calibrated. 0 or an
+ *  exit code after printing. */
+int cli_one_cluster(const cli_args *a, const mp_catalog *cat, const char *cmd, long long ngpus,
+                    mp_cluster *out);
+/** One cluster per count from --cluster, or --gpu, --gpus-per-node, --scale-out (a count of 0
+ *  takes --cluster's); 0 or an exit code. */
 int cli_search_clusters(const cli_args *a, const mp_catalog *cat, const long long *counts, int n,
-                        mp_cluster *clusters);
+                        mp_cluster *clusters, const char *cmd);
 /** Search options from --gb --seq --precision --fix --objective --tokens --price-gpu-hour --top
  *  --threads --no-prune --orders; 0 or EXIT_INPUT after printing the problem. */
 int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o);
@@ -187,6 +200,9 @@ void cli_progress_done(cli_progress *p);
 /** The plan keys with their values, defaults and meaning, from the library's tables, for help
  *  (cli_plan_keys.c). */
 void cli_print_plan_keys(FILE *f);
+/** The plan keys as a command's help lists them: given with `option` (--plan, --fix), and the
+ *  islands keys when the command takes an islands description (islands 1). */
+void cli_print_plan_keys_for(FILE *f, const char *option, int islands);
 /** The RL job of rl and rl-search (cmd_rl.c): model, cluster (--cluster or --gpu, --gpus) and
  *  the config from the options over mp_rl_config_init. 0 or an exit code after printing. */
 int cli_rl_job(const cli_args *a, mp_model *m, mp_cluster *cl, mp_rl_config *k);

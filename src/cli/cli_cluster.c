@@ -55,8 +55,20 @@ int cli_load_cluster(const mp_catalog *cat, const char *spec, long long ngpus,
     if (st == MP_OK && gpu_override) {
         const mp_gpu *g = mp_catalog_gpu(cat, gpu_override);
         if (!g) {
-            mp_diag_add(&d, "gpu = \"%s\": not in the catalog (see `meshplan catalog gpus`)",
-                        gpu_override);
+            /* the nearest catalog keys, as --gpu alone suggests them */
+            const char *names[512], *near[3];
+            int n = 0;
+            for (size_t i = 0; i < mp_catalog_gpu_count(cat) && n < 512; i++)
+                names[n++] = mp_catalog_gpu_at(cat, i)->key;
+            int k = cli_nearest(gpu_override, names, n, near, 3);
+            char hint[256] = "";
+            size_t used = 0;
+            for (int i = 0; i < k && used < sizeof hint; i++)
+                used += (size_t)snprintf(hint + used, sizeof hint - used, "%s%s%s",
+                                         i ? (i + 1 < k ? ", " : " or ") : "; did you mean ", near[i],
+                                         i + 1 == k ? "?" : "");
+            mp_diag_add(&d, "gpu = \"%s\": not in the catalog (see `meshplan catalog gpus`)%s",
+                        gpu_override, hint);
             st = MP_ERR_NOT_FOUND;
         } else {
             out->gpu = *g;
@@ -64,6 +76,43 @@ int cli_load_cluster(const mp_catalog *cat, const char *spec, long long ngpus,
     }
     if (st != MP_OK) {
         fprintf(stderr, "meshplan: cluster = \"%s\": not a valid cluster:\n", spec);
+        cli_print_diag(&d);
+        return cli_exit_for(st);
+    }
+    cli_cal_cluster(out);
+    return 0;
+}
+
+int cli_one_cluster(const cli_args *a, const mp_catalog *cat, const char *cmd, long long ngpus,
+                    mp_cluster *out)
+{
+    const char *spec = cli_opt(a, "--cluster"), *gpu = cli_opt(a, "--gpu");
+    const char *gpn_s = cli_opt(a, "--gpus-per-node"), *so = cli_opt(a, "--scale-out");
+    int rc;
+    if (spec) {
+        if (gpn_s || so) {
+            fprintf(stderr, "meshplan: %s: --gpus-per-node and --scale-out describe the cluster: give "
+                            "them in the --cluster file instead\n", cmd);
+            return EXIT_INPUT;
+        }
+        if (cli_cluster_is_islands(spec)) {
+            fprintf(stderr, "meshplan: %s: cluster = \"%s\" is an islands description: %s covers one "
+                            "cluster (predict and islands-scale take islands; docs/islands.md)\n",
+                    cmd, spec, cmd);
+            return EXIT_INPUT;
+        }
+        return cli_load_cluster(cat, spec, ngpus, gpu, out);
+    }
+    if (!gpu) {
+        fprintf(stderr, "meshplan: %s: --gpu (or --cluster) is required (meshplan %s --help)\n", cmd, cmd);
+        return EXIT_INPUT;
+    }
+    long long gpn = 0;
+    if (gpn_s && (rc = cli_parse_count("gpus-per-node", gpn_s, 1, 1 << 20, &gpn)))
+        return rc;
+    mp_diag d = {0};
+    mp_status st = mp_cluster_from_catalog(cat, gpu, ngpus, (int)gpn, so, out, &d);
+    if (st != MP_OK) {
         cli_print_diag(&d);
         return cli_exit_for(st);
     }

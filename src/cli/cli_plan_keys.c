@@ -19,8 +19,15 @@ static void print_help(FILE *f, int (*help)(char *, size_t))
 
 void cli_print_plan_keys(FILE *f)
 {
-    fputs("plan keys: --plan \"key=value,...\" (docs/plan.md)\n", f);
+    cli_print_plan_keys_for(f, "--plan", 1);
+}
+
+void cli_print_plan_keys_for(FILE *f, const char *option, int islands)
+{
+    fprintf(f, "plan keys: %s \"key=value,...\" (docs/plan.md)\n", option);
     print_help(f, mp_plan_keys_help);
+    if (!islands)
+        return;
     fputs("plan keys across islands: with --cluster ISLANDS, and predict --quality-factor F\n"
           "(docs/islands.md)\n", f);
     print_help(f, mp_islands_plan_keys_help);

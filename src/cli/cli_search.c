@@ -48,22 +48,12 @@ int cli_parse_gpu_range(const char *s, long long *counts, int cap, int *n)
 }
 
 int cli_search_clusters(const cli_args *a, const mp_catalog *cat, const long long *counts, int n,
-                        mp_cluster *clusters)
+                        mp_cluster *clusters, const char *cmd)
 {
-    const char *gpu = cli_opt(a, "--gpu"), *gpn_s = cli_opt(a, "--gpus-per-node");
-    long long gpn = 0;
-    int rc;
-    if (gpn_s && (rc = cli_parse_count("gpus-per-node", gpn_s, 1, 1 << 20, &gpn)))
-        return rc;
     for (int i = 0; i < n; i++) {
-        mp_diag d = {0};
-        mp_status st = mp_cluster_from_catalog(cat, gpu, counts[i], (int)gpn, cli_opt(a, "--scale-out"),
-                                               &clusters[i], &d);
-        if (st != MP_OK) {
-            cli_print_diag(&d);
-            return cli_exit_for(st);
-        }
-        cli_cal_cluster(&clusters[i]);
+        int rc = cli_one_cluster(a, cat, cmd, counts[i], &clusters[i]);
+        if (rc)
+            return rc;
     }
     return 0;
 }

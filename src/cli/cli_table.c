@@ -11,11 +11,12 @@
 #define HELP_WIDTH 100 /* columns the help is wrapped to */
 #define NAME_CAP 64    /* longest option or command name compared for suggestions */
 
-/* Where every help prints the plan keys: from the library's key tables (cli_plan_keys.c). */
-static void print_plan_keys(FILE *f)
-{
-    cli_print_plan_keys(f);
-}
+/* Where every help prints the plan keys: from the library's key tables (cli_plan_keys.c). A
+ * command's help names the option it takes them with and lists the islands keys only where an
+ * islands description is accepted (predict, islands-scale); the global help lists all. */
+static const char *const islands_commands[] = {"predict", "islands-scale"};
+
+static void print_plan_keys(FILE *f, const cli_command *c);
 
 static const char clusters_help[] =
     "clusters:  C is a catalog node (dgx-h100, ...), a shipped cluster (docs/cluster.md) or a\n"
@@ -271,6 +272,18 @@ static int takes_plan(const cli_command *c)
     return find_option(c->options, "--plan", 6) || find_option(c->options, "--fix", 5);
 }
 
+static void print_plan_keys(FILE *f, const cli_command *c)
+{
+    if (!c) {
+        cli_print_plan_keys(f);
+        return;
+    }
+    int islands = 0;
+    for (size_t i = 0; i < sizeof islands_commands / sizeof islands_commands[0]; i++)
+        islands |= !strcmp(c->name, islands_commands[i]);
+    cli_print_plan_keys_for(f, find_option(c->options, "--plan", 6) ? "--plan" : "--fix", islands);
+}
+
 void cli_print_command_help(FILE *f, const cli_command *c)
 {
     int col = fprintf(f, "usage: meshplan %s", c->name), optional = 0;
@@ -312,7 +325,7 @@ void cli_print_command_help(FILE *f, const cli_command *c)
         own_keys(f);
     } else if (takes_plan(c)) {
         fputc('\n', f);
-        print_plan_keys(f);
+        print_plan_keys(f, c);
     }
     fprintf(f, "\n%s", exit_codes_help);
 }
@@ -328,6 +341,6 @@ void cli_print_usage(FILE *f, const cli_command *const *cmds, int n)
     }
     fprintf(f, "  %-14s this text; `meshplan help COMMAND` is `meshplan COMMAND --help`\n", "help");
     fprintf(f, "  %-14s the version\n\n", "--version");
-    print_plan_keys(f);
+    print_plan_keys(f, NULL);
     fprintf(f, "%s%s", clusters_help, exit_codes_help);
 }

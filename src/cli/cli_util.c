@@ -76,7 +76,8 @@ int cli_parse_count(const char *name, const char *s, long long min, long long ma
     errno = 0;
     long long x = strtoll(s, &end, 10);
     if (!s[0] || *end || errno) {
-        fprintf(stderr, "meshplan: %s = \"%s\": expected an integer\n", name, s);
+        fprintf(stderr, "meshplan: %s = \"%s\": expected an integer in [%lld, %lld], in digits\n", name, s,
+                min, max);
         return EXIT_INPUT;
     }
     if (x < min || x > max) {

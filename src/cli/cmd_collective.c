@@ -53,8 +53,9 @@ static int parse_algos(const char *s, unsigned *mask)
     return 0;
 }
 
-/* --sizes A[:B[:F]]: from A doubling (or times F) up to B. */
-static int parse_sizes(const char *s, double *sizes, int *n)
+/* --sizes A[:B[:F]]: from A doubling (or times F) up to B; A at least one element of tsize
+ * bytes (a smaller message holds no element: nccl-tests starts at one too). */
+static int parse_sizes(const char *s, double tsize, const char *type, double *sizes, int *n)
 {
     char buf[128];
     snprintf(buf, sizeof buf, "%s", s);
@@ -80,6 +81,12 @@ static int parse_sizes(const char *s, double *sizes, int *n)
     }
     if (b < a)
         return cli_fail("sizes = \"%s\": expected first <= last", s);
+    if (a < tsize) {
+        fprintf(stderr, "meshplan: sizes = \"%s\": the first size, %.0f B, holds no %s element (%.0f B): "
+                        "expected sizes of at least %.0f B (--sizes %.0f%s%s)\n", s, a, type, tsize, tsize,
+                tsize, p2 && tsize <= b ? ":" : "", p2 && tsize <= b ? p2 : "");
+        return EXIT_INPUT;
+    }
     *n = 0;
     for (double x = a; x <= b * (1.0 + 1e-12); x = x > 0 ? x * f : 1.0) {
         if (*n >= MAX_SIZES) {
@@ -167,8 +174,8 @@ static int coll_read_opts(const cli_args *a, coll_job *j)
     if (!j->tsize)
         return cli_fail("type = \"%s\": expected float, half, bfloat16, double, int8, uint8, int32 "
                         "or int64", j->type);
-    if ((rc = parse_sizes(cli_opt(a, "--sizes") ? cli_opt(a, "--sizes") : "8:8G", j->sizes,
-                          &j->nsizes)))
+    if ((rc = parse_sizes(cli_opt(a, "--sizes") ? cli_opt(a, "--sizes") : "8:8G", j->tsize, j->type,
+                          j->sizes, &j->nsizes)))
         return rc;
     j->ngpus = 0, j->gpn = 0, j->ranks = 0, j->stride = 1;
     const char *v;

@@ -161,7 +161,7 @@ static int plot_pareto(const cli_args *a, const mp_plot_opts *po, const char *pa
     if (!clusters)
         rc = EXIT_INTERNAL;
     if (!rc && !(rc = cli_load_model(cat, cli_opt(a, "--model"), &m)) &&
-        !(rc = cli_search_clusters(a, cat, counts, n, clusters)) && !(rc = cli_search_opts(a, &m, &o))) {
+        !(rc = cli_search_clusters(a, cat, counts, n, clusters, "plot")) && !(rc = cli_search_opts(a, &m, &o))) {
         if (!cli_opt(a, "--top"))
             o.top_n = 50; /* a cloud of good plans around the frontier */
         cli_progress prog;

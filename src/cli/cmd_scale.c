@@ -65,10 +65,12 @@ static json_t *point_json(const scale_point *p)
 
 static const cli_option scale_opts[] = {
     CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
-    CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
+    CLI_OPT("--gpu", "G", "required unless --cluster gives it: the GPU, a catalog key (meshplan "
+            "catalog gpus)"),
     CLI_REQ("--gpus", "A:B", "the GPU counts A, 2A, ... B"),
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
+    CLI_OPT_CLUSTER_ONE,
     CLI_OPT_CATALOG,
     CLI_OPTS_SEARCH_JOB,
     CLI_OPT("--island-gpus", "A:B", "GPUs per island: the islands' scaling study instead "
@@ -103,7 +105,7 @@ int cli_scale_compute(const cli_args *a, cli_scale_run *r)
     if (!clusters || !strong || !weak)
         return EXIT_INTERNAL;
     if ((rc = cli_load_model(r->cat, cli_opt(a, "--model"), mm)) ||
-        (rc = cli_search_clusters(a, r->cat, counts, n, clusters)) ||
+        (rc = cli_search_clusters(a, r->cat, counts, n, clusters, "scale")) ||
         (rc = cli_search_opts(a, mm, oo)))
         return rc;
     oo->top_n = 1;

@@ -41,10 +41,13 @@ static int rank_plan(const char *text, const mp_model *m, const mp_search_opts *
 
 static const cli_option search_opts[] = {
     CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
-    CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
-    CLI_REQ("--gpus", "N|A:B", "GPUs in the job, or A:B to search the GPU counts A, 2A, ... B"),
+    CLI_OPT("--gpu", "G", "required unless --cluster gives it: the GPU, a catalog key (meshplan "
+            "catalog gpus)"),
+    CLI_OPT("--gpus", "N|A:B", "required unless --cluster gives it: GPUs in the job, or A:B to "
+            "search the GPU counts A, 2A, ... B"),
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
+    CLI_OPT_CLUSTER_ONE,
     CLI_OPT("--config", "FILE",
             "a launch config: its model, GPUs, batch, sequence and precision where not given; "
             "the plan is searched (docs/import.md)"),
@@ -81,8 +84,15 @@ int cmd_search(int argc, char **argv)
         return cli_fail("search: --json and --csv exclude each other%s", "");
     long long counts[MP_SEARCH_MAX_CLUSTERS];
     int n = 0;
-    if ((rc = cli_parse_gpu_range(cli_opt(&a, "--gpus"), counts, MP_SEARCH_MAX_CLUSTERS, &n)))
+    if (!cli_opt(&a, "--gpus") && cli_opt(&a, "--cluster")) {
+        counts[0] = 0; /* the cluster's own count */
+        n = 1;
+    } else if (!cli_opt(&a, "--gpus")) {
+        return cli_fail("search: --gpus (or --cluster with a GPU count) is required (meshplan "
+                        "search --help)%s", "");
+    } else if ((rc = cli_parse_gpu_range(cli_opt(&a, "--gpus"), counts, MP_SEARCH_MAX_CLUSTERS, &n))) {
         return rc;
+    }
 
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&a, &cat)))
@@ -99,7 +109,7 @@ int cmd_search(int argc, char **argv)
         goto done;
     }
     if ((rc = cli_load_model(cat, cli_opt(&a, "--model"), &m)) ||
-        (rc = cli_search_clusters(&a, cat, counts, n, clusters)) ||
+        (rc = cli_search_clusters(&a, cat, counts, n, clusters, "search")) ||
         (rc = cli_search_opts(&a, &m, &o)))
         goto done;
     if (cli_opt(&a, "--rank")) {

@@ -49,20 +49,21 @@ static int check_size(const mp_model *m, const mp_plan *p, const mp_estimate *e,
 {
     mp_sim_size z;
     mp_sim_size_bound(m, p, e, so, &z);
-    char fix[160];
+    char fix[240];
     if (z.tasks_min > so->max_events)
         return 0;
     if (outpath && z.trace_bytes_min > max_trace) {
         /* The gb that keeps the trace under the cap: tasks scale with the micro-batches. */
         double g = floor((double)max_trace / (double)z.trace_bytes_per_microbatch);
         if (g >= 1)
-            snprintf(fix, sizeof fix, "it needs a global batch of gb=%lld or less (likely less: that is a lower bound)",
+            snprintf(fix, sizeof fix, "it needs a global batch of gb=%lld or less (likely less: that is a lower "
+                                      "bound), or a larger --max-trace-bytes",
                      (long long)(g * (double)p->mb * (double)p->dp));
         else
-            snprintf(fix, sizeof fix, "even one micro-batch per DP rank takes %lld bytes",
-                     (long long)z.trace_bytes_per_microbatch);
+            snprintf(fix, sizeof fix, "no global batch fits under it (one micro-batch per DP rank, gb=%lld, "
+                                      "takes %lld bytes): raise --max-trace-bytes", (long long)(p->mb * p->dp), (long long)z.trace_bytes_per_microbatch);
         fprintf(stderr, "meshplan: trace: the trace of this step takes at least %lld bytes (%.4g MB, %lld slices), over "
-                        "--max-trace-bytes %lld%s; %s, or raise --max-trace-bytes; nothing was simulated or written\n",
+                        "--max-trace-bytes %lld%s: %s; nothing was simulated or written\n",
                 (long long)z.trace_bytes_min, (double)z.trace_bytes_min / 1e6, (long long)z.tasks_min,
                 (long long)max_trace, max_trace == MP_SIM_DEFAULT_MAX_TRACE_BYTES ? " (the default, 256 MiB)" : "",
                 fix);
@@ -181,11 +182,13 @@ int cli_trace_sim_opts(const cli_args *args, long long ngpus, mp_sim_opts *so)
 
 static const cli_option trace_opts[] = {
     CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
-    CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
-    CLI_REQ("--gpus", "N", "GPUs in the job"),
+    CLI_OPT("--gpu", "G", "required unless --cluster gives it: the GPU, a catalog key (meshplan "
+            "catalog gpus)"),
+    CLI_OPT("--gpus", "N", "required unless --cluster gives it: GPUs in the job"),
     CLI_REQ("--plan", "PLAN", "the parallel plan, \"tp=8,pp=4,...\" (plan keys below)"),
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
+    CLI_OPT_CLUSTER_ONE,
     CLI_OPT("--config", "FILE",
             "a launch config (Megatron-LM script, DeepSpeed JSON, torchtitan TOML, NeMo or "
             "fine-tuning YAML, config.json): the options not given come from it (docs/import.md)"),
@@ -229,15 +232,12 @@ int cmd_trace(int argc, char **argv)
     const char *model = cli_opt(&args, "--model"), *gpu = cli_opt(&args, "--gpu");
     const char *gpus = cli_opt(&args, "--gpus"), *plan = cli_opt(&args, "--plan");
     const char *outpath = cli_opt(&args, "-o") ? cli_opt(&args, "-o") : cli_opt(&args, "--output");
-    long long ngpus = 0, gpn = 0;
-    if ((rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &ngpus)))
-        return rc;
-    if (cli_opt(&args, "--gpus-per-node") &&
-        (rc = cli_parse_count("gpus-per-node", cli_opt(&args, "--gpus-per-node"), 1, 1 << 20, &gpn)))
-        return rc;
-    mp_sim_opts so;
-    double max_trace;
-    if ((rc = sim_options(&args, ngpus, &so, &max_trace)))
+    long long ngpus = 0;
+    (void)gpu;
+    if (!gpus && !cli_opt(&args, "--cluster"))
+        return cli_fail("trace: --gpus (or --cluster with a GPU count) is required (meshplan trace "
+                        "--help)%s", "");
+    if (gpus && (rc = cli_parse_count("gpus", gpus, 1, 1LL << 24, &ngpus)))
         return rc;
 
     mp_catalog *cat = NULL;
@@ -249,8 +249,13 @@ int cmd_trace(int argc, char **argv)
     mp_estimate *e = NULL;
     mp_sim *sim = NULL;
     mp_diag d = {0};
-    if ((rc = cli_job_estimate(cat, model, gpu, ngpus, gpn, cli_opt(&args, "--scale-out"), plan, &m, &cl, &p,
-                               &e, &d)))
+    mp_sim_opts so;
+    double max_trace;
+    if ((rc = cli_load_model(cat, model, &m)) || (rc = cli_one_cluster(&args, cat, "trace", ngpus, &cl)))
+        goto done;
+    ngpus = cl.num_gpus;
+    if ((rc = sim_options(&args, ngpus, &so, &max_trace)) ||
+        (rc = cli_plan_estimate(&m, &cl, plan, ngpus, &p, &e, &d)))
         goto done;
     if ((rc = check_size(&m, &p, e, &so, outpath, (int64_t)max_trace)))
         goto done;

@@ -126,21 +126,9 @@ static double fat_tree_ports_per_endpoint(double endpoints, double k)
     return 7.0;
 }
 
-mp_status mp_energy_step(const mp_cluster *c, const mp_plan *p, const mp_estimate *e,
-                         const mp_estimate_opts *eo, const mp_energy_opts *o, mp_power *out,
-                         mp_diag *d)
+/* The inputs the power model needs, each out-of-range one named; returns how many are bad. */
+static int check_inputs(const mp_cluster *c, const mp_estimate *e, const mp_energy_opts *o, mp_diag *d)
 {
-    mp_energy_opts od;
-    mp_estimate_opts eod;
-    if (!o) {
-        mp_energy_opts_init(&od);
-        o = &od;
-    }
-    if (!eo) {
-        mp_estimate_opts_init(&eod);
-        eo = &eod;
-    }
-    memset(out, 0, sizeof *out);
     const mp_gpu *g = &c->gpu;
     int bad = 0;
     if (!(g->tdp_W > 0)) {
@@ -160,7 +148,65 @@ mp_status mp_energy_step(const mp_cluster *c, const mp_plan *p, const mp_estimat
         mp_diag_add(d, "energy: the estimate has no step time (step_s = %g)", e->step_s);
         bad++;
     }
-    if (bad)
+    return bad;
+}
+
+/* The node (GPUs, host overhead), the scale-out switches and the facility (PUE) around the
+ * GPUs' average power, and the energy per step and per million tokens at each level. */
+static void node_and_facility(const mp_cluster *c, const mp_estimate *e, const mp_energy_opts *o,
+                              double idle, double energy_gpu, mp_power *out)
+{
+    const double tdp = c->gpu.tdp_W, step = out->step_s;
+    const double gpn = (double)c->gpus_per_node;
+    const double nodes = ceil((double)c->num_gpus / gpn);
+    out->nodes = nodes;
+    out->gpu_per_node = gpn;
+    double oh_max = o->node_overhead_W > 0 ? o->node_overhead_W
+                  : c->node_power_overhead_W > 0 ? c->node_power_overhead_W
+                  : UNSEEN_OVERHEAD_PER_GPU_TDP * gpn * tdp;
+    out->node_overhead_max_W = oh_max;
+    out->node_overhead_W = oh_max * (o->host_idle_frac + (1.0 - o->host_idle_frac) * o->host_util_frac);
+    out->node_avg_W = gpn * out->gpu_avg_W + out->node_overhead_W;
+    out->node_peak_W = gpn * out->gpu_peak_W + out->node_overhead_W;
+    out->node_idle_W = gpn * idle + oh_max * o->host_idle_frac;
+    if (c->ntiers > 1 && nodes > 1) {
+        double ports_node = o->scaleout_ports_per_node > 0 ? o->scaleout_ports_per_node : gpn;
+        double endpoints = nodes * ports_node;
+        double ppe = fat_tree_ports_per_endpoint(endpoints, (double)o->switch_radix);
+        out->switch_ports_per_gpu = ppe * endpoints / (double)c->num_gpus;
+        out->switch_W = ppe * endpoints * o->switch_port_W;
+    }
+    out->it_avg_W = nodes * out->node_avg_W + out->switch_W;
+    out->facility_avg_W = out->it_avg_W * o->pue;
+    out->facility_peak_W = (nodes * out->node_peak_W + out->switch_W) * o->pue;
+    out->energy_J_per_step_gpu = (double)c->num_gpus * energy_gpu;
+    out->energy_J_per_step_node = nodes * out->node_avg_W * step;
+    out->energy_J_per_step_facility = out->facility_avg_W * step;
+    double mtok = e->tokens_per_step / 1e6;
+    if (mtok > 0) {
+        out->energy_J_per_mtoken_gpu = out->energy_J_per_step_gpu / mtok;
+        out->energy_J_per_mtoken_node = out->energy_J_per_step_node / mtok;
+        out->energy_J_per_mtoken_facility = out->energy_J_per_step_facility / mtok;
+    }
+}
+
+mp_status mp_energy_step(const mp_cluster *c, const mp_plan *p, const mp_estimate *e,
+                         const mp_estimate_opts *eo, const mp_energy_opts *o, mp_power *out,
+                         mp_diag *d)
+{
+    mp_energy_opts od;
+    mp_estimate_opts eod;
+    if (!o) {
+        mp_energy_opts_init(&od);
+        o = &od;
+    }
+    if (!eo) {
+        mp_estimate_opts_init(&eod);
+        eo = &eod;
+    }
+    memset(out, 0, sizeof *out);
+    const mp_gpu *g = &c->gpu;
+    if (check_inputs(c, e, o, d))
         return MP_ERR_INPUT;
 
     /* --- the GPU's power points ------------------------------------------------------------ */
@@ -251,38 +297,7 @@ mp_status mp_energy_step(const mp_cluster *c, const mp_plan *p, const mp_estimat
     out->gpu_avg_W = energy_gpu / step;
     out->gpu_peak_W = fmin(peak, cap);
 
-    /* --- node, switches, facility ------------------------------------------------------------ */
-    const double gpn = (double)c->gpus_per_node;
-    const double nodes = ceil((double)c->num_gpus / gpn);
-    out->nodes = nodes;
-    out->gpu_per_node = gpn;
-    double oh_max = o->node_overhead_W > 0 ? o->node_overhead_W
-                  : c->node_power_overhead_W > 0 ? c->node_power_overhead_W
-                  : UNSEEN_OVERHEAD_PER_GPU_TDP * gpn * tdp;
-    out->node_overhead_max_W = oh_max;
-    out->node_overhead_W = oh_max * (o->host_idle_frac + (1.0 - o->host_idle_frac) * o->host_util_frac);
-    out->node_avg_W = gpn * out->gpu_avg_W + out->node_overhead_W;
-    out->node_peak_W = gpn * out->gpu_peak_W + out->node_overhead_W;
-    out->node_idle_W = gpn * idle + oh_max * o->host_idle_frac;
-    if (c->ntiers > 1 && nodes > 1) {
-        double ports_node = o->scaleout_ports_per_node > 0 ? o->scaleout_ports_per_node : gpn;
-        double endpoints = nodes * ports_node;
-        double ppe = fat_tree_ports_per_endpoint(endpoints, (double)o->switch_radix);
-        out->switch_ports_per_gpu = ppe * endpoints / (double)c->num_gpus;
-        out->switch_W = ppe * endpoints * o->switch_port_W;
-    }
-    out->it_avg_W = nodes * out->node_avg_W + out->switch_W;
-    out->facility_avg_W = out->it_avg_W * o->pue;
-    out->facility_peak_W = (nodes * out->node_peak_W + out->switch_W) * o->pue;
-    out->energy_J_per_step_gpu = (double)c->num_gpus * energy_gpu;
-    out->energy_J_per_step_node = nodes * out->node_avg_W * step;
-    out->energy_J_per_step_facility = out->facility_avg_W * step;
-    double mtok = e->tokens_per_step / 1e6;
-    if (mtok > 0) {
-        out->energy_J_per_mtoken_gpu = out->energy_J_per_step_gpu / mtok;
-        out->energy_J_per_mtoken_node = out->energy_J_per_step_node / mtok;
-        out->energy_J_per_mtoken_facility = out->energy_J_per_step_facility / mtok;
-    }
+    node_and_facility(c, e, o, idle, energy_gpu, out);
     if (!isfinite(out->facility_avg_W) || !isfinite(out->energy_J_per_step_facility) ||
         !isfinite(out->energy_J_per_mtoken_facility)) {
         mp_diag_add(d, "energy: a result is not finite (facility %g W)", out->facility_avg_W);

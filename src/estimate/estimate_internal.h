@@ -15,6 +15,21 @@
 void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                    const mp_estimate_opts *o, mp_estimate *e);
 
+/* The runtime memory of one rank (runtime.c): CUDA context and workspaces, NCCL buffers, and
+ * the caching allocator's reserve: reserve_frac x allocated + reserve_per_buffer x buffers. */
+typedef struct {
+    double runtime_bytes, nccl_bytes, reserve_frac, reserve_per_buffer;
+} mp_runtime_mem;
+
+void mp_est_runtime_memory(const mp_workload *w, const mp_cluster *c, const mp_plan *p,
+                           mp_runtime_mem *rt);
+
+/* Fill mm's runtime, nccl and allocator_reserve from rt and mm->allocated, and mm->total. */
+void mp_est_runtime_apply(const mp_runtime_mem *rt, mp_memory *mm);
+
+/* The verdict (mp_verdict) of memory m with the margin margin_frac >= 0. */
+int mp_est_verdict(const mp_memory *m, double margin_frac);
+
 /* Step time, its parts (e->time, e->parts), throughput, MFU/HFU and the tiers. Needs the priced
  * workload. */
 void mp_est_step(const mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,

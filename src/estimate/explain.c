@@ -4,11 +4,11 @@
 
 #include "estimate_internal.h"
 
-static void add_reason(mp_estimate *e, const char *fmt, double a, double b)
+static void add_reason(mp_estimate *e, const char *fmt, double a, double b, double c, double d)
 {
     if (e->nreasons >= 4)
         return;
-    snprintf(e->reasons[e->nreasons++], sizeof e->reasons[0], fmt, a, b);
+    snprintf(e->reasons[e->nreasons++], sizeof e->reasons[0], fmt, a, b, c, d);
 }
 
 void mp_est_explain(const mp_workload *w, const mp_cluster *c, const mp_plan *p,
@@ -17,8 +17,11 @@ void mp_est_explain(const mp_workload *w, const mp_cluster *c, const mp_plan *p,
     if (opts->skip_text)
         return; /* texts left empty on request (mp_estimate_opts.skip_text) */
     if (!e->feasible) {
-        add_reason(e, "memory: %.1f GiB needed on the most loaded GPU, capacity %.1f GiB",
-                   e->memory.total / 1073741824.0, e->memory.capacity / 1073741824.0);
+        add_reason(e, "memory: %.1f GiB needed on the most loaded GPU, capacity %.1f GiB "
+                      "(%.1f GiB allocated tensors + %.1f GiB runtime, NCCL and allocator reserve)",
+                   e->memory.total / 1073741824.0, e->memory.capacity / 1073741824.0,
+                   e->memory.allocated / 1073741824.0,
+                   (e->memory.total - e->memory.allocated) / 1073741824.0);
     }
     const mp_group gsh = {w->g_shard_in.size * w->g_shard_out.size, w->g_shard_in.stride};
     enum { B_COMPUTE, B_RC, B_TP, B_CP, B_EP, B_PP, B_BUBBLE, B_DP, B_OPT, B_N };

@@ -1,8 +1,9 @@
 /* src/estimate/memory.c — memory per GPU on every pipeline stage: weights, gradients and
  * optimizer state by ZeRO stage, stored activations of the micro-batches in flight, logits on
- * the last stage, buffers (ZeRO gathers, NCCL channels), and the allocator's margin. Needs only
+ * the last stage, buffers (ZeRO gathers), the runtime parts (runtime.c) and the verdict. Needs only
  * the workload's shape, so a plan over memory is known before it is timed. */
 #include <math.h>
+#include <stdio.h>
 
 #include "estimate_internal.h"
 
@@ -15,13 +16,20 @@ typedef struct {
     double weights, grads, optim;
 } bytes_per_param;
 
-static void param_bytes(int zero, double shard, bytes_per_param *b)
+static void param_bytes(const mp_plan *p, double shard, bytes_per_param *b)
 {
-    switch (zero) {
-    case 0: b->weights = 2; b->grads = 4; b->optim = 12; break;
-    case 1: b->weights = 2; b->grads = 4; b->optim = 12 / shard; break;
-    case 2: b->weights = 2; b->grads = 2 / shard; b->optim = 12 / shard; break;
-    default: b->weights = 2 / shard; b->grads = 2 / shard; b->optim = 12 / shard; break;
+    /* The optimizer's bytes per parameter: AdamW's two moments, 4 + 4 in fp32 or 2 + 2 in bf16
+     * (plan opt_dtype), and the fp32 master weights, 4 (plan master_weights; 0 in "pure bf16"
+     * training, where AdamW updates the 16-bit weights: torchtitan/FSDP mixed-precision docs). */
+    const double optim = (p->opt_dtype == 1 ? 4.0 : 8.0) + (p->no_master ? 0.0 : 4.0);
+    /* Megatron keeps fp32 main gradients at ZeRO 0/1; without master weights the gradients
+     * stay in the 16-bit dtype (2 bytes). */
+    const double grad01 = p->no_master ? 2.0 : 4.0;
+    switch (p->zero) {
+    case 0: b->weights = 2; b->grads = grad01; b->optim = optim; break;
+    case 1: b->weights = 2; b->grads = grad01; b->optim = optim / shard; break;
+    case 2: b->weights = 2; b->grads = 2 / shard; b->optim = optim / shard; break;
+    default: b->weights = 2 / shard; b->grads = 2 / shard; b->optim = optim / shard; break;
     }
 }
 
@@ -37,11 +45,11 @@ typedef struct {
  * *per_mb and the full-recompute working set in *rc_extra. */
 static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *p, const mem_ctx *x,
                         const mp_wl_stage *st, int last, mp_memory *out, double *per_mb,
-                        double *rc_extra)
+                        double *rc_extra, double *step_temp)
 {
     const int tp = w->tp, fp8 = w->fp8;
     const double T = w->tokens_mb, V = w->vocab_padded;
-    const double shard = w->shard, eshard = w->expert_shard, dpg = w->dp_ranks, edp = w->expert_dp;
+    const double shard = w->shard, eshard = w->expert_shard;
     const double moe_nonexpert = w->moe_nonexpert_per_layer, D_mtp = w->mtp_modules;
     const double expert_per_layer_gpu = w->layer[MP_LK_MOE].expert_params;
     const int mtp_moe = w->mtp_moe;
@@ -65,8 +73,15 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     double mtp_l = last ? D_mtp : 0.0;
     *per_mb = nd * la->stored_bytes + nm * lam->stored_bytes +
               mtp_l * (mtp_moe ? lam->stored_bytes : la->stored_bytes);
-    *rc_extra = p->recompute != MP_RC_FULL ? 0.0
-              : nm > 0 ? fmax(la->working_bytes, lam->working_bytes) : la->working_bytes;
+    /* The recompute working set: while one checkpointed layer is recomputed in backward its
+     * dropped activations are live again (full: all of them; per-op and MLP-only: what they
+     * dropped). */
+    if (p->recompute == MP_RC_FULL)
+        *rc_extra = nm > 0 ? fmax(la->working_bytes, lam->working_bytes) : la->working_bytes;
+    else if (p->recompute == MP_RC_OP || p->recompute == MP_RC_MLP)
+        *rc_extra = fmax(la->working_bytes - la->stored_bytes, nm > 0 ? lam->working_bytes - lam->stored_bytes : 0.0);
+    else
+        *rc_extra = 0.0;
     if (last) {
         /* LM-head output (16-bit), its fp32 upcast and the fp32 gradient/softmax buffer:
          * 2 + 4 + 4 bytes per logit (case C1: the failing 786 MiB request is b*s*V*4);
@@ -80,7 +95,30 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     double dense_l = shard > 1 ? (double)w->params.per_layer / tp : 0.0;
     double moe_l = (shard > 1 ? moe_nonexpert / tp : 0.0) + (eshard > 1 ? expert_per_layer_gpu : 0.0);
     double biggest = nm > 0 ? (nd > 0 ? fmax(dense_l, moe_l) : moe_l) : dense_l;
-    if (p->zero == 3) {
+    /* The optimizer step's transient (docs/memory.md "The peak"): ZeRO-2/3 — DeepSpeed copies
+     * each rank's 16-bit gradient partition to fp32 for the step (deepspeed/runtime/zero/
+     * stage_1_and_2.py and stage3.py, the fp32 partition's .grad), and torch's foreach AdamW
+     * (FSDP1/FSDP2, torchtitan's default) allocates sqrt(v) for the whole parameter group
+     * before dividing (torch/optim/adamw.py, _multi_tensor_adamw): one state-dtype copy of the
+     * rank's shard, 4 bytes (2 with opt_dtype=bf16) per sharded parameter. ZeRO 0/1 (Megatron's
+     * distributed optimizer): Apex/TE FusedAdam updates in place, and the fp32 main gradients
+     * are already the gradients part: nothing. */
+    const double moment_b = p->opt_dtype == 1 ? 2.0 : 4.0;
+    *step_temp = p->zero >= 2 ? moment_b * (dense_p / shard + exp_p / eshard) : 0.0;
+    const int pp_unsharded = p->zero == 3 && w->pp > 1 && shard > 1;
+    if (pp_unsharded) {
+        /* FSDP under pipeline parallelism (torchtitan): parameters stay unsharded between the
+         * micro-batches (reshard_after_forward = False when PP is on, torchtitan's default
+         * policy) and gradients are not reduce-scattered until the last micro-batch's backward
+         * (torch.distributed.pipelining runs the others with requires_gradient_sync False); the
+         * unsharded gradients accumulate in the fp32 reduce dtype (FSDP2's
+         * unsharded_accumulated_grad; torchtitan mixed_precision_reduce = float32). So the stage
+         * holds its 16-bit parameters in full beside their shard, and 4 bytes per parameter of
+         * gradients: the whole stage's gathered buffers. */
+        const double exp_sh = eshard > 1 ? exp_p : 0.0; /* experts FSDP-sharded too */
+        mm.buffers += 2.0 * (dense_p * (1.0 - 1.0 / shard) + exp_sh * (1.0 - 1.0 / eshard)) +
+                      4.0 * (dense_p + exp_sh);
+    } else if (p->zero == 3) {
         /* Gathered 16-bit parameters of the current and the prefetched layer — the two
          * largest layers the stage holds, not two of its largest kind (a DeepSeek-V3 first
          * stage has one MoE layer and three dense ones) — and the unsharded 16-bit gradient
@@ -89,16 +127,21 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
                     : nm >= 1.0 ? moe_l + (nd >= 1.0 ? dense_l : 0.0)
                                 : fmin(nd, 2.0) * dense_l;
         mm.buffers += 2.0 * (big2 + biggest);
+        /* FSDP2's transient gather buffer: it all-gathers into one flat buffer per layer and
+         * copies it out into the per-parameter tensors (torch/distributed/fsdp/_fully_shard/
+         * _fsdp_collectives.py, foreach_all_gather_copy_out), then frees it on the compute
+         * stream, without record_stream (pytorch/pytorch issue 114299): the flat buffer is the
+         * prefetched layer's slot above until its copy-out, not a third layer. */
     } else if (p->zero == 2) {
         /* ZeRO-2 produces each layer's gradient unsharded too before reduce-scattering it,
-         * as ZeRO-3 does (one layer of 16-bit gradients). */
-        mm.buffers += 2.0 * biggest;
+         * as ZeRO-3 does (one layer of 16-bit gradients); DeepSpeed (the ZeRO-2 meshplan
+         * emits) reduces through its bucket, reduce_bucket_size 5e8 elements by default, 16-bit
+         * (DeepSpeed config docs, "ZeRO optimizations": reduce_bucket_size), when any DP group
+         * reduces. */
+        mm.buffers += 2.0 * biggest + (shard > 1 ? 2.0 * 5e8 : 0.0);
     }
-    if (dpg > 1 || edp > 1) {
-        /* Communication buckets: Megatron/DDP reduce in place on the grad buffer; NCCL
-         * keeps channel buffers (~ 2 x 4 MiB per peer group), at every ZeRO stage. */
-        mm.buffers += 2.0 * 4.0 * 1048576.0;
-    }
+    /* Communication buckets: Megatron/DDP reduce in place on the grad buffer; the NCCL
+     * channel buffers are outside the allocator (runtime.c, part nccl). */
     *out = mm;
 }
 
@@ -124,11 +167,14 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
                    const mp_estimate_opts *o, mp_estimate *e)
 {
     mem_ctx x;
-    param_bytes(p->zero, w->shard, &x.bpp);
-    param_bytes(p->zero, w->expert_shard, &x.bpx);
+    param_bytes(p, w->shard, &x.bpp);
+    param_bytes(p, w->expert_shard, &x.bpx);
+    mp_runtime_mem rt;
+    mp_est_runtime_memory(w, c, p, &rt);
     x.la = w->act;
     x.lam = w->act_moe;
     double worst = -1.0;
+    int worst_i = 0;
     const int nrep = w->pp < MP_MAX_STAGES ? w->pp : MP_MAX_STAGES;
     const int nr = mp_workload_runs(w);
     for (int r = 0; r < nr; r++) {
@@ -136,27 +182,50 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
         mp_wl_stage st;
         mp_memory cls;
         int first, count;
-        double per_mb, rc_extra;
+        double per_mb, rc_extra, step_temp;
         mp_workload_run(w, m, r, &st, &first, &count);
-        stage_class(w, m, p, &x, &st, first + count == w->pp, &cls, &per_mb, &rc_extra);
+        stage_class(w, m, p, &x, &st, first + count == w->pp, &cls, &per_mb, &rc_extra, &step_temp);
         /* in flight is non-increasing in the stage index (every schedule): a run's first stage
          * holds the most, so without per_stage it alone can be the most loaded */
         const int last_i = o->skip_per_stage ? first + 1 : first + count;
         for (int i = first; i < last_i; i++) {
             mp_memory mm = cls;
             mm.activations = inflight(w, p, i) * per_mb;
-            if (p->recompute == MP_RC_FULL)
-                mm.activations += rc_extra;
-            mm.total = mm.weights + mm.gradients + mm.optimizer + mm.activations + mm.logits + mm.buffers;
+            mm.activations += rc_extra;
+            mm.allocated = mm.weights + mm.gradients + mm.optimizer + mm.activations + mm.logits +
+                           mm.buffers;
+            /* The other moment: the optimizer step, activations and logits freed, the step's
+             * transient live; the stage's peak is the larger (docs/memory.md). The buffers are
+             * counted at both moments (an upper bound at the step; so the model states plus
+             * buffers the search's pruning bounds by do not depend on the moment or on mb). */
+            if (step_temp > mm.activations + mm.logits) {
+                mm.allocated += step_temp - mm.activations - mm.logits;
+                mm.activations = mm.logits = 0.0;
+                mm.step_temp = step_temp;
+            }
             mm.capacity = c->gpu.memory_bytes;
+            mp_est_runtime_apply(&rt, &mm);
             mm.allocator_margin = o->allocator_margin_frac * mm.total;
             if (i < nrep && !o->skip_per_stage)
                 e->per_stage[i] = mm;
             if (mm.total > worst) {
                 worst = mm.total;
                 e->memory = mm;
+                worst_i = i;
             }
         }
     }
-    e->feasible = e->memory.total <= e->memory.capacity;
+    e->verdict = mp_est_verdict(&e->memory, o->allocator_margin_frac);
+    /* The peak: the stored activations are largest when the last micro-batch in flight has
+     * run its forward (1F1B: the warm-up's end; the first stage holds the most); on the last
+     * stage the logits and the loss's fp32 buffers peak with them, before the backward frees
+     * them; the optimizer step is the peak where its transient outweighs the activations
+     * (small micro-batches under ZeRO-2/3; docs/memory.md "The peak"). */
+    if (!o->skip_text)
+        snprintf(e->peak_moment, sizeof e->peak_moment, "%s on stage %d of %d",
+                 e->memory.step_temp > 0 ? "optimizer step"
+                 : e->memory.logits > 0  ? "end of forward, logits + loss"
+                                         : "end of forward",
+                 worst_i + 1, w->pp);
+    e->feasible = e->verdict != MP_VERDICT_OOM;
 }

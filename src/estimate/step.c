@@ -232,7 +232,11 @@ static void throughput(const mp_workload *w, const mp_cluster *c, const mp_plan 
     e->tokens_per_s_per_gpu = e->tokens_per_s / n;
     e->model_flops_per_step = e->tokens_per_step * fl.model_per_token;
     double rc_per_token = p->recompute == MP_RC_FULL ? fl.recompute_full_per_token
-                        : p->recompute == MP_RC_SELECTIVE ? fl.recompute_selective_per_token : 0.0;
+                        : p->recompute == MP_RC_SELECTIVE ? fl.recompute_selective_per_token
+                        : p->recompute == MP_RC_OP ? fl.recompute_op_per_token
+                        : p->recompute == MP_RC_MLP ? fl.recompute_mlp_per_token : 0.0;
+    if (p->recompute_every > 1)
+        rc_per_token /= (double)p->recompute_every; /* one layer in n (plan recompute_every) */
     e->hardware_flops_per_step = e->tokens_per_step * (fl.model_per_token + rc_per_token);
     e->model_tflops_per_gpu = e->model_flops_per_step / e->step_s / n / 1e12;
     e->hardware_tflops_per_gpu = e->hardware_flops_per_step / e->step_s / n / 1e12;

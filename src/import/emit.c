@@ -58,6 +58,12 @@ static int common_refusals(const char *f, const mp_plan *p, mp_diag *d)
         bad |= refuse(d, "emit %s: plan.hsdp: %s has no hybrid-shard key here (torchtitan has)", f, f);
     if (p->attn_kernel != MP_ATTN_FA2)
         bad |= refuse(d, "emit %s: plan.attn_kernel: %s picks its attention kernel itself", f, f);
+    if ((p->recompute == MP_RC_OP || p->recompute_every > 1) && strcmp(f, "torchtitan"))
+        bad |= refuse(d, "emit %s: plan.recompute = op / plan.recompute_every: %s", f,
+                      "torchtitan's per-op and every-n-layers checkpointing");
+    if (p->recompute == MP_RC_MLP)
+        bad |= refuse(d, "emit %s: plan.recompute = mlp: %s", f,
+                      "no importer reads MLP-only checkpointing back yet");
     if (p->moe_capacity_factor > 0 || p->moe_imbalance > 0 || p->doc_len > 0)
         bad |= refuse(d, "emit %s: plan.capacity_factor/imbalance/doc_len: %s", f,
                       "workload inputs meshplan models, not launch settings written here");
@@ -184,6 +190,9 @@ static int emit_torchtitan(ebuf *b, const mp_model *m, const mp_plan *p, int64_t
     if (p->vpp > 2)
         bad |= refuse(d, "emit %s: plan.vpp: %s holds 2 stages per rank in its interleaved schedules",
                       "torchtitan", "torchtitan");
+    if (p->recompute == MP_RC_SELECTIVE)
+        bad |= refuse(d, "emit %s: plan.recompute = %s: torchtitan's selective mode is per-op (op) or "
+                      "every n layers (full, recompute_every=n)", "torchtitan", mp_recompute_name(p->recompute));
     char name[64], flavor[64];
     if (!torchtitan_names(m, name, sizeof name, flavor, sizeof flavor))
         bad |= refuse(d, "emit %s: the model %s has no torchtitan name and flavour", "torchtitan", m->key);
@@ -212,7 +221,13 @@ static int emit_torchtitan(ebuf *b, const mp_model *m, const mp_plan *p, int64_t
         put(b, "pipeline_parallel_schedule = \"%s\"\npipeline_parallel_microbatch_size = %lld\n",
             p->schedule == MP_SCHED_INTERLEAVED ? "Interleaved1F1B" : p->schedule == MP_SCHED_GPIPE ? "GPipe"
             : p->schedule == MP_SCHED_ZB ? "ZBVZeroBubble" : "1F1B", (long long)p->mb);
-    put(b, "\n[activation_checkpoint]\nmode = \"%s\"\n", mp_recompute_name(p->recompute));
+    if (p->recompute == MP_RC_OP)
+        put(b, "\n[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n");
+    else if (p->recompute == MP_RC_FULL && p->recompute_every > 1)
+        put(b, "\n[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"%lld\"\n",
+            (long long)p->recompute_every);
+    else
+        put(b, "\n[activation_checkpoint]\nmode = \"%s\"\n", mp_recompute_name(p->recompute));
     if (p->fp8_comm)
         put(b, "\n[quantize.linear.float8]\nenable_fsdp_float8_all_gather = true\n");
     return 0;

@@ -10,7 +10,7 @@
 /* The plan keys an import lists, in this order (plan.h names them). */
 #define IMP_PLAN_KEYS(X)                                                                       \
     X(tp) X(pp) X(vpp) X(dp) X(cp) X(ep) X(etp) X(sp) X(mb) X(gb) X(seq) X(zero) X(hsdp)       \
-    X(fsdp) X(recompute) X(precision) X(flash) X(attn_kernel) X(schedule) X(cp_algo) X(fp8_comm)
+    X(fsdp) X(recompute) X(recompute_every) X(precision) X(flash) X(attn_kernel) X(schedule) X(cp_algo) X(fp8_comm)
 
 static const char *const plan_keys[] = {
 #define IMP_X_NAME(k) #k,
@@ -56,6 +56,7 @@ static void plan_value(const mp_plan *p, const char *k, char *v, size_t cap)
     else if (!strcmp(k, "hsdp")) x = p->hsdp;
     else if (!strcmp(k, "fsdp")) x = p->fsdp ? p->fsdp : 1;
     else if (!strcmp(k, "recompute")) s = mp_recompute_name(p->recompute);
+    else if (!strcmp(k, "recompute_every")) x = p->recompute_every > 1 ? p->recompute_every : 1;
     else if (!strcmp(k, "precision")) s = mp_dtype_name(p->precision);
     else if (!strcmp(k, "flash")) x = p->flash;
     else if (!strcmp(k, "attn_kernel")) s = mp_attn_kernel_name(p->attn_kernel);

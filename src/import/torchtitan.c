@@ -244,8 +244,32 @@ static void precision_and_ac(imp_ctx *c)
         imp_bad(c, ac, "none, selective or full");
         return;
     }
-    imp_set(c, MP_FIELD_PLAN, "recompute", m, ac, ac ? MP_FROM_FILE : MP_FROM_DEFAULT,
-            ac ? NULL : TT ": selective");
+    /* mode = "selective" is torchtitan's per-op policy with selective_ac_option = "op" and
+     * full AC on one layer in n with an integer n (torchtitan/distributed/activation_checkpoint.py;
+     * the option's default, "2", in torchtitan/config/job_config.py). */
+    imp_kv *opt = imp_find(c, "activation_checkpoint.selective_ac_option");
+    if (!strcmp(m, "selective")) {
+        const char *o = opt ? opt->val : "2";
+        char *end = NULL;
+        long n = strtol(o, &end, 10);
+        if (!strcmp(o, "op")) {
+            imp_set(c, MP_FIELD_PLAN, "recompute", "op", opt ? opt : ac, ac ? MP_FROM_FILE : MP_FROM_DEFAULT,
+                    ac ? NULL : TT ": selective");
+        } else if (end && end != o && !*end && n >= 1 && n <= 4096) {
+            char nb[16];
+            snprintf(nb, sizeof nb, "%ld", n);
+            imp_set(c, MP_FIELD_PLAN, "recompute", "full", ac, ac ? MP_FROM_FILE : MP_FROM_DEFAULT,
+                    ac ? NULL : TT ": selective");
+            if (n > 1)
+                imp_set(c, MP_FIELD_PLAN, "recompute_every", nb, opt, opt ? MP_FROM_FILE : MP_FROM_DEFAULT,
+                        opt ? NULL : TT ": selective_ac_option 2");
+        } else {
+            imp_bad(c, opt, "op or a layer count 1-4096");
+            return;
+        }
+    } else {
+        imp_set(c, MP_FIELD_PLAN, "recompute", m, ac, ac ? MP_FROM_FILE : MP_FROM_DEFAULT, NULL);
+    }
     imp_kv *fl = imp_find(c, "model.flavor");
     int flex = fl && strstr(fl->val, "flex");
     imp_set(c, MP_FIELD_PLAN, "attn_kernel", flex ? "flex" : "fa2", fl, flex ? MP_FROM_FILE : MP_FROM_DEFAULT,

@@ -581,31 +581,41 @@ static void quality_default(mp_sync s, mp_exchange x, mp_compress c, double *f, 
 
 /* ---- the prediction ----------------------------------------------------------------------- */
 
-mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
-                             const mp_islands_opts *opts, mp_islands_estimate *out, mp_diag *diag)
-{
-    mp_islands_opts dopt;
-    if (!opts) {
-        mp_islands_opts_init(&dopt);
-        opts = &dopt;
-    }
-    mp_estimate_opts eod;
-    mp_estimate_opts_init(&eod);
-    const mp_estimate_opts *eo = opts->estimate_opts ? opts->estimate_opts : &eod;
-    /* Clear everything but the flow records (written as they are used). */
-    memset(out, 0, offsetof(mp_islands_estimate, flow));
-    memset((char *)out + offsetof(mp_islands_estimate, flow) + sizeof out->flow, 0,
-           sizeof *out - offsetof(mp_islands_estimate, flow) - sizeof out->flow);
-    out->bottleneck_flow = -1;
-    if (!isl || isl->n < 1 || isl->n > MP_MAX_ISLANDS) {
-        mp_diag_add(diag, "islands: expected 1 to %d islands", MP_MAX_ISLANDS);
-        return MP_ERR_INPUT;
-    }
-    const int k = isl->n;
-    const mp_plan *p = &ip->plan;
-    const mp_xsync *xs = &ip->xsync;
+/* What the prediction's steps share (mp_islands_predict): the inputs, the scheme as resolved,
+ * the model's counts, each island's run and the synchronization's times as they are found. */
+typedef struct {
+    const mp_model *m;
+    const mp_islands *isl;
+    const mp_plan *p;
+    const mp_xsync *xs;
+    const mp_estimate_opts *eo;
+    mp_islands_estimate *out;
+    mp_diag *diag;
+    int k;
+    mp_sync sync;
+    int local;                    /* diloco or fl: islands take local steps */
+    mp_exchange xch;
+    int64_t H, N, Bk, tau;        /* inner steps, fragments, buckets, overlap */
+    int64_t Ntot, seq;
+    double P;                     /* the model's parameters */
+    mp_flops fl;
+    mp_estimate *est;             /* scratch for the islands' estimates */
+    island_run run[MP_MAX_ISLANDS];
+    int64_t batch[MP_MAX_ISLANDS], layers[MP_MAX_ISLANDS];
+    double slow;                  /* the slowest island's step */
+    int slowest;
+    double sync_s, sync_exposed, sync_hidden, compress_s, period;
+} predict_ctx;
 
-    /* Resolve the scheme and check the keys against it. */
+/* Resolve the scheme (sync, exchange, inner steps, ...) and check the keys against it: every
+ * key that does not apply is named. */
+static mp_status check_scheme(predict_ctx *c)
+{
+    const mp_xsync *xs = c->xs;
+    const mp_plan *p = c->p;
+    const int k = c->k;
+    mp_diag *diag = c->diag;
+    mp_islands_estimate *out = c->out;
     mp_sync sync = xs->sync == MP_SYNC_NONE ? MP_SYNC_HSDP : xs->sync;
     int bad = 0;
 #define BAD(...) do { mp_diag_add(diag, __VA_ARGS__); bad++; } while (0)
@@ -666,155 +676,168 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
     out->overlap_steps = tau;
     out->nislands = k;
     out->steps_per_period = H;
+    c->sync = sync;
+    c->local = local;
+    c->xch = xch;
+    c->H = H, c->N = N, c->Bk = Bk, c->tau = tau;
+    return MP_OK;
+}
 
-    mp_estimate *est = malloc(sizeof *est);
-    if (!est) {
-        mp_diag_add(diag, "islands: out of memory");
-        return MP_ERR_NOMEM;
-    }
+/* The batch per island (hsdp, diloco, fl): by speed, GPUs or the given weights, in whole units
+ * of mb x its dp; then each island's run at its batch. */
+static mp_status split_batch(predict_ctx *c)
+{
+    const mp_model *m = c->m;
+    const mp_islands *isl = c->isl;
+    const mp_plan *p = c->p;
+    const mp_xsync *xs = c->xs;
+    const mp_estimate_opts *eo = c->eo;
+    mp_estimate *est = c->est;
+    mp_diag *diag = c->diag;
+    const int k = c->k;
+    const int64_t Ntot = c->Ntot;
+    island_run *run = c->run;
+    int64_t *batch = c->batch, *layers = c->layers;
     mp_status st = MP_OK;
-    island_run run[MP_MAX_ISLANDS];
-    int64_t batch[MP_MAX_ISLANDS], layers[MP_MAX_ISLANDS];
-    int64_t Ntot = 0;
+    int64_t gran[MP_MAX_ISLANDS];
+    double w[MP_MAX_ISLANDS];
+    for (int i = 0; i < k; i++) {
+        mp_plan q;
+        if ((st = island_plan(p, m, &isl->island[i], 0, &q, diag)) != MP_OK)
+            return st;
+        gran[i] = q.mb * q.dp;
+    }
+    for (int i = 0; i < k; i++) {
+        if (xs->split == MP_SPLIT_WEIGHTS) {
+            w[i] = xs->weights[i];
+        } else if (xs->split == MP_SPLIT_GPUS || k == 1) {
+            w[i] = (double)isl->island[i].cluster.num_gpus;
+        } else {
+            /* speed: sequences per second at a share proportional to its GPUs */
+            int64_t ref = (int64_t)llround((double)p->gb * (double)isl->island[i].cluster.num_gpus / (double)Ntot);
+            ref = ref / gran[i] * gran[i];
+            if (ref < gran[i])
+                ref = gran[i];
+            if ((st = run_island(m, &isl->island[i], p, ref, eo, est, &run[i], diag)) != MP_OK)
+                return st;
+            w[i] = (double)ref / run[i].step_s;
+        }
+    }
+    double wsum = 0.0;
+    int64_t used = 0;
     for (int i = 0; i < k; i++)
-        Ntot += isl->island[i].cluster.num_gpus;
-    mp_param_count pc;
-    mp_model_params(m, p->tp > 0 ? (int)p->tp : 1, &pc);
-    mp_flops fl;
-    const int64_t seq = p->seq > 0 ? p->seq : m->seq_len;
-    mp_model_flops(m, seq, &fl);
-    const double P = (double)pc.total;
-    /* Every collective carries at least one value per island. */
-    if (sync != MP_SYNC_PP && (double)N * (double)Bk > P) {
-        mp_diag_add(diag, "plan: fragments x buckets = %lld x %lld: expected at most the model's %.0f parameters "
-                    "(each collective carries at least one value)", (long long)N, (long long)Bk, P);
+        wsum += w[i];
+    for (int i = 0; i < k; i++) {
+        double x = (double)p->gb * w[i] / wsum;
+        int64_t u = (int64_t)floor(x / (double)gran[i] + 1e-9);
+        batch[i] = (u < 1 ? 1 : u) * gran[i];
+        used += batch[i];
+    }
+    if (used > p->gb) {
+        mp_diag_add(diag, "plan.gb = %lld: too small to split across %d islands: each needs a "
+                    "multiple of mb x its dp sequences (together at least %lld)",
+                    (long long)p->gb, k, (long long)used);
         st = MP_ERR_INPUT;
-        goto done;
+        return st;
     }
-
-    /* ---- the batch (or, with pp, the layers) per island ---- */
-    if (sync != MP_SYNC_PP) {
-        int64_t gran[MP_MAX_ISLANDS];
-        double w[MP_MAX_ISLANDS];
+    /* Hand out the rest in whole units, each to the island furthest below its share (speed:
+     * whose step would stay shortest), while any unit fits; the global batch is then gb or
+     * just below it (reported). */
+    for (int guard = 0; guard < 1 << 20; guard++) {
+        int pick = -1;
+        double best = INFINITY;
         for (int i = 0; i < k; i++) {
-            mp_plan q;
-            if ((st = island_plan(p, m, &isl->island[i], 0, &q, diag)) != MP_OK)
-                goto done;
-            gran[i] = q.mb * q.dp;
-        }
-        for (int i = 0; i < k; i++) {
-            if (xs->split == MP_SPLIT_WEIGHTS) {
-                w[i] = xs->weights[i];
-            } else if (xs->split == MP_SPLIT_GPUS || k == 1) {
-                w[i] = (double)isl->island[i].cluster.num_gpus;
-            } else {
-                /* speed: sequences per second at a share proportional to its GPUs */
-                int64_t ref = (int64_t)llround((double)p->gb * (double)isl->island[i].cluster.num_gpus / (double)Ntot);
-                ref = ref / gran[i] * gran[i];
-                if (ref < gran[i])
-                    ref = gran[i];
-                if ((st = run_island(m, &isl->island[i], p, ref, eo, est, &run[i], diag)) != MP_OK)
-                    goto done;
-                w[i] = (double)ref / run[i].step_s;
+            if (used + gran[i] > p->gb)
+                continue;
+            double score = (double)(batch[i] + gran[i]) / w[i]; /* its time (speed) or load */
+            if (score < best) {
+                best = score;
+                pick = i;
             }
         }
-        double wsum = 0.0;
-        int64_t used = 0;
-        for (int i = 0; i < k; i++)
-            wsum += w[i];
-        for (int i = 0; i < k; i++) {
-            double x = (double)p->gb * w[i] / wsum;
-            int64_t u = (int64_t)floor(x / (double)gran[i] + 1e-9);
-            batch[i] = (u < 1 ? 1 : u) * gran[i];
-            used += batch[i];
-        }
-        if (used > p->gb) {
-            mp_diag_add(diag, "plan.gb = %lld: too small to split across %d islands: each needs a "
-                        "multiple of mb x its dp sequences (together at least %lld)",
-                        (long long)p->gb, k, (long long)used);
-            st = MP_ERR_INPUT;
-            goto done;
-        }
-        /* Hand out the rest in whole units, each to the island furthest below its share (speed:
-         * whose step would stay shortest), while any unit fits; the global batch is then gb or
-         * just below it (reported). */
-        for (int guard = 0; guard < 1 << 20; guard++) {
-            int pick = -1;
-            double best = INFINITY;
-            for (int i = 0; i < k; i++) {
-                if (used + gran[i] > p->gb)
-                    continue;
-                double score = (double)(batch[i] + gran[i]) / w[i]; /* its time (speed) or load */
-                if (score < best) {
-                    best = score;
-                    pick = i;
-                }
-            }
-            if (pick < 0)
-                break;
-            batch[pick] += gran[pick];
-            used += gran[pick];
-        }
-        for (int i = 0; i < k; i++) {
-            layers[i] = m->layers;
-            if ((st = run_island(m, &isl->island[i], p, batch[i], eo, est, &run[i], diag)) != MP_OK)
-                goto done;
-        }
-        out->global_batch_seqs = used;
-    } else {
-        if (k > m->layers) {
-            mp_diag_add(diag, "sync=pp: %d islands for %lld layers: expected at most one island per layer",
-                        k, (long long)m->layers);
-            st = MP_ERR_INPUT;
-            goto done;
-        }
-        island_run full[MP_MAX_ISLANDS];
-        for (int i = 0; i < k; i++)
-            if ((st = run_island(m, &isl->island[i], p, p->gb, eo, est, &full[i], diag)) != MP_OK)
-                goto done;
-        /* Layers: one each, then every further layer to the island whose stage would finish
-         * first (list scheduling of identical jobs on machines of different speeds is optimal
-         * for the makespan); the last island also runs the LM head. */
-        double load[MP_MAX_ISLANDS];
-        for (int i = 0; i < k; i++) {
-            layers[i] = 1;
-            load[i] = full[i].layer_s + (i == k - 1 ? full[i].head_s : 0.0);
-        }
-        for (int64_t l = k; l < m->layers; l++) {
-            int pick = 0;
-            for (int i = 1; i < k; i++)
-                if (load[i] + full[i].layer_s < load[pick] + full[pick].layer_s)
-                    pick = i;
-            layers[pick]++;
-            load[pick] += full[pick].layer_s;
-        }
-        for (int i = 0; i < k; i++) {
-            mp_model sub = *m;
-            sub.layers = layers[i];
-            if ((st = run_island(&sub, &isl->island[i], p, p->gb, eo, est, &run[i], diag)) != MP_OK)
-                goto done;
-            if (i != k - 1) {
-                /* Not the last island: no LM head compute; its logits are not stored. The head's
-                 * weights stay counted (conservative). */
-                run[i].step_s -= run[i].head_s;
-                run[i].compute_s -= run[i].head_s;
-                run[i].mem -= est->memory.logits;
-                run[i].feasible = run[i].mem <= run[i].cap;
-                if (run[i].feasible)
-                    run[i].reason[0] = '\0';
-            }
-            batch[i] = p->gb;
-        }
-        out->global_batch_seqs = p->gb;
+        if (pick < 0)
+            break;
+        batch[pick] += gran[pick];
+        used += gran[pick];
     }
+    for (int i = 0; i < k; i++) {
+        layers[i] = m->layers;
+        if ((st = run_island(m, &isl->island[i], p, batch[i], eo, est, &run[i], diag)) != MP_OK)
+            return st;
+    }
+    c->out->global_batch_seqs = used;
+    return MP_OK;
+}
 
-    /* ---- WAN rates ---- */
+/* The layers per island (sync=pp), each island then run on its layers with the whole batch. */
+static mp_status split_layers(predict_ctx *c)
+{
+    const mp_model *m = c->m;
+    const mp_islands *isl = c->isl;
+    const mp_plan *p = c->p;
+    const mp_estimate_opts *eo = c->eo;
+    mp_estimate *est = c->est;
+    mp_diag *diag = c->diag;
+    const int k = c->k;
+    island_run *run = c->run;
+    int64_t *batch = c->batch, *layers = c->layers;
+    mp_status st = MP_OK;
+    if (k > m->layers) {
+        mp_diag_add(diag, "sync=pp: %d islands for %lld layers: expected at most one island per layer",
+                    k, (long long)m->layers);
+        st = MP_ERR_INPUT;
+        return st;
+    }
+    island_run full[MP_MAX_ISLANDS];
+    for (int i = 0; i < k; i++)
+        if ((st = run_island(m, &isl->island[i], p, p->gb, eo, est, &full[i], diag)) != MP_OK)
+            return st;
+    /* Layers: one each, then every further layer to the island whose stage would finish
+     * first (list scheduling of identical jobs on machines of different speeds is optimal
+     * for the makespan); the last island also runs the LM head. */
+    double load[MP_MAX_ISLANDS];
+    for (int i = 0; i < k; i++) {
+        layers[i] = 1;
+        load[i] = full[i].layer_s + (i == k - 1 ? full[i].head_s : 0.0);
+    }
+    for (int64_t l = k; l < m->layers; l++) {
+        int pick = 0;
+        for (int i = 1; i < k; i++)
+            if (load[i] + full[i].layer_s < load[pick] + full[pick].layer_s)
+                pick = i;
+        layers[pick]++;
+        load[pick] += full[pick].layer_s;
+    }
+    for (int i = 0; i < k; i++) {
+        mp_model sub = *m;
+        sub.layers = layers[i];
+        if ((st = run_island(&sub, &isl->island[i], p, p->gb, eo, est, &run[i], diag)) != MP_OK)
+            return st;
+        if (i != k - 1) {
+            /* Not the last island: no LM head compute; its logits are not stored. The head's
+             * weights stay counted (conservative). */
+            run[i].step_s -= run[i].head_s;
+            run[i].compute_s -= run[i].head_s;
+            run[i].mem -= est->memory.logits;
+            run[i].feasible = run[i].mem <= run[i].cap;
+            if (run[i].feasible)
+                run[i].reason[0] = '\0';
+        }
+        batch[i] = p->gb;
+    }
+    c->out->global_batch_seqs = p->gb;
+    return MP_OK;
+}
+
+/* The WAN's rates, latencies, loss and windows between every pair of islands. */
+static void fill_wan(const predict_ctx *c, wan *w)
+{
     static const wan zero_wan;
-    wan *w = malloc(sizeof *w);
-    if (!w) {
-        st = MP_ERR_NOMEM;
-        goto done;
-    }
+    const mp_islands *isl = c->isl;
+    const mp_plan *p = c->p;
+    const mp_xsync *xs = c->xs;
+    const mp_sync sync = c->sync;
+    const int k = c->k;
     *w = zero_wan;
     w->k = k;
     for (int a = 0; a < k; a++)
@@ -837,213 +860,287 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
         }
     w->handshakes = xs->transport == MP_TRANSPORT_RENDEZVOUS ? 1.0 : 0.0;
     w->ring = xs->ring;
+}
 
-    /* ---- per island times and the period ---- */
-    const double tok_seq = (double)seq;
-    double slow = 0.0;
-    int slowest = 0;
-    for (int i = 0; i < k; i++)
-        if (run[i].step_s > slow) {
-            slow = run[i].step_s;
-            slowest = i;
+/* sync=pp: activations across the boundaries, the steady state and the islands' pipeline fill
+ * (docs/islands.md P1, P2). */
+static mp_status pp_period(predict_ctx *c, const wan *w)
+{
+    const mp_model *m = c->m;
+    const mp_islands *isl = c->isl;
+    const mp_plan *p = c->p;
+    mp_islands_estimate *out = c->out;
+    mp_diag *diag = c->diag;
+    const int k = c->k;
+    const island_run *run = c->run;
+    const double tok_seq = (double)c->seq, slow = c->slow;
+    double sync_s, sync_hidden, sync_exposed, period;
+    mp_status st = MP_OK;
+    /* Activations of every sequence cross each boundary forward, their gradients backward:
+     * s x h 16-bit values per sequence each way (docs/islands.md eq. P1). */
+    double per_dir = (double)p->gb * tok_seq * (double)m->hidden * 2.0;
+    int64_t Mx = INT64_MAX;
+    for (int i = 0; i < k; i++) {
+        int64_t Mi = run[i].gran > 0 ? p->gb / run[i].gran : 1; /* micro-batches per DP rank */
+        if (Mi < Mx)
+            Mx = Mi;
+    }
+    if (Mx < 1)
+        Mx = 1;
+    double twan = 0.0, fill = 0.0;
+    gate gb = {0};
+    for (int i = 0; i + 1 < k; i++) {
+        double r = w->rate[i][i + 1];
+        if (!(r > 0)) {
+            mp_diag_add(diag, "sync=pp: islands %s and %s are consecutive stages but no WAN link joins them",
+                        isl->island[i].name, isl->island[i + 1].name);
+            st = MP_ERR_INPUT;
+            return st;
         }
-    double sync_s = 0.0, sync_exposed = 0.0, sync_hidden = 0.0, compress_s = 0.0, period = 0.0;
+        double t = gate_add(&gb, w, i, i + 1, per_dir);
+        fill += 2.0 * xfer_mean_s(w, i, i + 1, per_dir / (double)Mx);
+        flow_add(out, w, i, i + 1, per_dir, per_dir, t, isl);
+    }
+    twan = gate_mean_s(&gb); /* the boundaries run at once; the slowest paces */
+    /* P2: the slowest stage or the slowest boundary paces the steady state; filling and
+     * draining the pipeline of islands costs (k-1) micro-batch groups of the slowest stage
+     * plus one micro-batch's transfer over every boundary each way. */
+    double steady = slow > twan ? slow : twan;
+    double bubble = (double)(k - 1) * slow / (double)Mx + fill;
+    period = steady + bubble;
+    sync_s = twan;
+    sync_hidden = fmin(twan, slow);
+    sync_exposed = fmax(0.0, twan - slow) + fill;
+    for (int i = 0; i < k; i++) {
+        out->island[i].train_s = run[i].step_s;
+        out->island[i].sync_exposed_s = sync_exposed;
+        out->island[i].wait_s = fmax(0.0, period - run[i].step_s - sync_exposed);
+    }
+    c->sync_s = sync_s;
+    c->sync_hidden = sync_hidden;
+    c->sync_exposed = sync_exposed;
+    c->period = period;
+    return MP_OK;
+}
+
+/* Ring exchange of one collective (S2): its time into *tx and its flows. */
+static mp_status ring_tx(predict_ctx *c, wan *w, double S, double Sf, double NB, double *tx)
+{
+    const int k = c->k, topk = c->xs->compress == MP_COMPRESS_TOPK;
+    mp_islands_estimate *out = c->out;
+    const mp_islands *isl = c->isl;
+    mp_diag *diag = c->diag;
+    mp_status st = MP_OK;
+    int ord[MP_MAX_ISLANDS];
+    double chunk = topk ? Sf : Sf / (double)k;
+    /* What one edge carries per synchronization (below): the tsp order's volume. */
+    double S_edge = (topk ? (double)(k - 1) : 2.0 * (double)(k - 1)) * (topk ? S : S / (double)k);
+    if ((st = ring_order(w, chunk, S_edge, ord)) != MP_OK) {
+        mp_diag_add(diag, "islands: out of memory");
+        return st;
+    }
+    /* Dense: reduce-scatter + all-gather, 2(k-1) steps of S/k (Patarasuk & Yuan 2009);
+     * top-k: an all-gather of the sparse sets, k-1 steps of S (they do not sum in
+     * place; Shi et al. 2019). Every step is paced by the ring's slowest edge. */
+    double steps = topk ? (double)(k - 1) : 2.0 * (double)(k - 1);
+    double stept = ring_step(w, ord, chunk);
+    if (!isfinite(stept)) {
+        mp_diag_add(diag, "exchange=ring: no ring joins all %d islands over existing WAN links", k);
+        st = MP_ERR_INPUT;
+        return st;
+    }
+    *tx = steps * stept;
+    for (int j = 0; j < k; j++) {
+        int a = ord[j], c2 = ord[(j + 1) % k];
+        double et = xfer_mean_s(w, a, c2, chunk);
+        flow_add(out, w, a, c2, NB * steps * chunk, 0.0, NB * steps * et, isl);
+    }
+    return MP_OK;
+}
+
+/* Pairwise averaging, rotating partners (R1): the mean round into *tx. */
+static mp_status rotate_tx(predict_ctx *c, wan *w, double Sf, double NB, double *tx)
+{
+    const int k = c->k;
+    mp_islands_estimate *out = c->out;
+    const mp_islands *isl = c->isl;
+    mp_diag *diag = c->diag;
+    mp_status st = MP_OK;
+    /* R1: one round of pairwise averaging per synchronization, the partners rotating
+     * over the round-robin; the mean round is the synchronization's time. */
+    int rounds = k % 2 ? k : k - 1;
+    double sum = 0.0, mn = INFINITY, mx = 0.0;
+    for (int r = 0; r < rounds; r++) {
+        int partner[MP_MAX_ISLANDS];
+        round_robin(k, r, partner);
+        gate gr = {0};
+        for (int a = 0; a < k; a++) {
+            int c2 = partner[a];
+            if (c2 <= a)
+                continue;
+            if (!(w->rate[a][c2] > 0)) {
+                mp_diag_add(diag, "exchange=rotate: islands %s and %s are paired but no WAN link joins them",
+                            isl->island[a].name, isl->island[c2].name);
+                st = MP_ERR_INPUT;
+                return st;
+            }
+            double t = gate_add(&gr, w, a, c2, Sf);
+            flow_add(out, w, a, c2, NB * Sf / rounds, NB * Sf / rounds, NB * t / rounds, isl);
+        }
+        double rt = gate_mean_s(&gr);
+        sum += rt;
+        if (rt < mn)
+            mn = rt;
+        if (rt > mx)
+            mx = rt;
+    }
+    *tx = sum / rounds;
+    out->rotate_min_s = NB * mn;
+    out->rotate_max_s = NB * mx;
+    return MP_OK;
+}
+
+/* Star through the aggregator (X1): upload and download into *tx. */
+static mp_status star_tx(predict_ctx *c, wan *w, double Sf, double NB, double *tx)
+{
+    const int k = c->k, topk = c->xs->compress == MP_COMPRESS_TOPK;
+    const double P = c->P;
+    mp_islands_estimate *out = c->out;
+    const mp_islands *isl = c->isl;
+    mp_diag *diag = c->diag;
+    mp_status st = MP_OK;
+    /* X1: star through the aggregator: every island uploads S, the aggregator sums and
+     * sends the aggregate back; its uplink is shared by all the others. */
+    int ag = 0;
+    for (int i = 0; i < k; i++)
+        if (isl->island[i].aggregator) {
+            ag = i;
+            break;
+        }
+    double down = topk ? fmin((double)(k - 1) * Sf, P * 4.0 / NB) : Sf;
+    double up_t = 0.0, dn_t = 0.0, agg_cap = isl->island[ag].uplink_Bps;
+    gate gu = {0}, gd = {0};
+    for (int i = 0; i < k; i++) {
+        if (i == ag)
+            continue;
+        if (!(w->rate[i][ag] > 0)) {
+            mp_diag_add(diag, "exchange=star: no WAN link joins island %s to the aggregator %s",
+                        isl->island[i].name, isl->island[ag].name);
+            st = MP_ERR_INPUT;
+            return st;
+        }
+        double tu = gate_add(&gu, w, i, ag, Sf);
+        double td = gate_add(&gd, w, ag, i, down);
+        flow_add(out, w, i, ag, NB * Sf, NB * down, NB * (tu + td), isl);
+    }
+    up_t = gate_mean_s(&gu);
+    dn_t = gate_mean_s(&gd);
+    if (agg_cap > 0) {
+        const mp_wan_link *l0 = &isl->link[ag][ag == 0 ? 1 : 0];
+        double capr = agg_cap * l0->efficiency_frac * (1.0 - l0->background_load_frac);
+        up_t = fmax(up_t, (double)(k - 1) * Sf / capr);
+        dn_t = fmax(dn_t, (double)(k - 1) * down / capr);
+    }
+    *tx = up_t + dn_t;
+    return MP_OK;
+}
+
+/* hsdp, diloco, fl: the synchronization's bytes, compression, exchange, and the period with
+ * what of the synchronization hides (S1-S4). */
+static mp_status sync_period(predict_ctx *c, wan *w)
+{
+    const mp_islands *isl = c->isl;
+    const mp_xsync *xs = c->xs;
+    const mp_estimate_opts *eo = c->eo;
+    mp_islands_estimate *out = c->out;
+    const mp_sync sync = c->sync;
+    const mp_exchange xch = c->xch;
+    const int k = c->k, slowest = c->slowest;
+    const int64_t H = c->H, N = c->N, Bk = c->Bk, tau = c->tau;
+    const double P = c->P, slow = c->slow;
+    const island_run *run = c->run;
     const double b = mp_compress_bytes_per_value(xs->compress);
     const int topk = xs->compress == MP_COMPRESS_TOPK;
     const double F = topk ? xs->topk_frac : 1.0;
-
-    if (sync == MP_SYNC_PP) {
-        /* Activations of every sequence cross each boundary forward, their gradients backward:
-         * s x h 16-bit values per sequence each way (docs/islands.md eq. P1). */
-        double per_dir = (double)p->gb * tok_seq * (double)m->hidden * 2.0;
-        int64_t Mx = INT64_MAX;
+    double sync_s = 0.0, sync_exposed = 0.0, sync_hidden = 0.0, compress_s = 0.0, period = 0.0;
+    mp_status st = MP_OK;
+    /* Bytes each island contributes to one synchronization: every parameter's gradient
+     * (hsdp) or pseudo-gradient (diloco, fl) in the wire format (S1). */
+    const double S = P * b * (topk ? F : 1.0);
+    if (k > 1) {
+        /* Compression compute per GPU (S3), memory-bound on the slowest island's GPUs. */
+        double cbytes_elem = 0.0;
+        if (topk)
+            cbytes_elem = 28.0 + (double)(k - 1) * F * 16.0;
+        else if (xs->compress != MP_COMPRESS_NONE)
+            cbytes_elem = xch == MP_EXCH_RING ? 2.0 * (double)(k - 1) / (double)k * 2.0 * (4.0 + b)
+                                              : 2.0 * (4.0 + b);
         for (int i = 0; i < k; i++) {
-            int64_t Mi = run[i].gran > 0 ? p->gb / run[i].gran : 1; /* micro-batches per DP rank */
-            if (Mi < Mx)
-                Mx = Mi;
+            const mp_cluster *cl = &isl->island[i].cluster;
+            double t = P / (double)cl->num_gpus * cbytes_elem / elem_rate_Bps(&cl->gpu, eo);
+            if (xch == MP_EXCH_STAR && isl->island[i].aggregator && !topk && xs->compress != MP_COMPRESS_NONE)
+                t += P / (double)cl->num_gpus * (double)(k - 1) * (b + 4.0) / elem_rate_Bps(&cl->gpu, eo);
+            if (t > compress_s)
+                compress_s = t;
         }
-        if (Mx < 1)
-            Mx = 1;
-        double twan = 0.0, fill = 0.0;
-        gate gb = {0};
-        for (int i = 0; i + 1 < k; i++) {
-            double r = w->rate[i][i + 1];
-            if (!(r > 0)) {
-                mp_diag_add(diag, "sync=pp: islands %s and %s are consecutive stages but no WAN link joins them",
-                            isl->island[i].name, isl->island[i + 1].name);
-                st = MP_ERR_INPUT;
-                free(w);
-                goto done;
-            }
-            double t = gate_add(&gb, w, i, i + 1, per_dir);
-            fill += 2.0 * xfer_mean_s(w, i, i + 1, per_dir / (double)Mx);
-            flow_add(out, w, i, i + 1, per_dir, per_dir, t, isl);
-        }
-        twan = gate_mean_s(&gb); /* the boundaries run at once; the slowest paces */
-        /* P2: the slowest stage or the slowest boundary paces the steady state; filling and
-         * draining the pipeline of islands costs (k-1) micro-batch groups of the slowest stage
-         * plus one micro-batch's transfer over every boundary each way. */
-        double steady = slow > twan ? slow : twan;
-        double bubble = (double)(k - 1) * slow / (double)Mx + fill;
-        period = steady + bubble;
-        sync_s = twan;
-        sync_hidden = fmin(twan, slow);
-        sync_exposed = fmax(0.0, twan - slow) + fill;
-        for (int i = 0; i < k; i++) {
-            out->island[i].train_s = run[i].step_s;
-            out->island[i].sync_exposed_s = sync_exposed;
-            out->island[i].wait_s = fmax(0.0, period - run[i].step_s - sync_exposed);
-        }
-    } else {
-        /* Bytes each island contributes to one synchronization: every parameter's gradient
-         * (hsdp) or pseudo-gradient (diloco, fl) in the wire format (S1). */
-        const double S = P * b * (topk ? F : 1.0);
-        if (k > 1) {
-            /* Compression compute per GPU (S3), memory-bound on the slowest island's GPUs. */
-            double cbytes_elem = 0.0;
-            if (topk)
-                cbytes_elem = 28.0 + (double)(k - 1) * F * 16.0;
-            else if (xs->compress != MP_COMPRESS_NONE)
-                cbytes_elem = xch == MP_EXCH_RING ? 2.0 * (double)(k - 1) / (double)k * 2.0 * (4.0 + b)
-                                                  : 2.0 * (4.0 + b);
-            for (int i = 0; i < k; i++) {
-                const mp_cluster *c = &isl->island[i].cluster;
-                double t = P / (double)c->num_gpus * cbytes_elem / elem_rate_Bps(&c->gpu, eo);
-                if (xch == MP_EXCH_STAR && isl->island[i].aggregator && !topk && xs->compress != MP_COMPRESS_NONE)
-                    t += P / (double)c->num_gpus * (double)(k - 1) * (b + 4.0) / elem_rate_Bps(&c->gpu, eo);
-                if (t > compress_s)
-                    compress_s = t;
-            }
-            /* One collective's exchange (S2): fragments and buckets split the bytes, each pays
-             * the latencies; NB collectives per synchronization, one after the other. */
-            const double NB = (double)N * (double)Bk;
-            const double Sf = S / NB;
-            double tx = 0.0;
-            if (xch == MP_EXCH_RING) {
-                int ord[MP_MAX_ISLANDS];
-                double chunk = topk ? Sf : Sf / (double)k;
-                /* What one edge carries per synchronization (below): the tsp order's volume. */
-                double S_edge = (topk ? (double)(k - 1) : 2.0 * (double)(k - 1)) * (topk ? S : S / (double)k);
-                if ((st = ring_order(w, chunk, S_edge, ord)) != MP_OK) {
-                    mp_diag_add(diag, "islands: out of memory");
-                    free(w);
-                    goto done;
-                }
-                /* Dense: reduce-scatter + all-gather, 2(k-1) steps of S/k (Patarasuk & Yuan 2009);
-                 * top-k: an all-gather of the sparse sets, k-1 steps of S (they do not sum in
-                 * place; Shi et al. 2019). Every step is paced by the ring's slowest edge. */
-                double steps = topk ? (double)(k - 1) : 2.0 * (double)(k - 1);
-                double stept = ring_step(w, ord, chunk);
-                if (!isfinite(stept)) {
-                    mp_diag_add(diag, "exchange=ring: no ring joins all %d islands over existing WAN links", k);
-                    st = MP_ERR_INPUT;
-                    free(w);
-                    goto done;
-                }
-                tx = steps * stept;
-                for (int j = 0; j < k; j++) {
-                    int a = ord[j], c2 = ord[(j + 1) % k];
-                    double et = xfer_mean_s(w, a, c2, chunk);
-                    flow_add(out, w, a, c2, NB * steps * chunk, 0.0, NB * steps * et, isl);
-                }
-            } else if (xch == MP_EXCH_ROTATE) {
-                /* R1: one round of pairwise averaging per synchronization, the partners rotating
-                 * over the round-robin; the mean round is the synchronization's time. */
-                int rounds = k % 2 ? k : k - 1;
-                double sum = 0.0, mn = INFINITY, mx = 0.0;
-                for (int r = 0; r < rounds; r++) {
-                    int partner[MP_MAX_ISLANDS];
-                    round_robin(k, r, partner);
-                    gate gr = {0};
-                    for (int a = 0; a < k; a++) {
-                        int c2 = partner[a];
-                        if (c2 <= a)
-                            continue;
-                        if (!(w->rate[a][c2] > 0)) {
-                            mp_diag_add(diag, "exchange=rotate: islands %s and %s are paired but no WAN link joins them",
-                                        isl->island[a].name, isl->island[c2].name);
-                            st = MP_ERR_INPUT;
-                            free(w);
-                            goto done;
-                        }
-                        double t = gate_add(&gr, w, a, c2, Sf);
-                        flow_add(out, w, a, c2, NB * Sf / rounds, NB * Sf / rounds, NB * t / rounds, isl);
-                    }
-                    double rt = gate_mean_s(&gr);
-                    sum += rt;
-                    if (rt < mn)
-                        mn = rt;
-                    if (rt > mx)
-                        mx = rt;
-                }
-                tx = sum / rounds;
-                out->rotate_min_s = NB * mn;
-                out->rotate_max_s = NB * mx;
-            } else {
-                /* X1: star through the aggregator: every island uploads S, the aggregator sums and
-                 * sends the aggregate back; its uplink is shared by all the others. */
-                int ag = 0;
-                for (int i = 0; i < k; i++)
-                    if (isl->island[i].aggregator) {
-                        ag = i;
-                        break;
-                    }
-                double down = topk ? fmin((double)(k - 1) * Sf, P * 4.0 / NB) : Sf;
-                double up_t = 0.0, dn_t = 0.0, agg_cap = isl->island[ag].uplink_Bps;
-                gate gu = {0}, gd = {0};
-                for (int i = 0; i < k; i++) {
-                    if (i == ag)
-                        continue;
-                    if (!(w->rate[i][ag] > 0)) {
-                        mp_diag_add(diag, "exchange=star: no WAN link joins island %s to the aggregator %s",
-                                    isl->island[i].name, isl->island[ag].name);
-                        st = MP_ERR_INPUT;
-                        free(w);
-                        goto done;
-                    }
-                    double tu = gate_add(&gu, w, i, ag, Sf);
-                    double td = gate_add(&gd, w, ag, i, down);
-                    flow_add(out, w, i, ag, NB * Sf, NB * down, NB * (tu + td), isl);
-                }
-                up_t = gate_mean_s(&gu);
-                dn_t = gate_mean_s(&gd);
-                if (agg_cap > 0) {
-                    const mp_wan_link *l0 = &isl->link[ag][ag == 0 ? 1 : 0];
-                    double capr = agg_cap * l0->efficiency_frac * (1.0 - l0->background_load_frac);
-                    up_t = fmax(up_t, (double)(k - 1) * Sf / capr);
-                    dn_t = fmax(dn_t, (double)(k - 1) * down / capr);
-                }
-                tx = up_t + dn_t;
-            }
-            sync_s = NB * tx + compress_s;
-        }
-        /* The period and what of the synchronization hides (S4). */
-        if (sync == MP_SYNC_HSDP) {
-            double window = run[slowest].bwd_window_s * eo->grad_reduce_overlap_frac;
-            sync_hidden = fmin(sync_s, window);
-            sync_exposed = sync_s - sync_hidden;
-            period = slow + sync_exposed;
-        } else {
-            double window = (double)N * (double)tau * slow;
-            sync_hidden = fmin(sync_s, window);
-            sync_exposed = sync_s - sync_hidden;
-            period = (double)H * slow + sync_exposed;
-        }
-        for (int i = 0; i < k; i++) {
-            out->island[i].train_s = (double)H * run[i].step_s;
-            out->island[i].sync_exposed_s = sync_exposed;
-            out->island[i].wait_s = (double)H * (slow - run[i].step_s);
-        }
+        /* One collective's exchange (S2): fragments and buckets split the bytes, each pays
+         * the latencies; NB collectives per synchronization, one after the other. */
+        const double NB = (double)N * (double)Bk;
+        const double Sf = S / NB;
+        double tx = 0.0;
+        if (xch == MP_EXCH_RING)
+            st = ring_tx(c, w, S, Sf, NB, &tx);
+        else if (xch == MP_EXCH_ROTATE)
+            st = rotate_tx(c, w, Sf, NB, &tx);
+        else
+            st = star_tx(c, w, Sf, NB, &tx);
+        if (st != MP_OK)
+            return st;
+        sync_s = NB * tx + compress_s;
     }
-    free(w);
+    /* The period and what of the synchronization hides (S4). */
+    if (sync == MP_SYNC_HSDP) {
+        double window = run[slowest].bwd_window_s * eo->grad_reduce_overlap_frac;
+        sync_hidden = fmin(sync_s, window);
+        sync_exposed = sync_s - sync_hidden;
+        period = slow + sync_exposed;
+    } else {
+        double window = (double)N * (double)tau * slow;
+        sync_hidden = fmin(sync_s, window);
+        sync_exposed = sync_s - sync_hidden;
+        period = (double)H * slow + sync_exposed;
+    }
+    for (int i = 0; i < k; i++) {
+        out->island[i].train_s = (double)H * run[i].step_s;
+        out->island[i].sync_exposed_s = sync_exposed;
+        out->island[i].wait_s = (double)H * (slow - run[i].step_s);
+    }
+    c->sync_s = sync_s;
+    c->sync_hidden = sync_hidden;
+    c->sync_exposed = sync_exposed;
+    c->compress_s = compress_s;
+    c->period = period;
+    return MP_OK;
+}
 
-    /* ---- totals ---- */
+/* Per island results and the totals: tokens, FLOPs, utilisation, WAN bytes and egress. */
+static void fill_totals(predict_ctx *c)
+{
+    const mp_model *m = c->m;
+    const mp_islands *isl = c->isl;
+    mp_islands_estimate *out = c->out;
+    const mp_flops fl = c->fl;
+    const mp_sync sync = c->sync;
+    const int k = c->k;
+    const int64_t H = c->H, Ntot = c->Ntot, *batch = c->batch, *layers = c->layers;
+    const double P = c->P, period = c->period, tok_seq = (double)c->seq;
+    const island_run *run = c->run;
     out->period_s = period;
     out->step_s = period / (double)H;
-    out->sync_s = sync_s;
-    out->sync_compress_s = compress_s;
-    out->sync_hidden_s = sync_hidden;
-    out->sync_exposed_s = sync_exposed;
+    out->sync_s = c->sync_s;
+    out->sync_compress_s = c->compress_s;
+    out->sync_hidden_s = c->sync_hidden;
+    out->sync_exposed_s = c->sync_exposed;
     out->feasible = 1;
     double flops_total = 0.0, hw_total = 0.0, peak_total = 0.0, util_w = 0.0, tokens = 0.0, busy_peak = 0.0;
     const double per_tok_layers = fl.model_per_token - 3.0 * fl.fwd_lm_head_per_token;
@@ -1110,6 +1207,17 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
      * k ring edges carries 2(k-1)/k x 4P per step, both directions counted once (S5). */
     if (k > 1 && sync != MP_SYNC_PP && out->global_batch_seqs > 0)
         out->dp_bytes_per_token = 2.0 * (double)(k - 1) * 4.0 * P / ((double)out->global_batch_seqs * tok_seq);
+}
+
+/* What bounds the prediction, in words, with the synchronization's slowest link. */
+static void bottleneck_text(predict_ctx *c)
+{
+    const mp_islands *isl = c->isl;
+    mp_islands_estimate *out = c->out;
+    const mp_sync sync = c->sync;
+    const int k = c->k, slowest = c->slowest;
+    const int64_t H = c->H;
+    const double slow = c->slow, period = c->period, sync_exposed = c->sync_exposed;
     /* The synchronization's slowest link. */
     {
         double worst = -1.0;
@@ -1158,7 +1266,82 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
                      "compute-bound: %.0f%% of wall-clock in training steps; WAN exposed %.0f%%%.100s",
                      100.0 * train_slow / period, 100.0 * sync_exposed / period, linktxt);
     }
-    quality_default(sync, xch, xs->compress, &out->quality_factor, &out->quality_published,
+}
+
+mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_islands_plan *ip,
+                             const mp_islands_opts *opts, mp_islands_estimate *out, mp_diag *diag)
+{
+    mp_islands_opts dopt;
+    if (!opts) {
+        mp_islands_opts_init(&dopt);
+        opts = &dopt;
+    }
+    mp_estimate_opts eod;
+    mp_estimate_opts_init(&eod);
+    const mp_estimate_opts *eo = opts->estimate_opts ? opts->estimate_opts : &eod;
+    /* Clear everything but the flow records (written as they are used). */
+    memset(out, 0, offsetof(mp_islands_estimate, flow));
+    memset((char *)out + offsetof(mp_islands_estimate, flow) + sizeof out->flow, 0,
+           sizeof *out - offsetof(mp_islands_estimate, flow) - sizeof out->flow);
+    out->bottleneck_flow = -1;
+    if (!isl || isl->n < 1 || isl->n > MP_MAX_ISLANDS) {
+        mp_diag_add(diag, "islands: expected 1 to %d islands", MP_MAX_ISLANDS);
+        return MP_ERR_INPUT;
+    }
+    predict_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        mp_diag_add(diag, "islands: out of memory");
+        return MP_ERR_NOMEM;
+    }
+    c->m = m, c->isl = isl, c->p = &ip->plan, c->xs = &ip->xsync, c->eo = eo, c->out = out;
+    c->diag = diag;
+    c->k = isl->n;
+    const mp_plan *p = c->p;
+    mp_status st = check_scheme(c);
+    if (st != MP_OK) {
+        free(c);
+        return st;
+    }
+    c->est = malloc(sizeof *c->est);
+    if (!c->est) {
+        mp_diag_add(diag, "islands: out of memory");
+        free(c);
+        return MP_ERR_NOMEM;
+    }
+    for (int i = 0; i < c->k; i++)
+        c->Ntot += isl->island[i].cluster.num_gpus;
+    mp_param_count pc;
+    mp_model_params(m, p->tp > 0 ? (int)p->tp : 1, &pc);
+    c->seq = p->seq > 0 ? p->seq : m->seq_len;
+    mp_model_flops(m, c->seq, &c->fl);
+    c->P = (double)pc.total;
+    wan *w = NULL;
+    /* Every collective carries at least one value per island. */
+    if (c->sync != MP_SYNC_PP && (double)c->N * (double)c->Bk > c->P) {
+        mp_diag_add(diag, "plan: fragments x buckets = %lld x %lld: expected at most the model's %.0f parameters "
+                    "(each collective carries at least one value)", (long long)c->N, (long long)c->Bk, c->P);
+        st = MP_ERR_INPUT;
+        goto done;
+    }
+    /* The batch (or, with pp, the layers) per island. */
+    if ((st = c->sync != MP_SYNC_PP ? split_batch(c) : split_layers(c)) != MP_OK)
+        goto done;
+    if (!(w = malloc(sizeof *w))) {
+        st = MP_ERR_NOMEM;
+        goto done;
+    }
+    fill_wan(c, w);
+    /* Per island times and the period. */
+    for (int i = 0; i < c->k; i++)
+        if (c->run[i].step_s > c->slow) {
+            c->slow = c->run[i].step_s;
+            c->slowest = i;
+        }
+    if ((st = c->sync == MP_SYNC_PP ? pp_period(c, w) : sync_period(c, w)) != MP_OK)
+        goto done;
+    fill_totals(c);
+    bottleneck_text(c);
+    quality_default(c->sync, c->xch, c->xs->compress, &out->quality_factor, &out->quality_published,
                     out->quality_source, sizeof out->quality_source);
     if (opts->quality_factor > 0) {
         out->quality_factor = opts->quality_factor;
@@ -1172,6 +1355,8 @@ mp_status mp_islands_predict(const mp_model *m, const mp_islands *isl, const mp_
         st = MP_ERR_RANGE;
     }
 done:
-    free(est);
+    free(w);
+    free(c->est);
+    free(c);
     return st;
 }

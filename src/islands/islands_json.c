@@ -191,6 +191,177 @@ static int link_match(const char e[2][MP_KEY_CAP], const mp_island *a, const mp_
 
 #define MP_MAX_LINK_ENTRIES 256
 
+/* The "islands" array: each entry's cluster, expanded by its count; r->errors counts what is
+ * wrong. Returns 1 when the description cannot be read further (no array, too many islands). */
+static int parse_island_list(ireader *rp, const mp_catalog *cat, const json_t *root, mp_islands *isl,
+                             int64_t island_gpus, const char *only_island)
+{
+    const char *origin = rp->origin;
+    mp_diag *diag = rp->diag;
+    int only_found = 0;
+    const json_t *arr = json_object_get(root, "islands");
+    if (!json_is_array(arr) || json_array_size(arr) == 0) {
+        ibad(rp, "islands", arr, "a non-empty array of islands");
+        return 1;
+    }
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const json_t *o = json_array_get(arr, i);
+        snprintf(rp->where, sizeof rp->where, "islands[%zu]", i);
+        if (!json_is_object(o)) {
+            ibad(rp, "(island)", o, "an object");
+            continue;
+        }
+        char base[MP_KEY_CAP] = "";
+        if (!istr(rp, o, "name", base, sizeof base - 8)) {
+            if (!json_object_get(o, "name"))
+                ibad(rp, "name", NULL, "the island's name");
+            continue;
+        }
+        snprintf(rp->where, sizeof rp->where, "islands[%zu] (%.40s)", i, base);
+        icheck_keys(rp, o, island_keys);
+        int64_t count = 1;
+        iint(rp, o, "count", 1, MP_MAX_ISLANDS, &count);
+        mp_island proto;
+        memset(&proto, 0, sizeof proto);
+        if (!istr(rp, o, "region", proto.region, sizeof proto.region))
+            mp_strlcpy(proto.region, base, sizeof proto.region);
+        proto.straggler_factor = 1.0;
+        inum(rp, o, "straggler_factor", 1, 0, 100, &proto.straggler_factor,
+             "a step-time multiplier in [1, 100] (1 = as predicted)");
+        inum(rp, o, "uplink_Bps", MP_BOUND_BW_MIN_BPS, 0, MP_BOUND_BW_MAX_BPS, &proto.uplink_Bps,
+             "the island's WAN capacity per direction in " MP_BOUND_BW_TEXT);
+        const json_t *ag = json_object_get(o, "aggregator");
+        if (ag && !json_is_boolean(ag))
+            ibad(rp, "aggregator", ag, "true or false");
+        proto.aggregator = json_is_true(ag);
+        int scaled = island_gpus > 0 && (!only_island || !strcmp(only_island, base));
+        if (only_island && !strcmp(only_island, base))
+            only_found = 1;
+        int e0 = rp->errors;
+        island_cluster(rp, cat, o, scaled ? island_gpus : 0, &proto.cluster);
+        if (rp->errors > e0)
+            continue;
+        for (int64_t k = 0; k < count; k++) {
+            if (isl->n >= MP_MAX_ISLANDS) {
+                mp_diag_add(diag, "%s: more than %d islands", origin, MP_MAX_ISLANDS);
+                rp->errors++;
+                return 1;
+            }
+            mp_island *x = &isl->island[isl->n];
+            *x = proto;
+            if (count > 1)
+                snprintf(x->name, sizeof x->name, "%.36s-%d", base, (int)(k + 1));
+            else
+                mp_strlcpy(x->name, base, sizeof x->name);
+            for (int j = 0; j < isl->n; j++)
+                if (!strcmp(isl->island[j].name, x->name)) {
+                    mp_diag_add(diag, "%s: %s: island name \"%s\" given twice", origin, rp->where, x->name);
+                    rp->errors++;
+                }
+            isl->n++;
+        }
+    }
+    if (only_island && !only_found) {
+        mp_diag_add(diag, "%s: island \"%s\": not an island of this description (the names in "
+                    "\"islands\" before expansion by count)", origin, only_island);
+        rp->errors++;
+    }
+
+    return 0;
+}
+
+/* "wan_default" into *def (*has_def) and the "wan" entries (their two ends) into entries, ends
+ * and *nent; r->errors counts what is wrong. */
+static void parse_wan_list(ireader *rp, const mp_catalog *cat, const json_t *root, const mp_islands *isl,
+                           mp_wan_link *entries, char (*ends)[2][MP_KEY_CAP], int *nent,
+                           mp_wan_link *def, int *has_def)
+{
+    const json_t *dflt = json_object_get(root, "wan_default");
+    if (dflt) {
+        snprintf(rp->where, sizeof rp->where, "wan_default");
+        if (!json_is_object(dflt)) {
+            ibad(rp, "(link)", dflt, "an object");
+        } else {
+            if (json_object_get(dflt, "between"))
+                ibad(rp, "between", json_object_get(dflt, "between"), "no between in wan_default");
+            parse_link(rp, cat, dflt, def);
+            *has_def = 1;
+        }
+    }
+    const json_t *wan = json_object_get(root, "wan");
+    if (wan && !json_is_array(wan)) {
+        snprintf(rp->where, sizeof rp->where, "islands description");
+        ibad(rp, "wan", wan, "an array of links");
+    } else if (wan) {
+        for (size_t i = 0; i < json_array_size(wan); i++) {
+            const json_t *o = json_array_get(wan, i);
+            snprintf(rp->where, sizeof rp->where, "wan[%zu]", i);
+            if (!json_is_object(o)) {
+                ibad(rp, "(link)", o, "an object");
+                continue;
+            }
+            if (*nent >= MP_MAX_LINK_ENTRIES) {
+                ibad(rp, "(link)", NULL, "at most 256 link entries");
+                break;
+            }
+            const json_t *bt = json_object_get(o, "between");
+            if (!json_is_array(bt) || json_array_size(bt) != 2 ||
+                !json_is_string(json_array_get(bt, 0)) || !json_is_string(json_array_get(bt, 1))) {
+                ibad(rp, "between", bt, "two island or region names, e.g. [\"us\", \"eu\"]");
+                continue;
+            }
+            int known = 1;
+            for (int e = 0; e < 2; e++) {
+                const char *nm = json_string_value(json_array_get(bt, (size_t)e));
+                mp_strlcpy(ends[*nent][e], nm, MP_KEY_CAP);
+                int found = 0;
+                for (int j = 0; j < isl->n; j++)
+                    if (!strcmp(isl->island[j].name, nm) || !strcmp(isl->island[j].region, nm))
+                        found = 1;
+                if (!found) {
+                    char what[96];
+                    snprintf(what, sizeof what, "island or region names (\"%.40s\" is neither)", nm);
+                    ibad(rp, "between", bt, what);
+                    known = 0;
+                }
+            }
+            parse_link(rp, cat, o, &entries[*nent]);
+            if (known)
+                (*nent)++;
+        }
+    }
+}
+
+/* Each pair of islands' link: the most specific "wan" entry naming both (islands before
+ * regions), else wan_default. 0, or 1 with the pair named when none joins them. */
+static int assign_links(ireader *rp, mp_islands *isl, const mp_wan_link *entries,
+                        char (*ends)[2][MP_KEY_CAP], int nent, const mp_wan_link *def, int has_def)
+{
+    const char *origin = rp->origin;
+    mp_diag *diag = rp->diag;
+    for (int a = 0; a < isl->n; a++)
+        for (int b = a + 1; b < isl->n; b++) {
+            int best = -1, bi = -1;
+            for (int e = 0; e < nent; e++) {
+                int s = link_match((const char (*)[MP_KEY_CAP])ends[e], &isl->island[a], &isl->island[b]);
+                if (s > best) {
+                    best = s;
+                    bi = e;
+                }
+            }
+            const mp_wan_link *w = bi >= 0 ? &entries[bi] : has_def ? def : NULL;
+            if (!w) {
+                mp_diag_add(diag, "%s: no WAN link joins islands \"%s\" and \"%s\": add one to \"wan\" "
+                            "(\"between\": islands or regions) or give \"wan_default\"", origin,
+                            isl->island[a].name, isl->island[b].name);
+                rp->errors++;
+                return 1;
+            }
+            isl->link[a][b] = isl->link[b][a] = *w;
+        }
+    return 0;
+}
+
 mp_status mp_islands_from_json(const mp_catalog *cat, const char *text, size_t len,
                                const char *origin, int64_t island_gpus, const char *only_island,
                                mp_islands **out, mp_diag *diag)
@@ -205,7 +376,7 @@ mp_status mp_islands_from_json(const mp_catalog *cat, const char *text, size_t l
     mp_islands *isl = calloc(1, sizeof *isl);
     mp_wan_link *entries = calloc(MP_MAX_LINK_ENTRIES, sizeof *entries);
     char (*ends)[2][MP_KEY_CAP] = calloc(MP_MAX_LINK_ENTRIES, sizeof *ends);
-    int nent = 0, only_found = 0;
+    int nent = 0;
     if (!isl || !entries || !ends) {
         json_decref(root);
         free(isl);
@@ -224,154 +395,15 @@ mp_status mp_islands_from_json(const mp_catalog *cat, const char *text, size_t l
     if (!istr(&r, root, "name", isl->name, sizeof isl->name))
         mp_strlcpy(isl->name, origin, sizeof isl->name);
 
-    const json_t *arr = json_object_get(root, "islands");
-    if (!json_is_array(arr) || json_array_size(arr) == 0) {
-        ibad(&r, "islands", arr, "a non-empty array of islands");
+    if (parse_island_list(&r, cat, root, isl, island_gpus, only_island))
         goto done;
-    }
-    for (size_t i = 0; i < json_array_size(arr); i++) {
-        const json_t *o = json_array_get(arr, i);
-        snprintf(r.where, sizeof r.where, "islands[%zu]", i);
-        if (!json_is_object(o)) {
-            ibad(&r, "(island)", o, "an object");
-            continue;
-        }
-        char base[MP_KEY_CAP] = "";
-        if (!istr(&r, o, "name", base, sizeof base - 8)) {
-            if (!json_object_get(o, "name"))
-                ibad(&r, "name", NULL, "the island's name");
-            continue;
-        }
-        snprintf(r.where, sizeof r.where, "islands[%zu] (%.40s)", i, base);
-        icheck_keys(&r, o, island_keys);
-        int64_t count = 1;
-        iint(&r, o, "count", 1, MP_MAX_ISLANDS, &count);
-        mp_island proto;
-        memset(&proto, 0, sizeof proto);
-        if (!istr(&r, o, "region", proto.region, sizeof proto.region))
-            mp_strlcpy(proto.region, base, sizeof proto.region);
-        proto.straggler_factor = 1.0;
-        inum(&r, o, "straggler_factor", 1, 0, 100, &proto.straggler_factor,
-             "a step-time multiplier in [1, 100] (1 = as predicted)");
-        inum(&r, o, "uplink_Bps", MP_BOUND_BW_MIN_BPS, 0, MP_BOUND_BW_MAX_BPS, &proto.uplink_Bps,
-             "the island's WAN capacity per direction in " MP_BOUND_BW_TEXT);
-        const json_t *ag = json_object_get(o, "aggregator");
-        if (ag && !json_is_boolean(ag))
-            ibad(&r, "aggregator", ag, "true or false");
-        proto.aggregator = json_is_true(ag);
-        int scaled = island_gpus > 0 && (!only_island || !strcmp(only_island, base));
-        if (only_island && !strcmp(only_island, base))
-            only_found = 1;
-        int e0 = r.errors;
-        island_cluster(&r, cat, o, scaled ? island_gpus : 0, &proto.cluster);
-        if (r.errors > e0)
-            continue;
-        for (int64_t k = 0; k < count; k++) {
-            if (isl->n >= MP_MAX_ISLANDS) {
-                mp_diag_add(diag, "%s: more than %d islands", origin, MP_MAX_ISLANDS);
-                r.errors++;
-                goto done;
-            }
-            mp_island *x = &isl->island[isl->n];
-            *x = proto;
-            if (count > 1)
-                snprintf(x->name, sizeof x->name, "%.36s-%d", base, (int)(k + 1));
-            else
-                mp_strlcpy(x->name, base, sizeof x->name);
-            for (int j = 0; j < isl->n; j++)
-                if (!strcmp(isl->island[j].name, x->name)) {
-                    mp_diag_add(diag, "%s: %s: island name \"%s\" given twice", origin, r.where, x->name);
-                    r.errors++;
-                }
-            isl->n++;
-        }
-    }
-    if (only_island && !only_found) {
-        mp_diag_add(diag, "%s: island \"%s\": not an island of this description (the names in "
-                    "\"islands\" before expansion by count)", origin, only_island);
-        r.errors++;
-    }
-
-    /* Links. */
     mp_wan_link def;
     int has_def = 0;
     memset(&def, 0, sizeof def);
-    const json_t *dflt = json_object_get(root, "wan_default");
-    if (dflt) {
-        snprintf(r.where, sizeof r.where, "wan_default");
-        if (!json_is_object(dflt)) {
-            ibad(&r, "(link)", dflt, "an object");
-        } else {
-            if (json_object_get(dflt, "between"))
-                ibad(&r, "between", json_object_get(dflt, "between"), "no between in wan_default");
-            parse_link(&r, cat, dflt, &def);
-            has_def = 1;
-        }
-    }
-    const json_t *wan = json_object_get(root, "wan");
-    if (wan && !json_is_array(wan)) {
-        snprintf(r.where, sizeof r.where, "islands description");
-        ibad(&r, "wan", wan, "an array of links");
-    } else if (wan) {
-        for (size_t i = 0; i < json_array_size(wan); i++) {
-            const json_t *o = json_array_get(wan, i);
-            snprintf(r.where, sizeof r.where, "wan[%zu]", i);
-            if (!json_is_object(o)) {
-                ibad(&r, "(link)", o, "an object");
-                continue;
-            }
-            if (nent >= MP_MAX_LINK_ENTRIES) {
-                ibad(&r, "(link)", NULL, "at most 256 link entries");
-                break;
-            }
-            const json_t *bt = json_object_get(o, "between");
-            if (!json_is_array(bt) || json_array_size(bt) != 2 ||
-                !json_is_string(json_array_get(bt, 0)) || !json_is_string(json_array_get(bt, 1))) {
-                ibad(&r, "between", bt, "two island or region names, e.g. [\"us\", \"eu\"]");
-                continue;
-            }
-            int known = 1;
-            for (int e = 0; e < 2; e++) {
-                const char *nm = json_string_value(json_array_get(bt, (size_t)e));
-                mp_strlcpy(ends[nent][e], nm, MP_KEY_CAP);
-                int found = 0;
-                for (int j = 0; j < isl->n; j++)
-                    if (!strcmp(isl->island[j].name, nm) || !strcmp(isl->island[j].region, nm))
-                        found = 1;
-                if (!found) {
-                    char what[96];
-                    snprintf(what, sizeof what, "island or region names (\"%.40s\" is neither)", nm);
-                    ibad(&r, "between", bt, what);
-                    known = 0;
-                }
-            }
-            parse_link(&r, cat, o, &entries[nent]);
-            if (known)
-                nent++;
-        }
-    }
+    parse_wan_list(&r, cat, root, isl, entries, ends, &nent, &def, &has_def);
     if (r.errors)
         goto done;
-    for (int a = 0; a < isl->n; a++)
-        for (int b = a + 1; b < isl->n; b++) {
-            int best = -1, bi = -1;
-            for (int e = 0; e < nent; e++) {
-                int s = link_match((const char (*)[MP_KEY_CAP])ends[e], &isl->island[a], &isl->island[b]);
-                if (s > best) {
-                    best = s;
-                    bi = e;
-                }
-            }
-            const mp_wan_link *w = bi >= 0 ? &entries[bi] : has_def ? &def : NULL;
-            if (!w) {
-                mp_diag_add(diag, "%s: no WAN link joins islands \"%s\" and \"%s\": add one to \"wan\" "
-                            "(\"between\": islands or regions) or give \"wan_default\"", origin,
-                            isl->island[a].name, isl->island[b].name);
-                r.errors++;
-                goto done;
-            }
-            isl->link[a][b] = isl->link[b][a] = *w;
-        }
+    assign_links(&r, isl, entries, ends, nent, &def, has_def);
 done:
     json_decref(root);
     free(entries);

@@ -347,6 +347,16 @@ void mp_model_flops(const mp_model *m, int64_t seq, mp_flops *out)
     /* Selective: only the attention core (Korthikanti et al. 2022, Sec. 5). */
     out->recompute_selective_per_token = attn;
     out->fwd_attn_causal_per_token = attn_causal;
+    /* Recomputed matmuls of the per-op and MLP-only modes (model.h mp_recompute): the FFN's
+     * share of the layers' matmul FLOPs, 1/3 of it (GLU up projection) or 1/2 (plain FC2) under
+     * per-op SAC, with K and the output projection; MTP modules counted as layers. */
+    {
+        double attn_mm = 2.0 * (L + (double)m->mtp_layers) * ad.matmul_params;
+        double ffn_mm = fmax(0.0, matmul - attn_mm - (m->mtp_layers > 0 ? (double)m->mtp_layers * 4.0 * h * h : 0.0));
+        out->recompute_mlp_per_token = ffn_mm;
+        out->recompute_op_per_token = (L + (double)m->mtp_layers) * 2.0 * (ad.k_width * h + ad.o_width * h) +
+                                      ffn_mm * (m->glu ? 1.0 / 3.0 : 0.5);
+    }
     /* Full-attention layers grow as s * per_key / 2 (causal); windowed ones are bounded. The
      * crossover: (L - Lw) * per_key * s / 2 + windowed = matmul. */
     double grow = (L - Lw + (double)m->mtp_layers) * per_key / 2.0;
@@ -422,6 +432,40 @@ static void layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch
         out->stored_bytes = full - s2 / t;
         out->attention_s2_bytes = 0;
         break;
+    case MP_RC_OP: {
+        /* torchtitan's per-op selective AC (torchtitan/distributed/activation_checkpoint.py:
+         * _save_list holds aten.mm, the SDPA kernels and the TP reduce-scatter; its policy saves
+         * every mm except the 2nd, 4th, ... of the layer). The checkpointed layer keeps its input
+         * (2 s b h, sequence-sharded with SP) and the saved outputs: of the mms in forward order
+         * Q (1st) and V (3rd), FC1/gate (5th) and FC2 (7th, GLU) or FC1 (5th, plain MLP); K, the
+         * output projection and the GLU's up projection (2nd, 4th, 6th) are recomputed; SDPA's
+         * output (2 s b o_width) and fp32 log-sum-exp (4 a s b); with TP the two
+         * reduce-scatter outputs (2 s b h / t each). Column-parallel outputs are split by TP; a
+         * row-parallel one (FC2) is a full-width partial sum before its reduce-scatter. MoE
+         * layers: the attention part as here, the expert part keeps every other of its matmul
+         * outputs, half of its stored bytes (an approximation, docs/memory.md). */
+        double in = sp ? 2.0 * sbh / t : 2.0 * sbh;
+        double attn = 2.0 * s * b * (ad.q_width + ad.v_width + ad.o_width) / t + 4.0 * a * s * b / t;
+        double ffn = 0.0;
+        if (!moe)
+            ffn = m->glu ? 2.0 * s * b * f / t + 2.0 * sbh : 2.0 * s * b * f / t;
+        else
+            ffn = 0.5 * moe_rank + 2.0 * s * b * (double)m->moe_shared_experts * (double)m->moe_ffn_hidden / t;
+        double rs = t > 1.0 && sp ? 2.0 * 2.0 * sbh / t : 0.0;
+        out->stored_bytes = fmin(full, in + attn + ffn + rs);
+        out->attention_s2_bytes = 0;
+        break;
+    }
+    case MP_RC_MLP: {
+        /* MLP-only checkpointing (Megatron-Core --recompute-modules mlp): the MLP block keeps
+         * its input and drops what is inside it: the pre-MLP norm's output (2 s b h, /t with SP)
+         * and the sharded FFN tensors (FC1 input aside, 4 or 6 s b f / t; MoE: the routed part). */
+        double ffn_in = sp ? 2.0 * sbh / t : 2.0 * sbh;
+        double inside = !moe ? (m->glu ? 6.0 : 4.0) * s * b * f / t : moe_rank;
+        out->stored_bytes = fmax(0.0, full - ffn_in - inside);
+        out->attention_s2_bytes = s2 / t;
+        break;
+    }
     default:
         /* Full recompute stores only the layer input: 2 s b h (/t with SP) (Table 2). */
         out->stored_bytes = sp ? 2.0 * sbh / t : 2.0 * sbh;

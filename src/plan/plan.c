@@ -11,10 +11,12 @@
 #include "plan/plan_keys.h"
 
 static const char *const sched_names[MP_SCHED_COUNT] = {"1f1b", "interleaved", "gpipe", "zb"};
-static const char *const rc_names[MP_RC_COUNT] = {"none", "selective", "full"};
+static const char *const rc_names[MP_RC_COUNT] = {"none", "selective", "full", "op", "mlp"};
 static const char *const cp_algo_names[MP_CP_ALGO_COUNT] = {"ring", "allgather"};
 static const char *const attn_kernel_names[MP_ATTN_KERNEL_COUNT] = {"fa2", "fa3", "flex"};
 /* The GEMM precisions a plan may name, in mp_dtype order (MP_DT_BF16 = 0, FP16, FP8). */
+static const char *const opt_dtype_names[] = {"fp32", "bf16"};
+static const char *const master_names[] = {"1", "0"};
 static const char *const precision_names[] = {"bf16", "fp16", "fp8"};
 _Static_assert(MP_DT_BF16 == 0 && MP_DT_FP16 == 1 && MP_DT_FP8 == 2,
                "precision_names follows mp_dtype");

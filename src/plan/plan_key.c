@@ -53,7 +53,8 @@ static int parse_int(const char *key, const char *val, int64_t min, int64_t max,
     errno = 0;
     long long x = strtoll(val, &end, 10);
     if (!val[0] || *end) {
-        mp_diag_add(diag, "plan.%s = \"%s\": expected an integer", key, val);
+        mp_diag_add(diag, "plan.%s = \"%s\": expected an integer in [%lld, %lld], in digits", key, val,
+                    (long long)min, (long long)max);
         return 0;
     }
     if (errno == ERANGE) {

@@ -39,7 +39,9 @@
     X(hsdp, INT, hsdp, 1, MP_PLAN_MAX, MP_NOENUM, NULL, IFSET, "off",                               \
       "HSDP shard group size: ZeRO-3 inside a group, replicated across groups")                    \
     X(recompute, ENUM, recompute, 0, 0, MP_ENUM(rc_names, 0), NULL, ALWAYS, "none",                 \
-      "activation recomputation")                                                                   \
+      "activation recomputation: selective (Megatron), full, op (torchtitan per-op), mlp")          \
+    X(recompute_every, INT, recompute_every, 1, 4096, MP_NOENUM, NULL, IFSET, "1",                  \
+      "the recompute mode on one layer in every n, the others store all (torchtitan option n)")    \
     X(precision, ENUM, precision, 0, 0, MP_ENUM(precision_names, 0), NULL, ALWAYS, "bf16",          \
       "GEMM precision")                                                                             \
     X(flash, BOOL, flash, 0, 1, MP_NOENUM, NULL, ALWAYS, "1", "fused attention (FlashAttention)")   \
@@ -64,6 +66,10 @@
       "none, one causal sequence",                                                                 \
       "mean tokens per document when sequences pack documents under a document mask")             \
     X(fsdp, INT, fsdp, 1, 2, MP_NOENUM, &fsdp_ops, IFSET, "1",                                      \
-      "with zero=3: 1 flat parameters (FSDP1, DeepSpeed), 2 per-parameter sharding (FSDP2)")
+      "with zero=3: 1 flat parameters (FSDP1, DeepSpeed), 2 per-parameter sharding (FSDP2)")     \
+    X(opt_dtype, ENUM, opt_dtype, 0, 0, MP_ENUM(opt_dtype_names, 0), NULL, IFSET, "fp32",          \
+      "optimizer-state dtype (AdamW moments): fp32 8 bytes per parameter, bf16 4")                 \
+    X(master_weights, ENUM, no_master, 0, 0, MP_ENUM(master_names, 0), NULL, IFSET, "1",          \
+      "1 keeps fp32 master weights (4 bytes per parameter), 0 updates the 16-bit weights")
 
 #endif

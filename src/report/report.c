@@ -38,6 +38,8 @@ char *mp_report_estimate_json(const mp_model *m, const mp_cluster *c, const mp_p
 {
     json_t *o = json_object();
     json_object_set_new(o, "feasible", json_boolean(e->feasible));
+    json_object_set_new(o, "verdict", json_string(mp_verdict_name(e->verdict)));
+    json_object_set_new(o, "peak_moment", json_string(e->peak_moment));
     json_t *reasons = json_array();
     for (int i = 0; i < e->nreasons; i++)
         json_array_append_new(reasons, json_string(e->reasons[i]));
@@ -194,7 +196,15 @@ void mp_report_estimate_text(FILE *f, const mp_model *m, const mp_cluster *c, co
     fprintf(f, "plan     %s\n", plan);
     fprintf(f, "         %d micro-batches per DP rank, %d-%d layers per stage\n\n", e->microbatches,
             e->layers_per_stage_min, e->layers_per_stage_max);
-    fprintf(f, "%s", e->feasible ? "FEASIBLE: fits in memory\n" : "INFEASIBLE\n");
+    if (e->verdict == MP_VERDICT_TIGHT)
+        fprintf(f, "FEASIBLE but tight: %.2f GiB of %.2f GiB, inside the %.2f GiB margin "
+                   "(verdict tight: it may run out of memory)\n",
+                e->memory.total / GiB, e->memory.capacity / GiB, e->memory.allocator_margin / GiB);
+    else
+        fprintf(f, "%s", e->feasible ? "FEASIBLE: fits in memory (verdict fits)\n"
+                                     : "INFEASIBLE (verdict oom)\n");
+    if (e->peak_moment[0])
+        fprintf(f, "  peak: %s\n", e->peak_moment);
     for (int i = 0; i < e->nreasons; i++)
         fprintf(f, "  - %s\n", e->reasons[i]);
     mem_header(f);
@@ -271,6 +281,44 @@ static size_t groups(const mp_validation *v, const char **out, size_t cap)
     return n;
 }
 
+/* Memory rows by basis: "allocated" and "active" compare with memory_bytes.allocated, the others
+ * (reserved, nvidia-smi, torchtitan's peak) with the total (validate.c). basis_alloc: 1 the
+ * first kind, 0 the second. */
+static void mem_basis_stats(const mp_validation *v, int basis_alloc, mp_val_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    double *e = malloc((v->nrows + 1) * sizeof *e);
+    if (!e)
+        return;
+    size_t n = 0;
+    double sum = 0.0;
+    for (size_t i = 0; i < v->nrows; i++) {
+        const mp_val_row *r = &v->rows[i];
+        if (strcmp(r->metric, "mem_gib"))
+            continue;
+        int a = !strcmp(r->mem_basis, "allocated") || !strcmp(r->mem_basis, "active");
+        if (a != basis_alloc)
+            continue;
+        double x = fabs(r->error_pct);
+        e[n++] = x;
+        sum += x;
+        if (x > out->max_abs_error_pct)
+            out->max_abs_error_pct = x;
+    }
+    for (size_t i = 1; i < n; i++) /* insertion sort: memory rows are few */
+        for (size_t j = i; j > 0 && e[j - 1] > e[j]; j--) {
+            double t = e[j];
+            e[j] = e[j - 1];
+            e[j - 1] = t;
+        }
+    out->n = n;
+    if (n) {
+        out->mean_abs_error_pct = sum / n;
+        out->median_abs_error_pct = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+    }
+    free(e);
+}
+
 char *mp_report_validation_json(const mp_validation *v)
 {
     json_t *o = json_object(), *rows = json_array(), *skipped = json_array();
@@ -297,12 +345,24 @@ char *mp_report_validation_json(const mp_validation *v)
     json_object_set_new(sum, "rows_skipped", json_integer((json_int_t)v->nskips));
     const char *g[256];
     size_t ng = groups(v, g, 256);
-    json_t *by = json_object();
+    /* by source group: throughput metrics; memory apart (by_source_group_memory), and memory
+     * by basis (memory_by_basis), so a file with memory rows does not pool the two */
+    json_t *by = json_object(), *bym = json_object(), *bb = json_object();
     for (size_t i = 0; i < ng; i++) {
-        mp_validation_stats(v, MP_VAL_ALL, g[i], &st);
-        json_object_set_new(by, g[i], stats_json(&st));
+        mp_validation_stats(v, MP_VAL_THROUGHPUT, g[i], &st);
+        if (st.n)
+            json_object_set_new(by, g[i], stats_json(&st));
+        mp_validation_stats(v, MP_VAL_MEMORY, g[i], &st);
+        if (st.n)
+            json_object_set_new(bym, g[i], stats_json(&st));
     }
     json_object_set_new(sum, "by_source_group", by);
+    json_object_set_new(sum, "by_source_group_memory", bym);
+    mem_basis_stats(v, 1, &st);
+    json_object_set_new(bb, "allocated", stats_json(&st));
+    mem_basis_stats(v, 0, &st);
+    json_object_set_new(bb, "reserved", stats_json(&st));
+    json_object_set_new(sum, "memory_by_basis", bb);
     json_object_set_new(o, "summary", sum);
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
     json_decref(o);
@@ -338,18 +398,31 @@ void mp_report_validation_text(FILE *f, const mp_validation *v)
     const char *g[256];
     size_t ng = groups(v, g, 256);
     mp_val_stats st;
-    fprintf(f, "\nby source group (|error| %%):\n  %-26s %4s %8s %8s %8s\n", "group", "n", "median",
-            "mean", "max");
-    for (size_t i = 0; i < ng; i++) {
-        mp_validation_stats(v, MP_VAL_ALL, g[i], &st);
-        fprintf(f, "  %-26s %4zu %8.1f %8.1f %8.1f\n", g[i], st.n, st.median_abs_error_pct,
-                st.mean_abs_error_pct, st.max_abs_error_pct);
+    /* throughput and memory apart: a group's memory rows do not pool with its throughput */
+    for (int mem = 0; mem < 2; mem++) {
+        int any = 0;
+        for (size_t i = 0; i < ng; i++) {
+            mp_validation_stats(v, mem ? MP_VAL_MEMORY : MP_VAL_THROUGHPUT, g[i], &st);
+            if (!st.n)
+                continue;
+            if (!any++)
+                fprintf(f, "\nby source group, %s (|error| %%):\n  %-26s %4s %8s %8s %8s\n",
+                        mem ? "memory" : "throughput", "group", "n", "median", "mean", "max");
+            fprintf(f, "  %-26s %4zu %8.1f %8.1f %8.1f\n", g[i], st.n, st.median_abs_error_pct,
+                    st.mean_abs_error_pct, st.max_abs_error_pct);
+        }
     }
     size_t predicted = v->ninput - v->nskips;
     fprintf(f, "\npredicted %zu of %zu rows (%.1f%%)\n", predicted, v->ninput,
             v->ninput ? 100.0 * predicted / v->ninput : 0.0);
     mp_validation_stats(v, MP_VAL_MEMORY, NULL, &st);
     val_stats_line(f, "memory:    ", &st, "a measured_mem_gib value");
+    if (st.n) {
+        mem_basis_stats(v, 1, &st);
+        val_stats_line(f, "  allocated/active:", &st, "an allocated basis");
+        mem_basis_stats(v, 0, &st);
+        val_stats_line(f, "  reserved/peak:   ", &st, "a reserved basis");
+    }
     mp_validation_stats(v, MP_VAL_THROUGHPUT, NULL, &st);
     val_stats_line(f, "throughput:", &st, "a measured throughput, MFU or step time");
 }

@@ -27,6 +27,7 @@
 #include <omp.h>
 #endif
 
+#include "bound.h"
 #include "meshplan/parts.h"
 #include "search_internal.h"
 
@@ -127,6 +128,7 @@ static mp_status fill_entry(const mp_model *m, const mp_cluster *c, int ci, cons
     en->cluster = ci;
     en->gpus = c->num_gpus;
     en->feasible = e->feasible;
+    en->verdict = e->verdict;
     en->step_s = e->step_s;
     en->tokens_per_s = e->tokens_per_s;
     en->mfu = e->mfu;
@@ -268,6 +270,17 @@ typedef struct {
      * collectives recur across the plans of one cluster; workload.h mp_wl_cache). */
     mp_estimate_opts eo;
     mp_wl_cache *cache;
+    /* The per-subtree bound (bound.c): the model states and capacity the last line head
+     * reported (the same for its whole subtree), the memory-only options, and the bound of the
+     * group of the plan key bkey (computed once per group). */
+    int have_states;
+    double sub_states, sub_capacity;
+    mp_estimate_opts eo_mem;
+    mp_workload_opts wo;
+    int have_bound;
+    mp_plan bkey;
+    int bkey_ci;
+    sb_bound bound;
 } tstate;
 
 static void swap_entries(mp_search_entry *a, mp_search_entry *b)
@@ -313,6 +326,8 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
     const search_ctx *sc = t->sc;
     mp_estimate *e = t->e;
     t->last_fit = -1;
+    if (states)
+        t->have_states = 0;
     if (mp_estimate_plan(sc->m, t->c, p, &t->eo, e, NULL) != MP_OK) {
         t->counts.evaluated++;
         t->counts.failed++;
@@ -328,6 +343,9 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
     if (states) {
         *states = e->memory.weights + e->memory.gradients + e->memory.optimizer + e->memory.buffers;
         *capacity = e->memory.capacity;
+        t->sub_states = *states;
+        t->sub_capacity = *capacity;
+        t->have_states = 1;
     }
     mp_search_entry en;
     if (untimed) {
@@ -406,6 +424,37 @@ static int fr_dominates_box(const frontier *f, double x, double y)
     return (q->tokens_per_s > x && yq >= y) || yq > y;
 }
 
+/* 1 if the plans with step at least lb, tokens_per_step tokens per step and memory headroom at
+ * most headroom_ub on the thread's cluster score worse than its top list, than the best plan
+ * scoring worse than its best and than the plan being ranked, and are dominated on every
+ * frontier it keeps: none of them can change what the search reports (the threads' results
+ * merge as the head comment says). Needs a full top list; never for the energy objective (the
+ * hook's figure has no bound). */
+static int cannot_matter(const tstate *t, double lb, double tps, double headroom_ub)
+{
+    const search_ctx *sc = t->sc;
+    const mp_search_opts *o = sc->o;
+    if (!(lb > 0) || t->nheap < sc->k || !t->have_b || o->objective == MP_OBJ_ENERGY)
+        return 0;
+    const double n = (double)t->c->num_gpus;
+    double lb_score;
+    switch (o->objective) {
+    case MP_OBJ_TIME_TO_TRAIN: lb_score = ceil(o->tokens / tps) * lb; break;
+    case MP_OBJ_COST: lb_score = o->price_per_gpu_hour * n * lb / 3600.0 / tps; break;
+    default: lb_score = lb / tps; break;
+    }
+    if (!(lb_score > t->heap[0].score && lb_score > t->b.score &&
+          (!sc->rank_ref || lb_score > sc->rank_ref->score)))
+        return 0;
+    const double ub_tokens_per_s = tps / lb;
+    double lb_cost = 0;
+    if (o->price_per_gpu_hour > 0)
+        lb_cost = o->tokens > 0 ? o->price_per_gpu_hour * n * ceil(o->tokens / tps) * lb / 3600.0
+                                : o->price_per_gpu_hour * n * lb / 3600.0 / tps * 1e6;
+    return fr_dominates_box(&t->fm, ub_tokens_per_s, headroom_ub) &&
+           (o->price_per_gpu_hour <= 0 || fr_dominates_box(&t->fc, ub_tokens_per_s, -lb_cost));
+}
+
 /* A communication variant (CP algorithm, rank order) of the plan last visited. It has the same
  * memory, so the same verdict;
  * when it fits it is skipped only if no order could make it matter: its best possible step (the
@@ -427,22 +476,7 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     if (o->objective == MP_OBJ_ENERGY || sc->eo->comm_compute_slowdown_frac != 0.0 ||
         t->nheap < sc->k || !t->have_b)
         return ts_visit(w, p, NULL, NULL);
-    const double lb = t->last_lb_step, tps = t->last_tokens_per_step, n = (double)t->c->num_gpus;
-    double lb_score;
-    switch (o->objective) {
-    case MP_OBJ_TIME_TO_TRAIN: lb_score = ceil(o->tokens / tps) * lb; break;
-    case MP_OBJ_COST: lb_score = o->price_per_gpu_hour * n * lb / 3600.0 / tps; break;
-    default: lb_score = lb / tps; break;
-    }
-    const double ub_tokens_per_s = tps / lb;
-    double lb_cost = 0;
-    if (o->price_per_gpu_hour > 0)
-        lb_cost = o->tokens > 0 ? o->price_per_gpu_hour * n * ceil(o->tokens / tps) * lb / 3600.0
-                                : o->price_per_gpu_hour * n * lb / 3600.0 / tps * 1e6;
-    if (lb_score > t->heap[0].score && lb_score > t->b.score &&
-        (!sc->rank_ref || lb_score > sc->rank_ref->score) &&
-        fr_dominates_box(&t->fm, ub_tokens_per_s, t->last_headroom) &&
-        (o->price_per_gpu_hour <= 0 || fr_dominates_box(&t->fc, ub_tokens_per_s, -lb_cost))) {
+    if (cannot_matter(t, t->last_lb_step, t->last_tokens_per_step, t->last_headroom)) {
         t->counts.feasible++;
         t->order_skipped++;
         return 1;
@@ -456,6 +490,94 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     t->last_lb_step = keep[1];
     t->last_tokens_per_step = keep[2];
     return r;
+}
+
+/* The group key of the bound (bound.h): degrees, sharding, expert layout, vpp, schedule. */
+static int same_group(const mp_plan *a, const mp_plan *b)
+{
+    return a->tp == b->tp && a->cp == b->cp && a->pp == b->pp && a->dp == b->dp &&
+           a->zero == b->zero && a->hsdp == b->hsdp && a->ep == b->ep && a->etp == b->etp &&
+           a->vpp == b->vpp && a->schedule == b->schedule;
+}
+
+/* Memory alone of plan p (memory_only): 1 fits, 0 over memory, -1 failed; *headroom. */
+static int memory_fit(tstate *t, const mp_plan *p, double *headroom)
+{
+    if (mp_estimate_plan(t->sc->m, t->c, p, &t->eo_mem, t->e, NULL) != MP_OK ||
+        !isfinite(t->e->memory.total))
+        return -1;
+    *headroom = t->e->memory.capacity - t->e->memory.total;
+    return t->e->feasible ? 1 : 0;
+}
+
+/* The tail of a line (sp_walker.tail): micro-batches mbs[0..nmb) of the line headed by p, nvar
+ * plans each. Proven unable to matter when the bound at mbs[0] (the least: it grows with mb)
+ * scores worse than everything kept and is dominated on the frontiers at the largest headroom
+ * the subtree's model states leave, or failing that at mbs[0]'s own (memory grows with mb:
+ * space.c). Then only memory is computed, to count the feasible plans: they are a prefix of
+ * the micro-batches (the same monotonicity), found by bisection. Plans the bound skips are
+ * counted in feasible and bound_skipped, those over memory in over_memory (memory_checked for
+ * the heads whose memory was computed, over_memory_proven for the rest). */
+static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, uint64_t nvar)
+{
+    tstate *t = (tstate *)w;
+    if (!t->have_states || t->sc->eo->comm_compute_slowdown_frac < 0)
+        return 0;
+    if (!t->have_bound || t->bkey_ci != t->ci) {
+        sb_bound_init(t->sc->m, t->c, p, &t->wo, t->cache, &t->bound);
+        t->bkey = *p;
+        t->bkey_ci = t->ci;
+        t->have_bound = 1;
+    } else if (!same_group(&t->bkey, p)) {
+        sb_bound_regroup(&t->bound, p); /* the same job on the same cluster: F, R, load kept */
+        t->bkey = *p;
+    }
+    const double lb = sb_step_lb_s(&t->bound, mbs[0], p->recompute);
+    const double tps = (double)p->gb * (double)p->seq;
+    int lo = 0; /* micro-batches below lo are known to fit */
+    if (!cannot_matter(t, lb, tps, t->sub_capacity - t->sub_states)) {
+        double headroom = 0;
+        if (!cannot_matter(t, lb, tps, -INFINITY))
+            return 0; /* not even at no headroom: the memory would not help */
+        int fit = memory_fit(t, p, &headroom);
+        if (fit < 0)
+            return 0;
+        if (fit == 0) {
+            /* Over memory, as every larger micro-batch. */
+            const uint64_t n = (uint64_t)nmb * nvar;
+            t->counts.memory_checked++;
+            t->counts.over_memory += n;
+            t->counts.over_memory_proven += n - 1;
+            return 1;
+        }
+        if (!cannot_matter(t, lb, tps, headroom))
+            return 0;
+        lo = 1;
+    }
+    int hi = nmb; /* micro-batches from hi on are known not to fit */
+    mp_plan q = *p;
+    uint64_t checked_over = 0;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        double headroom;
+        q.mb = mbs[mid];
+        int fit = memory_fit(t, &q, &headroom);
+        if (fit < 0)
+            return 0; /* nothing counted yet: the walk evaluates them and reports the failure */
+        if (fit) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+            checked_over++;
+        }
+    }
+    const uint64_t feas = (uint64_t)lo * nvar, over = (uint64_t)(nmb - lo) * nvar;
+    t->counts.feasible += feas;
+    t->counts.bound_skipped += feas;
+    t->counts.over_memory += over;
+    t->counts.memory_checked += checked_over;
+    t->counts.over_memory_proven += over - checked_over;
+    return 1;
 }
 
 static void ts_skip(sp_walker *w, uint64_t n)
@@ -747,6 +869,7 @@ static int merge_threads(tstate *ts, int nt, const mp_search_opts *o, mp_search_
         mp_search_counts *c = &ts[i].counts;
         out->counts.evaluated += c->evaluated;
         out->counts.memory_checked += c->memory_checked;
+        out->counts.bound_skipped += c->bound_skipped;
         out->counts.feasible += c->feasible;
         out->counts.over_memory += c->over_memory;
         out->counts.over_memory_proven += c->over_memory_proven;
@@ -808,6 +931,77 @@ static int merge_threads(tstate *ts, int nt, const mp_search_opts *o, mp_search_
     }
     *have_distinct_out = have_distinct;
     return nomem;
+}
+
+/* The states of nt threads: walker callbacks, frontiers, an estimate, a top heap and a
+ * collective cache each; the hot loop's options with memory before time (with pruning a plan
+ * over memory is never timed: the search needs only its memory; the plan needing the least is
+ * evaluated in full for the report; the exhaustive search, prune 0, times every plan). NULL
+ * when out of memory for the array; a thread short of its buffers is marked nomem. */
+static tstate *tstates_create(const search_ctx *sc, const mp_estimate_opts *hot, int nt)
+{
+    const mp_search_opts *o = sc->o;
+    tstate *ts = calloc((size_t)nt, sizeof *ts);
+    if (!ts)
+        return NULL;
+    for (int i = 0; i < nt; i++) {
+        ts[i].w.visit = ts_visit;
+        ts[i].w.skip = ts_skip;
+        ts[i].w.variant = ts_variant;
+        ts[i].w.tail = ts_tail;
+        ts[i].w.prune = o->prune;
+        ts[i].sc = sc;
+        ts[i].fm.kind = FR_MEMORY;
+        ts[i].fc.kind = FR_COST;
+        ts[i].e = malloc(sizeof *ts[i].e);
+        ts[i].heap = malloc((size_t)sc->k * sizeof *ts[i].heap);
+        ts[i].cache = malloc(sizeof *ts[i].cache);
+        ts[i].eo = *hot;
+        ts[i].eo.cache = ts[i].cache;
+        ts[i].eo.feasibility_only = o->prune ? 1 : 0;
+        ts[i].eo_mem = ts[i].eo;
+        ts[i].eo_mem.memory_only = 1;
+        sb_workload_opts(&ts[i].eo, &ts[i].wo);
+        if (ts[i].cache)
+            mp_wl_cache_init(ts[i].cache);
+        if (!ts[i].e || !ts[i].heap || !ts[i].cache)
+            ts[i].nomem = 1;
+    }
+    return ts;
+}
+
+/* After the merge: the bottleneck texts of the lists, the least-memory plan in full, and the
+ * explanations of #1 against #2 and against the first plan scoring differently. */
+static void finish_result(const search_ctx *sc, const mp_cluster *clusters, int nclusters,
+                          int have_distinct, mp_estimate *scratch, mp_search_result *out)
+{
+    const mp_model *m = sc->m;
+    const mp_search_opts *o = sc->o;
+    if (out->ntop)
+        out->have_least_memory = 0; /* only reported when nothing fits */
+    out->rank = out->rank_feasible ? out->rank + 1 : 0;
+    fill_bottlenecks(sc, out->top, out->ntop, scratch);
+    fill_bottlenecks(sc, out->pareto_memory, out->npareto_memory, scratch);
+    fill_bottlenecks(sc, out->pareto_cost, out->npareto_cost, scratch);
+    if (out->have_least_memory) {
+        /* Found from its memory alone (feasibility_only): evaluated in full for the report. */
+        mp_search_entry lm;
+        const int ci = out->least_memory.cluster;
+        if (evaluate_full(m, &clusters[ci], ci, o, &out->least_memory.plan, scratch, &lm, NULL) == MP_OK)
+            out->least_memory = lm;
+    }
+    if (out->ntop >= 2 &&
+        mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->top[1], 2,
+                          &out->explanation, NULL) == MP_OK)
+        out->have_explanation = 1;
+    if (out->have_explanation && out->explanation.tied && have_distinct) {
+        out->next_distinct_rank = out->winner_ties + 1;
+        fill_bottlenecks(sc, &out->next_distinct, 1, scratch);
+        if (mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->next_distinct,
+                              out->next_distinct_rank > INT_MAX ? INT_MAX : (int)out->next_distinct_rank,
+                              &out->explanation_next, NULL) != MP_OK)
+            out->next_distinct_rank = 0;
+    }
 }
 
 mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters,
@@ -891,32 +1085,10 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
 
     const int nt = thread_count(o, out->counts.plans, norder);
     out->threads = nt;
-    tstate *ts = calloc((size_t)nt, sizeof *ts);
+    tstate *ts = tstates_create(&sc, &hot, nt);
     if (!ts) {
         st = MP_ERR_NOMEM;
         goto fail;
-    }
-    for (int i = 0; i < nt; i++) {
-        ts[i].w.visit = ts_visit;
-        ts[i].w.skip = ts_skip;
-        ts[i].w.variant = ts_variant;
-        ts[i].w.prune = o->prune;
-        ts[i].sc = &sc;
-        ts[i].fm.kind = FR_MEMORY;
-        ts[i].fc.kind = FR_COST;
-        ts[i].e = malloc(sizeof *ts[i].e);
-        ts[i].heap = malloc((size_t)sc.k * sizeof *ts[i].heap);
-        ts[i].cache = malloc(sizeof *ts[i].cache);
-        ts[i].eo = hot;
-        ts[i].eo.cache = ts[i].cache;
-        /* Memory before time: with pruning a plan over memory is never timed (the search needs
-         * only its memory; the plan needing the least is evaluated in full for the report). The
-         * exhaustive search (prune 0) times every plan. */
-        ts[i].eo.feasibility_only = o->prune ? 1 : 0;
-        if (ts[i].cache)
-            mp_wl_cache_init(ts[i].cache);
-        if (!ts[i].e || !ts[i].heap || !ts[i].cache)
-            ts[i].nomem = 1;
     }
 
     run_items(&space, clusters, shapes, order, norder, ts, nt, out->counts.plans);
@@ -931,32 +1103,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         st = MP_ERR_NOMEM;
         goto fail;
     }
-    if (out->ntop)
-        out->have_least_memory = 0; /* only reported when nothing fits */
-    out->rank = out->rank_feasible ? out->rank + 1 : 0;
-
-    fill_bottlenecks(&sc, out->top, out->ntop, scratch);
-    fill_bottlenecks(&sc, out->pareto_memory, out->npareto_memory, scratch);
-    fill_bottlenecks(&sc, out->pareto_cost, out->npareto_cost, scratch);
-    if (out->have_least_memory) {
-        /* Found from its memory alone (feasibility_only): evaluated in full for the report. */
-        mp_search_entry lm;
-        const int ci = out->least_memory.cluster;
-        if (evaluate_full(m, &clusters[ci], ci, o, &out->least_memory.plan, scratch, &lm, NULL) == MP_OK)
-            out->least_memory = lm;
-    }
-    if (out->ntop >= 2 &&
-        mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->top[1], 2,
-                          &out->explanation, NULL) == MP_OK)
-        out->have_explanation = 1;
-    if (out->have_explanation && out->explanation.tied && have_distinct) {
-        out->next_distinct_rank = out->winner_ties + 1;
-        fill_bottlenecks(&sc, &out->next_distinct, 1, scratch);
-        if (mp_search_explain(m, clusters, nclusters, o, &out->top[0], 1, &out->next_distinct,
-                              out->next_distinct_rank > INT_MAX ? INT_MAX : (int)out->next_distinct_rank,
-                              &out->explanation_next, NULL) != MP_OK)
-            out->next_distinct_rank = 0;
-    }
+    finish_result(&sc, clusters, nclusters, have_distinct, scratch, out);
     free(scratch);
     free(order);
     free(shapes);

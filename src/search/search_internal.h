@@ -70,6 +70,13 @@ struct sp_walker {
      * visit without evaluating. */
     int (*variant)(sp_walker *w, const mp_plan *p);
     int prune;
+    /* Optional (NULL: never). p is the head of a line (its first CP algorithm and rank order)
+     * at the micro-batch mbs[0] of the line's remaining micro-batches mbs[0..nmb), ascending,
+     * each with nvar plans (the head and its communication variants), not the first line of
+     * its (sharding, expert layout, vpp) subtree. Return 1 if the walker proved that none of
+     * those nmb * nvar plans can enter what the search reports and accounted for all of them
+     * (the walk then skips them), 0 to have them walked. */
+    int (*tail)(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, uint64_t nvar);
 };
 
 /* The rank orders the space has for plan p's degrees: the default (Megatron-Core's tp-cp-ep-dp-pp)

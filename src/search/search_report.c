@@ -69,7 +69,28 @@ static void entry_row(FILE *f, const mp_search_opts *o, int rank, const mp_searc
         fprintf(f, "%4s ", "");
     plan_cells(f, e);
     metrics_cells(f, o, e);
-    fprintf(f, "  %s\n", e->bottleneck);
+    fprintf(f, "  %s%s\n", e->verdict == MP_VERDICT_TIGHT ? "[tight: inside the memory margin] " : "",
+            e->bottleneck);
+}
+
+/* The search ranks by its objective; a tight plan ranked above a safe one is said so. */
+static void tight_note(FILE *f, const mp_search_result *r)
+{
+    int first_safe = -1, tight_above = 0;
+    for (int i = 0; i < r->ntop; i++) {
+        if (r->top[i].verdict == MP_VERDICT_FITS) {
+            first_safe = i;
+            break;
+        }
+        tight_above += r->top[i].verdict == MP_VERDICT_TIGHT;
+    }
+    if (tight_above && first_safe >= 0)
+        fprintf(f, "note: the %d plan%s ranked above #%d %s tight (memory inside the margin, may run "
+                   "out of memory); #%d is the best plan that fits with the margin to spare\n",
+                tight_above, tight_above == 1 ? "" : "s", first_safe + 1,
+                tight_above == 1 ? "is" : "are", first_safe + 1);
+    else if (tight_above)
+        fprintf(f, "note: every listed plan is tight (memory inside the margin, may run out of memory)\n");
 }
 
 void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *clusters, int nclusters,
@@ -101,10 +122,14 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
             (unsigned long long)k->shapes);
     fprintf(f, "evaluated %llu plans in %.3f s on %d thread%s; %llu more found over memory before "
             "their timing; %llu proven over memory and %llu communication variants (CP algorithm, "
-            "rank order) proven unable to matter, without evaluation\n\n",
+            "rank order) proven unable to matter, without evaluation",
             (unsigned long long)k->evaluated, r->wall_s, r->threads, r->threads == 1 ? "" : "s",
             (unsigned long long)k->memory_checked, (unsigned long long)k->over_memory_proven,
             (unsigned long long)k->order_skipped);
+    if (k->bound_skipped)
+        fprintf(f, "; %llu feasible plans proven unable to matter by a lower bound on their step "
+                   "and never timed", (unsigned long long)k->bound_skipped);
+    fprintf(f, "\n\n");
 
     if (r->ntop) {
         fprintf(f, "top %d of %llu feasible plans (%s):\n", r->ntop, (unsigned long long)k->feasible,
@@ -115,6 +140,7 @@ void mp_search_report_text(FILE *f, const mp_model *m, const mp_cluster *cluster
         fprintf(f, "  bottleneck\n");
         for (int i = 0; i < r->ntop; i++)
             entry_row(f, o, i + 1, &r->top[i]);
+        tight_note(f, r);
     } else {
         fprintf(f, "no plan fits in memory.\n");
         if (r->have_least_memory) {
@@ -223,6 +249,7 @@ static json_t *entry_json(const mp_search_entry *e, json_int_t rank)
     json_object_set_new(o, "recompute", json_string(mp_recompute_name(p->recompute)));
     json_object_set_new(o, "schedule", json_string(mp_schedule_name(p->schedule)));
     json_object_set_new(o, "feasible", json_boolean(e->feasible));
+    json_object_set_new(o, "verdict", json_string(mp_verdict_name(e->verdict)));
     json_object_set_new(o, "score", num(e->score));
     json_object_set_new(o, "step_s", num(e->step_s));
     json_object_set_new(o, "tokens_per_s", num(e->tokens_per_s));
@@ -301,6 +328,7 @@ char *mp_search_report_json(const mp_model *m, const mp_cluster *clusters, int n
     json_object_set_new(jc, "failed", json_integer((json_int_t)k->failed));
     json_object_set_new(jc, "order_skipped", json_integer((json_int_t)k->order_skipped));
     json_object_set_new(jc, "memory_checked", json_integer((json_int_t)k->memory_checked));
+    json_object_set_new(jc, "bound_skipped", json_integer((json_int_t)k->bound_skipped));
     json_object_set_new(root, "counts", jc);
     json_object_set_new(root, "top", list_json(r->top, r->ntop, 1));
     json_object_set_new(root, "pareto_memory", list_json(r->pareto_memory, r->npareto_memory, 0));

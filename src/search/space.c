@@ -70,7 +70,7 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     if (pin->fp8_comm && pin->precision != MP_DT_FP8)
         FAIL("search: fp8_comm = 1 needs precision fp8 (got %s)", mp_dtype_name(pin->precision));
     if ((int)pin->recompute < 0 || pin->recompute > MP_RC_COUNT)
-        FAIL("search: recompute = %d: expected none, selective, full or free", (int)pin->recompute);
+        FAIL("search: recompute = %d: expected none, selective, full, op, mlp or free", (int)pin->recompute);
     if (pin->zero < -1 || pin->zero > 3)
         FAIL("search: zero = %d: expected 0..3 or free", pin->zero);
     if (pin->hsdp && pin->zero >= 0 && pin->zero != 3)
@@ -376,8 +376,10 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
         if (pin->sp < 0 || pin->sp == v)
             ax->sp[ax->nsp++] = v;
     ax->nrc = 0;
+    /* free: the first MP_RC_SEARCHED modes (none, selective, full), the default space; a pinned
+     * mode (op, mlp too) is the only one */
     for (int r = 0; r < MP_RC_COUNT; r++)
-        if (pin->recompute == MP_RC_COUNT || (int)pin->recompute == r)
+        if ((pin->recompute == MP_RC_COUNT && r < MP_RC_SEARCHED) || (int)pin->recompute == r)
             ax->rc[ax->nrc++] = (mp_recompute)r;
     /* CP attention: ring or all-gather, a choice only with cp > 1 (with cp = 1 it does nothing:
      * ring, unless pinned). */
@@ -469,6 +471,12 @@ static int walk_layout(const sp_space *s, const sp_axes *ax, mp_plan p, const sp
                     p.cp_algo = ax->cpa[0];
                     memcpy(p.order, ords->order[0], sizeof p.order);
                     p.order_listed = ords->listed[0];
+                    if (w->prune && !first && w->tail &&
+                        w->tail(w, &p, &ax->mb[im], ax->nmb - im, nvar)) {
+                        /* This micro-batch and the larger ones cannot matter (bound.c). */
+                        done += (uint64_t)(ax->nmb - im) * nvar;
+                        break;
+                    }
                     double states = 0, capacity = 0;
                     int fit = w->visit(w, &p, &states, &capacity);
                     done++;
@@ -686,7 +694,7 @@ mp_status mp_search_enumerate(const mp_model *m, int64_t gpus, const mp_search_o
                     (unsigned long long)counts->plans, (unsigned long long)MP_SEARCH_MAX_PLANS);
         st = MP_ERR_RANGE;
     }
-    enum_walker ew = {{enum_visit, enum_skip, enum_variant, 0}, visit, ctx};
+    enum_walker ew = {{enum_visit, enum_skip, enum_variant, 0, NULL}, visit, ctx};
     for (size_t i = 0; st == MP_OK && i < n; i++) {
         sp_shape_axes(&s, &shapes[i], ax);
         if (sp_walk(&s, &shapes[i], ax, 0, ax->nshard, &ew.base) == -2)

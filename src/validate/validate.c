@@ -95,7 +95,7 @@ enum {
     C_ID, C_GROUP, C_NAME, C_LAYERS, C_HIDDEN, C_HEADS, C_KV, C_FFN, C_GLU, C_VOCAB, C_SEQ,
     C_EXPERTS, C_TOPK, C_MOEFFN, C_GPU, C_NGPUS, C_GPN, C_TP, C_PP, C_DP, C_CP, C_EP, C_VPP, C_SP,
     C_MB, C_GB, C_RC, C_PREC, C_ZERO, C_TFLOPS, C_BASIS, C_MFU, C_HFU, C_TOK, C_STEP, C_MEM,
-    C_MEMBASIS, C_COUNT
+    C_MEMBASIS, C_EXTRA, C_COUNT
 };
 static const char *const col_names[C_COUNT] = {
     "id", "source_group", "model_name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
@@ -103,7 +103,7 @@ static const char *const col_names[C_COUNT] = {
     "gpus_per_node", "tp", "pp", "dp", "cp", "ep", "vpp", "sp", "micro_batch", "global_batch",
     "recompute", "precision", "zero_stage", "measured_tflops_per_gpu", "tflops_basis",
     "measured_mfu", "measured_hfu", "measured_tokens_per_s_per_gpu", "measured_step_s",
-    "measured_mem_gib", "mem_basis"};
+    "measured_mem_gib", "mem_basis", "plan_extra"};
 /* Columns a file must have. */
 static const int required_cols[] = {C_ID, C_LAYERS, C_HIDDEN, C_HEADS, C_FFN, C_VOCAB, C_SEQ,
                                     C_GPU, C_NGPUS, C_TP, C_PP, C_GB};
@@ -239,6 +239,8 @@ static int push_row(mp_validation *v, const char *id, const char *group, const c
     mp_strlcpy(r->source_group, group, sizeof r->source_group);
     mp_strlcpy(r->metric, metric, sizeof r->metric);
     mp_strlcpy(r->assumed, assumed, sizeof r->assumed);
+    r->mem_basis[0] = '\0';
+    r->verdict = MP_VERDICT_FITS;
     mp_utf8_scrub(r->id);
     mp_utf8_scrub(r->source_group);
     r->measured = measured;
@@ -388,12 +390,16 @@ static int row_plan(row_in *r, const mp_model *m, int64_t ngpus, mp_plan *p)
     if (int_cell(cell[C_ZERO], &x) == 1 && x <= 3)
         p->zero = (int)x;
     const char *rc = cell[C_RC];
-    if (!strcmp(rc, "full")) p->recompute = MP_RC_FULL;
-    else if (!strcmp(rc, "selective")) p->recompute = MP_RC_SELECTIVE;
-    else if (!strcmp(rc, "none")) p->recompute = MP_RC_NONE;
-    else if (!rc[0]) append(r->assumed, sizeof r->assumed, "recompute none");
-    else {
-        snprintf(r->why, sizeof r->why, "recompute = \"%.40s\": expected none, selective or full", rc);
+    int rc_known = 0;
+    for (int k = 0; k < MP_RC_COUNT; k++)
+        if (!strcmp(rc, mp_recompute_name((mp_recompute)k))) {
+            p->recompute = (mp_recompute)k;
+            rc_known = 1;
+        }
+    if (!rc_known && !rc[0])
+        append(r->assumed, sizeof r->assumed, "recompute none");
+    else if (!rc_known) {
+        snprintf(r->why, sizeof r->why, "recompute = \"%.40s\": expected none, selective, full, op or mlp", rc);
         return 1;
     }
     const char *pr = cell[C_PREC];
@@ -413,6 +419,19 @@ static int row_plan(row_in *r, const mp_model *m, int64_t ngpus, mp_plan *p)
                 p->fsdp = 2;
         }
     mp_diag pd = {0};
+    /* plan_extra (optional): plan keys the columns cannot say ("fsdp=2,opt_dtype=bf16"),
+     * applied last. Separated by ';' or spaces in the CSV cell, as ',' separates cells. */
+    if (cell[C_EXTRA][0]) {
+        char extra[256];
+        mp_strlcpy(extra, cell[C_EXTRA], sizeof extra);
+        for (char *q = extra; *q; q++)
+            if (*q == ';' || *q == ' ')
+                *q = ',';
+        if (mp_plan_parse(extra, p, &pd) != MP_OK) {
+            snprintf(r->why, sizeof r->why, "plan_extra = \"%.40s\": %.180s", cell[C_EXTRA], pd.text);
+            return 1;
+        }
+    }
     if (mp_plan_resolve(p, m, ngpus, &pd) != MP_OK) {
         snprintf(r->why, sizeof r->why, "plan cannot be formed: %.220s", pd.text);
         return 1;
@@ -486,6 +505,7 @@ static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
 {
     const char *const *cell = r->cell;
     const char *basis = cell[C_BASIS];
+    const size_t first_row = out->nrows;
     int have_metric = 0;
     const char *bad_metric = NULL; /* a measured cell whose error overflowed */
     double meas = 0, bad_value = 0;
@@ -534,8 +554,22 @@ static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
     } else if (num_cell(cell[C_STEP], &meas) == 1 && meas > 0) {
         PUSH(C_STEP, "step_s", est->step_s);
     }
-    if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0)
-        PUSH(C_MEM, "mem_gib", est->memory.total / 1073741824.0);
+    /* Memory by its basis: "allocated" (torch.cuda.max_memory_allocated, Megatron's "max
+     * allocated") and "active" (peak active, memory_stats; >= allocated by the blocks freed but
+     * still awaiting their stream) are the peak of allocated tensors; "reserved", "nvidia-smi" and "peak"
+     * (torchtitan's logged peak, max_memory_reserved) are everything the process holds. */
+    if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0) {
+        size_t before = out->nrows;
+        PUSH(C_MEM, "mem_gib",
+             (!strcmp(cell[C_MEMBASIS], "allocated") || !strcmp(cell[C_MEMBASIS], "active")
+                  ? est->memory.allocated : est->memory.total) /
+                 1073741824.0);
+        if (out->nrows > before)
+            mp_strlcpy(out->rows[out->nrows - 1].mem_basis, cell[C_MEMBASIS],
+                       sizeof out->rows[0].mem_basis);
+    }
+    for (size_t k = first_row; k < out->nrows; k++)
+        out->rows[k].verdict = est->verdict;
 #undef PUSH
     if (!have_metric && bad_metric)
         snprintf(r->why, sizeof r->why, "%s = %g: out of range (the relative error overflows)",

@@ -63,8 +63,9 @@ void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluste
 void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache)
 {
     const int sp_moe = p->sp || w->tp > 1;
-    const double key[9] = {(double)p->seq, (double)p->mb, w->tp, p->sp, w->cp, p->flash,
-                           (double)p->recompute, w->etp, w->moe_load};
+    const double every = p->recompute_every > 1 && p->recompute != MP_RC_NONE ? (double)p->recompute_every : 1.0;
+    const double key[10] = {(double)p->seq, (double)p->mb, w->tp, p->sp, w->cp, p->flash,
+                            (double)p->recompute, w->etp, w->moe_load, every};
     if (cache && cache->params_tp == w->tp) {
         w->params = cache->params;
     } else {
@@ -96,6 +97,20 @@ void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_
     mp_layer_activation(m, p->seq, p->mb, w->tp, p->sp, w->cp, p->flash, p->recompute, &w->act);
     mp_moe_layer_activation(m, p->seq, p->mb, w->tp, sp_moe, w->cp, w->etp, p->flash, p->recompute,
                             w->moe_load, &w->act_moe);
+    if (every > 1.0) {
+        /* recompute_every = n: one layer in n checkpointed, the others store everything; a
+         * stage's stored bytes are n_layers x the mean of the two (the remainder of a stage's
+         * layer count by n is below one layer's difference and not counted apart). */
+        mp_layer_act none, none_moe;
+        mp_layer_activation(m, p->seq, p->mb, w->tp, p->sp, w->cp, p->flash, MP_RC_NONE, &none);
+        mp_moe_layer_activation(m, p->seq, p->mb, w->tp, sp_moe, w->cp, w->etp, p->flash, MP_RC_NONE,
+                                w->moe_load, &none_moe);
+        w->act.stored_bytes = (w->act.stored_bytes + (every - 1.0) * none.stored_bytes) / every;
+        w->act_moe.stored_bytes = (w->act_moe.stored_bytes + (every - 1.0) * none_moe.stored_bytes) / every;
+        w->act.attention_s2_bytes = (w->act.attention_s2_bytes + (every - 1.0) * none.attention_s2_bytes) / every;
+        w->act_moe.attention_s2_bytes =
+            (w->act_moe.attention_s2_bytes + (every - 1.0) * none_moe.attention_s2_bytes) / every;
+    }
     if (cache) {
         memcpy(cache->act[slot].key, key, sizeof key);
         cache->act[slot].act = w->act;

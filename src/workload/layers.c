@@ -160,8 +160,10 @@ static void moe_layer(const mp_workload *w, const mp_model *m, const mp_plan *p,
     }
 }
 
-/* Forward, backward and recompute of a layer from its forward pieces. */
-static void passes(mp_wl_layer *l, mp_recompute rc)
+/* Forward, backward and recompute of a layer from its forward pieces. fl: the model's FLOPs
+ * (the per-op and MLP-only modes recompute a share of the layer's GEMMs); every: the mode on one
+ * layer in every n (plan recompute_every), so a layer's mean recompute is 1/n of it. */
+static void passes(mp_wl_layer *l, mp_recompute rc, const mp_flops *fl, double every)
 {
     l->fwd_s = l->gemm_s + l->attn_s + l->elem_s;
     l->bwd_s = 2.0 * l->gemm_s + 2.5 * l->attn_s + 2.0 * l->elem_s + l->bwd_extra_s;
@@ -172,6 +174,23 @@ static void passes(mp_wl_layer *l, mp_recompute rc)
         l->ep_recompute_s = l->ep_fwd_s; /* ... and dispatches again */
     } else if (rc == MP_RC_SELECTIVE) {
         l->recompute_s = l->attn_s; /* recompute the attention core only */
+    } else if (rc == MP_RC_OP || rc == MP_RC_MLP) {
+        /* The recomputed matmuls' share of the layer's GEMM time (mp_flops), and the
+         * element-wise work in the same share (MLP) or all of it (per-op SAC saves no
+         * element-wise output: norms, RoPE and the GLU activation run again). The TP
+         * all-gathers in front of the recomputed column-parallel matmuls run again too: half
+         * the layer's TP traffic (per-op), the MLP's quarter (MLP). */
+        double mm = fl->fwd_matmul_per_token > 0
+                    ? (rc == MP_RC_OP ? fl->recompute_op_per_token : fl->recompute_mlp_per_token) /
+                          fl->fwd_matmul_per_token
+                    : 0.0;
+        l->recompute_s = mm * l->gemm_s + (rc == MP_RC_OP ? 1.0 : mm) * l->elem_s;
+        l->tp_recompute_s = (rc == MP_RC_OP ? 0.5 : 0.25) * l->tp_fwd_s;
+    }
+    if (every > 1.0) {
+        l->recompute_s /= every;
+        l->tp_recompute_s /= every;
+        l->ep_recompute_s /= every;
     }
 }
 
@@ -352,10 +371,11 @@ void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
     layer_comm(w, m, p, &k.a);
     mp_wl_layer *d = &w->layer[MP_LK_DENSE], *mo = &w->layer[MP_LK_MOE];
     d->gemm_s = k.d[0], d->attn_s = k.d[1], d->elem_s = k.d[2], d->bwd_extra_s = k.d[3];
-    passes(d, p->recompute);
+    const double every = p->recompute_every > 1 ? (double)p->recompute_every : 1.0;
+    passes(d, p->recompute, &w->flops, every);
     if (w->moe) {
         mo->gemm_s = k.mo[0], mo->attn_s = k.mo[1], mo->elem_s = k.mo[2], mo->bwd_extra_s = k.mo[3];
-        passes(mo, p->recompute);
+        passes(mo, p->recompute, &w->flops, every);
     }
     head_and_mtp(w, m, k.head_f, k.ce_s, k.proj);
     copy_out(w, m, p);

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# tests/newuser_e2e.sh — the gaps a new user found (issue 15's closing note), each fixed and
+# checked end to end here: exit code, and the message (stderr) or the output it gives.
+#
+#   newuser_e2e.sh <path-to-meshplan> <repo-root>
+#
+# Prints "ok - WHAT" or "FAIL - WHAT: why" per check, then "N passed, M failed"; exits 1 on any
+# failure.
+set -u
+MP=${1:?meshplan}
+ROOT=${2:?repo root}
+cd "$ROOT" || exit 2
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/meshplan-newuser.XXXXXX") || exit 2
+trap 'rm -rf "$TMP"' EXIT
+PASSED=0
+FAILED=0
+H=h100-sxm5-80gb
+
+run() { "$MP" "$@" >"$TMP/out" 2>"$TMP/err"; RC=$?; }
+# check WHAT WANT_RC STREAM SUBSTRING...: every substring in out or err
+check() {
+    local what=$1 want=$2 stream=$3
+    shift 3
+    local why=""
+    [ "$RC" = "$want" ] || why="exit $RC, expected $want"
+    for s in "$@"; do
+        grep -qF -- "$s" "$TMP/$stream" || why="${why:+$why; }$stream lacks \"$s\""
+    done
+    if [ -z "$why" ]; then
+        echo "ok - $what"
+        PASSED=$((PASSED + 1))
+    else
+        echo "FAIL - $what: $why"
+        sed 's/^/#   /' "$TMP/err" | head -5
+        FAILED=$((FAILED + 1))
+    fi
+}
+# absent WHAT STREAM SUBSTRING: the substring is not in the stream
+absent() {
+    if grep -qF -- "$3" "$TMP/$2"; then
+        echo "FAIL - $1: $2 has \"$3\""
+        FAILED=$((FAILED + 1))
+    else
+        echo "ok - $1"
+        PASSED=$((PASSED + 1))
+    fi
+}
+
+# --- --cluster in search, scale and trace, as predict takes it --------------------------------
+run search --model llama2-7b --cluster dgx-h100 --gpus 8 --gb 16 --seq 4096 --top 2 --json
+check "search --cluster NODE --gpus N" 0 out '"top"' '"plan"'
+run search --model llama2-7b --cluster examples/clusters/dgx-h100-roce100.json --gb 16 --top 1
+check "search --cluster FILE takes the file's GPU count" 0 out "search: llama2-7b" "top 1 of"
+run search --model llama2-7b --cluster three-continents --gb 16
+check "search --cluster ISLANDS: one cluster only, said so" 2 err 'cluster = "three-continents" is an islands description: search covers one cluster'
+run search --model llama2-7b --cluster dgx-h100 --gb 16
+check "search --cluster NODE without --gpus" 2 err 'is a node type: --gpus is required'
+run search --model llama2-7b --gb 16 --gpus 8
+check "search without --gpu or --cluster" 2 err "search: --gpu (or --cluster) is required"
+run search --model llama2-7b --gpu $H --gb 16
+check "search without --gpus" 2 err "search: --gpus (or --cluster with a GPU count) is required"
+run search --model llama2-7b --cluster dgx-h100 --gpus 8 --gb 16 --scale-out ib-ndr-400
+check "search --cluster with --scale-out" 2 err "give them in the --cluster file instead"
+run scale --model llama3-8b --cluster dgx-h100 --gpus 8:16 --gb 64 --json
+check "scale --cluster" 0 out '"gpus"'
+run trace --model llama3-8b --cluster dgx-h100 --gpus 8 --plan tp=8,gb=8 --json
+check "trace --cluster NODE" 0 out '"simulated"' '"difference_pct"'
+run trace --model llama3-8b --cluster examples/clusters/dgx-h100-roce100.json --plan tp=8,gb=64 --json
+check "trace --cluster FILE" 0 out '"simulated"' '"difference_pct"'
+run trace --model llama3-8b --cluster two-islands-wan100 --gpus 8 --plan tp=8,gb=8,sync=diloco
+check "trace on one cluster refuses island keys" 2 err "plan.sync"
+
+# --- the help says what the command takes ------------------------------------------------------
+run search --help
+check "search --help: plan keys come with --fix" 0 out 'plan keys: --fix "key=value,...'
+absent "search --help does not offer --plan" out 'plan keys: --plan'
+absent "search --help lists no islands keys" out 'plan keys across islands'
+check "search --help: --cluster" 0 out "--cluster NODE|PRESET|FILE"
+check "search --help: --gb says it is required" 0 out "--gb B" "required unless --fix or --config gives gb"
+run scale --help
+check "scale --help: --gb required, --cluster" 0 out "required unless --fix or --config gives gb" "--cluster"
+run trace --help
+check "trace --help: --cluster, plan keys with --plan" 0 out "--cluster NODE|PRESET|FILE" 'plan keys: --plan'
+absent "trace --help lists no islands keys" out 'plan keys across islands'
+run predict --help
+check "predict --help still lists the islands keys" 0 out 'plan keys across islands'
+run search --model llama2-7b --gpu $H --gpus 8
+check "search without --gb" 2 err "--gb is required"
+
+# --- collective --sizes below one element ------------------------------------------------------
+run collective --gpu $H --gpus 16 --sizes 0:8
+check "collective --sizes 0:8 is refused, with the smallest valid start" 2 err \
+    'sizes = "0:8": the first size, 0 B, holds no float element (4 B): expected sizes of at least 4 B (--sizes 4:8)'
+run collective --gpu $H --gpus 16 --sizes 4:8 --type int64
+check "collective --sizes below an int64" 2 err 'holds no int64 element (8 B)' '(--sizes 8:8)'
+run collective --gpu $H --gpus 16 --sizes 4:8
+check "collective --sizes 4:8: every row moves an element" 0 out "float"
+if awk '!/^#/ && NF > 2 && $2 == 0 { bad = 1 } END { exit bad }' "$TMP/out"; then
+    echo "ok - collective prints no count-0 row"; PASSED=$((PASSED + 1))
+else
+    echo "FAIL - collective prints a count-0 row"; FAILED=$((FAILED + 1))
+fi
+
+# --- integers: the message gives the valid range -----------------------------------------------
+run predict --model llama3-8b --gpu $H --gpus 8 --plan gb=1e18
+check "plan gb=1e18 names the range" 2 err 'plan.gb = "1e18": expected an integer in [1, 1073741824], in digits'
+run search --model llama3-8b --gpu $H --gpus 8 --gb 1e18
+check "--gb 1e18 names the range" 2 err 'gb = "1e18": expected an integer in [1, 1073741824], in digits'
+run predict --model llama3-8b --gpu $H --gpus 8x --plan gb=8
+check "--gpus 8x names the range" 2 err 'gpus = "8x": expected an integer in [1, 16777216], in digits'
+
+# --- trace --max-trace-bytes below one micro-batch ---------------------------------------------
+run trace --model llama3-8b --gpu $H --gpus 8 --plan tp=8,gb=8 --max-trace-bytes 1 -o "$TMP/t.json"
+check "trace --max-trace-bytes 1: one clear sentence" 2 err \
+    "over --max-trace-bytes 1: no global batch fits under it (one micro-batch per DP rank, gb=1, takes 14560 bytes): raise --max-trace-bytes; nothing was simulated or written"
+[ -e "$TMP/t.json" ] && { echo "FAIL - trace left a file"; FAILED=$((FAILED + 1)); }
+run trace --model llama3-8b --gpu $H --gpus 8 --plan tp=8,gb=64 --max-trace-bytes 100000 -o "$TMP/t.json"
+check "trace over the cap: the gb that fits, or a larger cap" 2 err \
+    "it needs a global batch of gb=6 or less (likely less: that is a lower bound), or a larger --max-trace-bytes; nothing was simulated"
+
+# --- an unknown GPU beside --cluster gets the nearest names, as --gpu alone does -----------------
+run predict --model llama3-8b --cluster dgx-h100 --gpu h100-sxm5-80g --gpus 8 --plan tp=8,gb=8
+check "--cluster with a mistyped --gpu suggests the key" 2 err 'gpu = "h100-sxm5-80g": not in the catalog' "did you mean h100-sxm5-80gb"
+run predict --model llama3-8b --gpu h100-sxm5-80g --gpus 8 --plan tp=8,gb=8
+check "--gpu alone still suggests it" 2 err "did you mean h100-sxm5-80gb"
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

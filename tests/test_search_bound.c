@@ -1,0 +1,272 @@
+/* tests/test_search_bound.c — the search's per-subtree step-time bound (src/search/bound.c).
+ *
+ * Two kinds of test (STYLE.md):
+ *   - property: the bound is below the estimator's step on every plan of several spaces (dense,
+ *     GQA, MoE with MLA and MTP, long-context CP, fp8, ZeRO-3/HSDP, pinned ZB and GPipe);
+ *   - differential: a search with pruning on (the bound skipping plans) and off (every plan
+ *     timed) gives the same top list, frontiers, rank, ties, explanation and feasible /
+ *     over-memory counts, on spaces where the bound does skip plans, with 1 and 2 threads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "meshplan/meshplan.h"
+#include "search/bound.h"
+
+static const mp_model *model(const char *key)
+{
+    const mp_model *m = mp_catalog_model(g_cat, key);
+    assert_non_null(m);
+    return m;
+}
+
+static mp_cluster cluster(const char *gpu, int64_t n)
+{
+    mp_cluster c;
+    mp_diag d = {0};
+    if (mp_cluster_from_catalog(g_cat, gpu, n, 0, NULL, &c, &d) != MP_OK)
+        fail_msg("cluster %s x %lld: %s", gpu, (long long)n, d.text);
+    return c;
+}
+
+typedef struct {
+    const char *model; /* NULL: the small DeepSeek-V3 below */
+    const char *gpu;
+    int64_t gpus, gb, seq;
+    const char *fix;   /* pinned plan keys */
+} job;
+
+static const job jobs[] = {
+    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, ""},
+    {"llama3-8b", "a100-sxm4-80gb", 16, 64, 8192, "precision=bf16"},
+    {"llama3-8b", "h100-sxm5-80gb", 16, 32, 8192, "precision=fp8"},
+    {"llama3-70b", "h100-sxm5-80gb", 64, 64, 4096, "zero=3"},
+    {"llama3-8b", "h100-sxm5-80gb", 32, 8, 65536, "recompute=full"},        /* CP */
+    {"llama3-8b", "h100-sxm5-80gb", 16, 64, 4096, "schedule=zb"},
+    {"llama3-8b", "h100-sxm5-80gb", 16, 64, 4096, "schedule=gpipe"},
+    {"mixtral-8x7b", "h100-sxm5-80gb", 16, 32, 4096, "zero=1"},
+    {NULL, "h100-sxm5-80gb", 16, 32, 4096, "cp=1"},                       /* MLA, MoE, MTP */
+};
+
+static mp_model g_ds;
+
+static const mp_model *job_model(const job *j)
+{
+    if (j->model)
+        return model(j->model);
+    /* A 6-layer DeepSeek-V3 (MLA, 64 experts, a shared expert, one dense layer, MTP), as
+     * tests/test_search.c uses: small enough to enumerate. */
+    g_ds = *model("deepseek-v3");
+    g_ds.layers = 6;
+    g_ds.moe_dense_layers = 1;
+    g_ds.moe_experts = 64;
+    return &g_ds;
+}
+
+static void job_opts(const job *j, mp_search_opts *o)
+{
+    mp_search_opts_init(o);
+    o->pin.gb = j->gb;
+    o->pin.seq = j->seq;
+    if (j->fix[0])
+        assert_int_equal(mp_plan_parse(j->fix, &o->pin, NULL), MP_OK);
+}
+
+typedef struct {
+    const mp_model *m;
+    const mp_cluster *c;
+    mp_estimate *e;
+    mp_estimate_opts eo;
+    mp_workload_opts wo;
+    uint64_t plans, timed;
+    double worst_ratio; /* largest bound / step seen */
+} bound_ctx;
+
+static int check_plan(void *ctx, const mp_plan *p)
+{
+    bound_ctx *b = ctx;
+    if (mp_estimate_plan(b->m, b->c, p, &b->eo, b->e, NULL) != MP_OK)
+        return 0;
+    sb_bound sb;
+    sb_bound_init(b->m, b->c, p, &b->wo, NULL, &sb);
+    assert_true(sb.ok);
+    const double lb = sb_step_lb_s(&sb, p->mb, p->recompute);
+    b->plans++;
+    if (lb > b->e->step_s) {
+        char s[512];
+        mp_plan_format(p, s, sizeof s);
+        fail_msg("bound %.17g s above the step %.17g s of %s", lb, b->e->step_s, s);
+    }
+    /* The bound holds for every larger micro-batch too (it grows with mb); and it has bite. */
+    if (lb / b->e->step_s > b->worst_ratio)
+        b->worst_ratio = lb / b->e->step_s;
+    b->timed++;
+    return 0;
+}
+
+/* Property: bound <= step on every plan of every job, the estimator at its defaults. */
+static void test_bound_below_every_step(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof jobs / sizeof jobs[0]; k++) {
+        const job *j = &jobs[k];
+        const mp_model *m = job_model(j);
+        mp_cluster c = cluster(j->gpu, j->gpus);
+        mp_search_opts o;
+        job_opts(j, &o);
+        bound_ctx b;
+        memset(&b, 0, sizeof b);
+        b.m = m;
+        b.c = &c;
+        b.e = malloc(sizeof(mp_estimate));
+        assert_non_null(b.e);
+        mp_estimate_opts_init(&b.eo);
+        b.eo.skip_text = 1;
+        sb_workload_opts(&b.eo, &b.wo);
+        mp_search_counts counts;
+        mp_diag d = {0};
+        if (mp_search_enumerate(m, j->gpus, &o, check_plan, &b, &counts, &d) != MP_OK)
+            fail_msg("enumerate %s: %s", m->key, d.text);
+        printf("# %s on %lld x %s (%s): %llu plans, bound / step at most %.3f\n", m->key,
+               (long long)j->gpus, j->gpu, j->fix, (unsigned long long)b.plans, b.worst_ratio);
+        assert_true(b.plans > 100);
+        assert_true(b.worst_ratio > 0.1 && b.worst_ratio <= 1.0); /* long-context CP: attention, left out, dominates */
+        free(b.e);
+    }
+}
+
+/* The bound grows with mb and with full recompute, and is 0 without a workload. */
+static void test_bound_shape(void **state)
+{
+    (void)state;
+    mp_cluster c = cluster("h100-sxm5-80gb", 64);
+    mp_plan p;
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_plan_parse("tp=8,pp=4,vpp=2,mb=1,gb=64,seq=4096,zero=1", &p, NULL), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, model("llama3-70b"), 64, NULL), MP_OK);
+    mp_workload_opts wo;
+    mp_workload_opts_init(&wo);
+    sb_bound b;
+    sb_bound_init(model("llama3-70b"), &c, &p, &wo, NULL, &b);
+    assert_true(b.ok);
+    assert_true(b.bubble == 1.5); /* (pp - 1) / vpp */
+    assert_true(b.local_seqs == 32.0);
+    assert_true(sb_step_lb_s(&b, 2, MP_RC_NONE) > sb_step_lb_s(&b, 1, MP_RC_NONE));
+    assert_true(sb_step_lb_s(&b, 1, MP_RC_FULL) > sb_step_lb_s(&b, 1, MP_RC_SELECTIVE));
+    assert_true(sb_step_lb_s(&b, 1, MP_RC_SELECTIVE) == sb_step_lb_s(&b, 1, MP_RC_NONE));
+    b.ok = 0;
+    assert_true(sb_step_lb_s(&b, 1, MP_RC_NONE) == 0.0);
+}
+
+static void same_entries(const mp_search_entry *a, int na, const mp_search_entry *b, int nb,
+                         const char *what)
+{
+    if (na != nb)
+        fail_msg("%s: %d vs %d entries", what, na, nb);
+    for (int i = 0; i < na; i++)
+        if (mp_search_entry_cmp(&a[i], &b[i]) != 0 || a[i].score != b[i].score ||
+            a[i].step_s != b[i].step_s || a[i].memory_bytes != b[i].memory_bytes ||
+            strcmp(a[i].bottleneck, b[i].bottleneck))
+            fail_msg("%s[%d] differs", what, i);
+}
+
+static void same_answer(const mp_search_result *a, const mp_search_result *b)
+{
+    assert_int_equal(a->counts.plans, b->counts.plans);
+    assert_int_equal(a->counts.feasible, b->counts.feasible);
+    assert_int_equal(a->counts.over_memory, b->counts.over_memory);
+    assert_int_equal(a->counts.failed, b->counts.failed);
+    same_entries(a->top, a->ntop, b->top, b->ntop, "top");
+    same_entries(a->pareto_memory, a->npareto_memory, b->pareto_memory, b->npareto_memory, "pareto_memory");
+    same_entries(a->pareto_cost, a->npareto_cost, b->pareto_cost, b->npareto_cost, "pareto_cost");
+    assert_int_equal(a->rank, b->rank);
+    assert_int_equal(a->winner_ties, b->winner_ties);
+    assert_int_equal(a->next_distinct_rank, b->next_distinct_rank);
+    assert_int_equal(a->have_least_memory, b->have_least_memory);
+    assert_int_equal(a->have_explanation, b->have_explanation);
+    if (a->have_explanation)
+        assert_string_equal(a->explanation.text, b->explanation.text);
+}
+
+/* Differential: pruning on and off agree, and the bound skipped plans in these spaces. With a
+ * price (the cost frontier), a plan to rank, the time-to-train objective and two GPU counts in
+ * some of them. */
+static void test_pruned_search_is_exhaustive_search(void **state)
+{
+    (void)state;
+    uint64_t skipped_total = 0;
+    for (size_t k = 0; k < sizeof jobs / sizeof jobs[0]; k++) {
+        const job *j = &jobs[k];
+        const mp_model *m = job_model(j);
+        mp_cluster c[2] = {cluster(j->gpu, j->gpus), cluster(j->gpu, 2 * j->gpus)};
+        const int nc = k % 3 == 1 ? 2 : 1;
+        mp_search_opts o;
+        job_opts(j, &o);
+        o.top_n = k % 2 ? 3 : 10;
+        if (k % 3 == 2) {
+            o.price_per_gpu_hour = 2.5;
+            o.tokens = 1e12;
+            o.objective = MP_OBJ_TIME_TO_TRAIN;
+        }
+        mp_plan rank;
+        if (k % 4 == 0) {
+            /* rank the space's first plan */
+            mp_plan_init_default(&rank);
+            rank.gb = j->gb;
+            rank.seq = j->seq;
+            if (mp_plan_resolve(&rank, m, j->gpus, NULL) == MP_OK) {
+                o.rank_plan = &rank;
+                o.rank_cluster = 0;
+            }
+        }
+        for (int threads = 1; threads <= 2; threads++) {
+            mp_search_result pruned, full;
+            mp_diag d = {0};
+            o.threads = threads;
+            o.parallel_min_plans = 1;
+            o.prune = 1;
+            if (mp_search(m, c, nc, &o, &pruned, &d) != MP_OK)
+                fail_msg("search %s: %s", m->key, d.text);
+            o.prune = 0;
+            if (mp_search(m, c, nc, &o, &full, &d) != MP_OK)
+                fail_msg("search %s: %s", m->key, d.text);
+            assert_int_equal(full.counts.bound_skipped, 0);
+            assert_int_equal(pruned.counts.evaluated + pruned.counts.memory_checked +
+                                 pruned.counts.over_memory_proven + pruned.counts.order_skipped +
+                                 pruned.counts.bound_skipped,
+                             pruned.counts.plans);
+            same_answer(&pruned, &full);
+            if (threads == 1)
+                printf("# %s on %lld x %s (%s%s): %llu plans, %llu feasible; bound skipped %llu, "
+                       "timed %llu of %llu\n", m->key, (long long)j->gpus, j->gpu, j->fix,
+                       nc == 2 ? ", two GPU counts" : "", (unsigned long long)full.counts.plans,
+                       (unsigned long long)full.counts.feasible,
+                       (unsigned long long)pruned.counts.bound_skipped,
+                       (unsigned long long)pruned.counts.evaluated,
+                       (unsigned long long)full.counts.evaluated);
+            skipped_total += pruned.counts.bound_skipped;
+            mp_search_result_free(&pruned);
+            mp_search_result_free(&full);
+        }
+    }
+    assert_true(skipped_total > 0); /* the bound did skip plans */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bound_shape),
+        cmocka_unit_test(test_bound_below_every_step),
+        cmocka_unit_test(test_pruned_search_is_exhaustive_search),
+    };
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
+}
