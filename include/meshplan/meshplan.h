@@ -72,5 +72,7 @@
 #include "meshplan/calibrate.h"
 #include "meshplan/import.h"
 #include "meshplan/rl.h"
+#include "meshplan/workflow.h"
+#include "meshplan/lora.h"
 
 #endif

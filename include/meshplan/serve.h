@@ -59,6 +59,10 @@ typedef struct {
  *  runs); returns extra seconds the step takes (>= 0). ctx is opts.hook_ctx. NULL: none. */
 typedef double (*mp_serve_step_hook)(void *ctx, const int64_t *reqs, const int64_t *tokens,
                                      size_t n);
+/** The same with the replica the step runs on (0 .. replicas - 1; a disaggregated run's decode
+ *  pool follows the prefill pool), for per-replica state such as an adapter cache (lora.h). */
+typedef double (*mp_serve_replica_hook)(void *ctx, int replica, const int64_t *reqs,
+                                        const int64_t *tokens, size_t n);
 
 /** Every option. mp_serve_opts_init sets the default given beside each. */
 typedef struct {
@@ -103,6 +107,7 @@ typedef struct {
     int keep_timeline;
     mp_serve_step_hook hook;
     void *hook_ctx;
+    mp_serve_replica_hook replica_hook; /* also called per step when set, with hook_ctx */
 } mp_serve_opts;
 
 void mp_serve_opts_init(mp_serve_opts *o);

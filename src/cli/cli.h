@@ -339,6 +339,8 @@ int cmd_trace(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_web(int argc, char **argv);
 
+/** The adapter options of lora and serve (--adapters, --adapter-rank, --adapter-targets,
+ *  --adapter-popularity, --adapter-cache; cmd_lora.c) into o (initialised here). 0 or EXIT_INPUT. */
 /* --- serve and serve-search (cli_serve.c) --- */
 #include "meshplan/serve.h"
 /** The job and serving options of serve / serve-search, with the buffers they point into. */
@@ -372,4 +374,22 @@ void cli_serve_job_free(cli_serve_job *j);
     CLI_OPT("--slo", "SLO", "\"ttft_p99=1s,tpot_p99=40ms\": goodput counts requests within both"), \
     CLI_OPT("--price-gpu-hour", "USD", "rental price per GPU-hour (default: the cost module's $2.50)")
 
+/** The adapter options of lora and serve (--adapters, --adapter-rank, --adapter-targets,
+ *  --adapter-popularity, --adapter-cache; cmd_lora.c) into o (initialised here). 0 or EXIT_INPUT. */
+int cli_lora_opts(const cli_args *a, mp_lora_opts *o);
+/** serve --adapters (cmd_lora.c): the adapter cache's KV share taken from j's plan and the
+ *  per-step adapter model hooked into j's options; *x NULL without --adapters. 0 or an exit code
+ *  after printing. */
+typedef struct cli_lora_serve cli_lora_serve;
+int cli_lora_serve_setup(const cli_args *a, cli_serve_job *j, cli_lora_serve **x);
+/** The adapter figures of a run: text lines, or (json non-NULL) an "adapters" object added to
+ *  *json (replaced). 0 or EXIT_INTERNAL. */
+int cli_lora_serve_report(const cli_lora_serve *x, const mp_serve_result *r, char **json);
+void cli_lora_serve_free(cli_lora_serve *x);
+#define CLI_OPTS_LORA                                                                              \
+    CLI_OPT("--adapters", "N", "LoRA adapters of the base model (docs/workflow.md)"),              \
+    CLI_OPT("--adapter-rank", "R", "their rank (default 16)"),                                     \
+    CLI_OPT("--adapter-targets", "attn|all", "q, k, v, o (default) or every linear layer"),        \
+    CLI_OPT("--adapter-popularity", "zipf:S", "share of the i-th adapter ~ i^-S (default zipf:1.1), or uniform"), \
+    CLI_OPT("--adapter-cache", "K", "resident adapters per replica (default: the smallest with <= 1% misses)")
 #endif

@@ -14,6 +14,7 @@ static const cli_option serve_opts[] = {
     CLI_OPT("--disaggregate", "POOLS", "separate pools, \"prefill=tp4x2,decode=tp8x1\" (tp x replicas)"),
     CLI_OPT("--trace", "FILE", "write the request timeline as a Chrome/Perfetto trace JSON"),
     CLI_FLAG("--frontier", "also the SLO-throughput frontier: the highest rate meeting --slo x 0.25 .. 4"),
+    CLI_OPTS_LORA,
     CLI_OPT_JSON,
     CLI_END,
 };
@@ -167,8 +168,14 @@ static int serve_run(int argc, char **argv)
         return EXIT_INPUT;
     }
     j.o.keep_timeline = trace != NULL;
+    cli_lora_serve *lora = NULL;
+    if ((rc = cli_lora_serve_setup(&a, &j, &lora))) {
+        cli_serve_job_free(&j);
+        return rc;
+    }
     mp_serve_result *r = malloc(sizeof *r);
     if (!r) {
+        cli_lora_serve_free(lora);
         cli_serve_job_free(&j);
         return EXIT_INTERNAL;
     }
@@ -185,6 +192,8 @@ static int serve_run(int argc, char **argv)
             char *s = mp_report_serve_json(r);
             if (!s)
                 rc = EXIT_INTERNAL;
+            if (!rc && lora && r->feasible)
+                rc = cli_lora_serve_report(lora, r, &s);
             if (!rc && fr)
                 rc = frontier(&j, 1, &s);
             if (!rc)
@@ -192,6 +201,8 @@ static int serve_run(int argc, char **argv)
             free(s);
         } else {
             text(&j, r);
+            if (lora && r->feasible)
+                cli_lora_serve_report(lora, r, NULL);
             if (fr)
                 rc = frontier(&j, 0, NULL);
         }
@@ -200,6 +211,7 @@ static int serve_run(int argc, char **argv)
     }
     mp_serve_result_free(r);
     free(r);
+    cli_lora_serve_free(lora);
     cli_serve_job_free(&j);
     return rc;
 }

@@ -37,7 +37,9 @@
     X(rl)                   \
     X(rl_search)            \
     X(sweep)                \
-    X(probe)
+    X(probe)                \
+    X(lora)                 \
+    X(workflow)
 
 #define CLI_X(id) extern const cli_command cli_cmd_##id;
 CLI_COMMAND_LIST(CLI_X)

@@ -337,6 +337,8 @@ static int start_step(loop *L, int ri)
     double t = sv_step_time_s(&p->sm, &x, &flop, &bytes) + R->pending_swap_s;
     if (L->s->hook)
         t += fmax(0.0, L->s->hook(L->s->hook_ctx, R->step_req, R->step_tok, (size_t)R->nstep));
+    if (L->s->replica_hook)
+        t += fmax(0.0, L->s->replica_hook(L->s->hook_ctx, ri, R->step_req, R->step_tok, (size_t)R->nstep));
     int64_t t_ns = (int64_t)llround((L->now + t) * 1e9);
     int64_t now_ns = (int64_t)llround(L->now * 1e9);
     if (t_ns <= now_ns)

@@ -460,6 +460,7 @@ static mp_status simulate(const mp_model *m, const mp_cluster *c, const mp_serve
         s->preempt = o->preempt;
         s->hook = o->hook;
         s->hook_ctx = o->hook_ctx;
+        s->replica_hook = o->replica_hook;
         s->n = n;
         s->req = calloc((size_t)n, sizeof *s->req);
         s->rep = calloc((size_t)nrep, sizeof *s->rep);
@@ -543,6 +544,7 @@ mp_status mp_serve_run(const mp_model *m, const mp_cluster *c, const mp_serve_op
     r->opts.table_in = r->opts.table_out = NULL;
     r->opts.hook = NULL;
     r->opts.hook_ctx = NULL;
+    r->opts.replica_hook = NULL;
     if (check(m, c, o, d))
         return MP_ERR_INPUT;
     mp_serve_request *rq;

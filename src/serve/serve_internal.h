@@ -128,6 +128,7 @@ typedef struct {
     int preempt;
     mp_serve_step_hook hook;
     void *hook_ctx;
+    mp_serve_replica_hook replica_hook;
     sv_req *req;
     int64_t n;
     sv_rep_stats *rep;             /* pool 0's replicas, then pool 1's */
