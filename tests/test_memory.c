@@ -201,13 +201,16 @@ static void test_memory_runs(void **state)
     assert_int_equal(own_bad, 0);
     assert_true(alloc.n >= 9 && resv.n >= 30);
     /* every row is a run that completed: tight on at most a quarter; one is called oom today,
-     * tt135_compile_sac_lbs16_reserved (torch.compile's partitioner decides what SAC saves there,
-     * which meshplan does not model: docs/memory.md "Left") — a guard that no other joins it */
+     * tt135_compile_sac_lbs16_reserved (98.9 GiB predicted with compile=1 against 95.0: +12%,
+     * the reserved basis's cache above what is modelled: docs/memory.md "Left") — a guard that
+     * no other joins it */
     assert_true(calls[MP_VERDICT_OOM] <= 1);
     assert_true(4 * calls[MP_VERDICT_TIGHT] <= mem_rows);
-    /* guards on today's figures (docs/memory.md "Validation"): they may only improve */
-    assert_true(median(&alloc) < 12.0);
-    assert_true(median(&resv) < 14.0);
+    /* guards on today's figures (docs/memory.md "Validation"; with the compiled rows marked
+     * compile: 9.0% all, 8.7% allocated/active, 9.5% reserved/peak): they may only improve */
+    assert_true(median(&all) < 9.5);
+    assert_true(median(&alloc) < 9.0);
+    assert_true(median(&resv) < 10.0);
 }
 
 /* Observed outcomes without a figure (tests/data/memory_verdicts.csv): runs that went out of

@@ -295,6 +295,37 @@ static void check_table2(int t)
     assert_bytes(la.working_bytes, none.stored_bytes);
 }
 
+/* torch.compile of the block (plan compile & 1): the min-cut partitioner recomputes the norm
+ * outputs (4sbh), dropout masks (2sbh), the GELU output (2sbf = 8sbh) and the attention dropout
+ * mask and output (3as^2b) from what it keeps, so Korthikanti's 34sbh + 5as^2b becomes
+ * sbh (4 + 16/t) + 2as^2b/t; per-op SAC and full recompute keep what they kept. */
+static void test_act_compiled(void **state)
+{
+    (void)state;
+    mp_model m = gpt_model(96, 12288, 96, 51200, 2048);
+    const double s = 2048, b = 1, h = 12288, a = 96, sbh = s * b * h;
+    mp_layer_act la, eager;
+    for (int t = 1; t <= 8; t *= 8) {
+        const double T = t;
+        mp_layer_activation_compiled(&m, 2048, 1, t, 0, 1, 1, 0, MP_RC_NONE, 0, 1.0, 1, &la);
+        assert_bytes(la.stored_bytes, sbh * (4.0 + 16.0 / T) + 2.0 * a * s * s * b / T);
+        assert_bytes(la.attention_s2_bytes, 2.0 * a * s * s * b / T);
+        /* compile = 0 is the eager figure, and bit 2 (the loss) does not touch the layer */
+        mp_layer_activation_compiled(&m, 2048, 1, t, 0, 1, 1, 0, MP_RC_NONE, 0, 1.0, 2, &eager);
+        mp_layer_act ref;
+        mp_layer_activation(&m, 2048, 1, t, 0, 1, 0, MP_RC_NONE, &ref);
+        assert_bytes(eager.stored_bytes, ref.stored_bytes);
+        /* full recompute stores the layer input either way */
+        mp_layer_activation_compiled(&m, 2048, 1, t, 1, 1, 1, 0, MP_RC_FULL, 0, 1.0, 1, &la);
+        assert_bytes(la.stored_bytes, 2.0 * sbh / T);
+        /* while it is recomputed the compiled layer's own saved set is live */
+        mp_layer_act none;
+        mp_layer_activation_compiled(&m, 2048, 1, t, 1, 1, 1, 0, MP_RC_NONE, 0, 1.0, 1, &none);
+        assert_bytes(la.working_bytes, none.stored_bytes);
+        assert_true(none.stored_bytes < ref.stored_bytes);
+    }
+}
+
 static void test_act_table2_t1(void **state) { (void)state; check_table2(1); }
 static void test_act_table2_t8(void **state) { (void)state; check_table2(8); }
 
@@ -461,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_act_linear_in_b),
         cmocka_unit_test(test_act_gqa_glu),
         cmocka_unit_test(test_act_flash),
+        cmocka_unit_test(test_act_compiled),
         cmocka_unit_test(test_act_cp),
         cmocka_unit_test(test_padded_vocab),
         cmocka_unit_test(test_model_check),

@@ -254,6 +254,16 @@ void mp_moe_layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch
                              int cp, int etp, int flash, mp_recompute rc, double load,
                              mp_layer_act *out);
 
+/** mp_layer_activation (moe = 0) or mp_moe_layer_activation (moe = 1) under torch.compile:
+ *  compiled bit 1 (plan.compile & 1) is the block compiled (0: eager, the same figures), whose min-cut partitioner
+ *  (torch._functorch.partitioners.min_cut_rematerialization_partition) recomputes the saved
+ *  outputs of fusible pointwise ops: the norm outputs (4sbh), the dropout masks, the FC2 input
+ *  (2sbf; routed experts 2 fe/etp per copy) and without fused attention the attention dropout
+ *  mask and output (3as^2b) are not stored (docs/memory.md). Other arguments as there. */
+void mp_layer_activation_compiled(const mp_model *m, int64_t seq, int64_t micro_batch, int tp, int sp,
+                                  int cp, int etp, int flash, mp_recompute rc, int moe, double load,
+                                  int compiled, mp_layer_act *out);
+
 /** Parse a Hugging Face config.json (Llama, Mistral, Mixtral, Qwen2/3, Qwen-MoE, Phi-3, Gemma and
  *  Gemma 2, Falcon, GPT-2, GPT-NeoX, MPT, DeepSeek-V2/V3 field names) from text. On error returns
  *  MP_ERR_PARSE or MP_ERR_INPUT with the field named in diag (an encoder-decoder such as T5 is

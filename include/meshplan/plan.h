@@ -113,6 +113,7 @@ typedef struct {
     mp_recompute recompute;
     mp_dtype precision; /* GEMM precision: bf16, fp16 or fp8 */
     int flash;          /* fused attention: 1 on (default), 0 off */
+    int compile;        /* torch.compile bits: 1 the transformer blocks, 2 the loss; 0 eager (default) */
     mp_schedule schedule;
     int schedule_given; /* schedule key was present */
     /* Added later; 0 = not given. */

@@ -296,7 +296,7 @@ typedef struct {
      * layer, and the layer kinds' kernel times (layers.c), each valid for its key. */
     struct {
         int set;
-        double key[10];
+        double key[11];
         mp_layer_act act, act_moe;
     } act[MP_WL_MEMO];
     struct {

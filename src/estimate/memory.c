@@ -64,7 +64,14 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
         /* LM-head output (16-bit), its fp32 upcast and the fp32 gradient/softmax buffer:
          * 2 + 4 + 4 bytes per logit (case C1: the failing 786 MiB request is b*s*V*4);
          * each MTP module keeps its own logits live too. */
-        mm.logits = T * V / tp * 10.0 * (1.0 + (double)m->mtp_layers);
+        /* compile bit 2, the loss compiled: Inductor fuses the fp32 upcast, log-softmax and
+         * its backward into one kernel each way, so only the 16-bit logits and their 16-bit
+         * gradient (autograd gives a gradient the logits' dtype) are live, 2 + 2 bytes per
+         * logit, plus one fp32 log-sum-exp per token (torch._inductor's fused cross-entropy;
+         * torchtitan components/loss.py torch.compile(loss_fn)). */
+        const double per_logit_bytes = (p->compile & 2) ? 4.0 : 10.0;
+        mm.logits = T * V / tp * per_logit_bytes * (1.0 + (double)m->mtp_layers) +
+                    ((p->compile & 2) ? T * 4.0 * (1.0 + (double)m->mtp_layers) : 0.0);
     }
     /* ZeRO-2/3 buffers hold only what is sharded: with one rank per shard group nothing is
      * gathered or reduce-scattered (PyTorch FSDP switches to NO_SHARD at world size 1). The

@@ -69,6 +69,8 @@ static int common_refusals(const char *f, const mp_plan *p, mp_diag *d)
                       "workload inputs meshplan models, not launch settings written here");
     if (p->cp_algo != MP_CP_RING && strcmp(f, "megatron"))
         bad |= refuse(d, "emit %s: plan.cp_algo = allgather: %s", f, "only Megatron-LM's flag is written");
+    if (p->compile && strcmp(f, "torchtitan"))
+        bad |= refuse(d, "emit %s: plan.compile: %s", f, "torch.compile is written for torchtitan only");
     if (p->fp8_comm && strcmp(f, "megatron") && strcmp(f, "torchtitan"))
         bad |= refuse(d, "emit %s: plan.fp8_comm: %s", f, "no fp8 gather key in this format");
     /* The model's states: these launchers train every parameter with fp32-state AdamW and
@@ -241,6 +243,9 @@ static int emit_torchtitan(ebuf *b, const mp_model *m, const mp_plan *p, int64_t
         put(b, "\n[activation_checkpoint]\nmode = \"%s\"\n", mp_recompute_name(p->recompute));
     if (p->fp8_comm)
         put(b, "\n[quantize.linear.float8]\nenable_fsdp_float8_all_gather = true\n");
+    if (p->compile)
+        put(b, "\n[compile]\nenable = true\ncomponents = [%s]\n",
+            p->compile == 3 ? "\"model\", \"loss\"" : p->compile == 1 ? "\"model\"" : "\"loss\"");
     return 0;
 }
 

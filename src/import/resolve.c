@@ -14,7 +14,8 @@
 
 /* The plan keys of the model's states: listed only where the file states them (so imports of
  * plain training configs list what they did before). */
-#define IMP_STATE_KEYS(X) X(optimizer) X(finetune) X(lora_rank) X(lora_targets) X(offload) X(offload_device)
+#define IMP_STATE_KEYS(X) X(optimizer) X(finetune) X(lora_rank) X(lora_targets) X(offload) X(offload_device) \
+    X(compile) /* torch.compile: listed only where the file turns it on, like the state keys */
 
 static const char *const plan_keys[] = {
 #define IMP_X_NAME(k) #k,
@@ -73,6 +74,7 @@ static void plan_value(const mp_plan *p, const char *k, char *v, size_t cap)
     else if (!strcmp(k, "schedule")) s = mp_schedule_name(p->schedule);
     else if (!strcmp(k, "cp_algo")) s = mp_cp_algo_name(p->cp_algo);
     else if (!strcmp(k, "fp8_comm")) x = p->fp8_comm;
+    else if (!strcmp(k, "compile")) x = p->compile;
     else if (!strcmp(k, "optimizer")) s = mp_optimizer_name((mp_optimizer)p->optimizer);
     else if (!strcmp(k, "finetune")) s = mp_finetune_name((mp_finetune)p->finetune);
     else if (!strcmp(k, "lora_rank")) x = p->lora_rank > 0 ? p->lora_rank : 8;

@@ -274,13 +274,30 @@ static void precision_and_ac(imp_ctx *c)
     int flex = fl && strstr(fl->val, "flex");
     imp_set(c, MP_FIELD_PLAN, "attn_kernel", flex ? "flex" : "fa2", fl, flex ? MP_FROM_FILE : MP_FROM_DEFAULT,
             flex ? "a FlexAttention flavour" : "PyTorch SDPA's FlashAttention-2 backend");
+    /* torch.compile: [compile] enable compiles each TransformerBlock and the loss as far as
+     * components (default ["model", "loss"]) names them (components/loss.py); the older
+     * [training] compile = true is taken as the blocks alone (compile = 1), as 2024 torchtitan
+     * did. */
+    int on = 0;
+    imp_kv *ck = NULL;
+    if (imp_bool(c, "compile.enable", &on, &ck) == 1 && on) {
+        imp_kv *comp = imp_find(c, "compile.components");
+        const int bits = !comp ? 3 : (strstr(comp->val, "model") ? 1 : 0) + (strstr(comp->val, "loss") ? 2 : 0);
+        static const char *const what[4] = {"compile.components: neither blocks nor loss",
+                                            "compile.components: the blocks", "compile.components: the loss",
+                                            "compile.enable: the blocks and the loss"};
+        char v[2] = {(char)('0' + bits), 0};
+        imp_set(c, MP_FIELD_PLAN, "compile", v, comp ? comp : ck, MP_FROM_FILE, what[bits]);
+    } else if (imp_bool(c, "training.compile", &on, &ck) == 1 && on) {
+        imp_set(c, MP_FIELD_PLAN, "compile", "1", ck, MP_FROM_FILE, "training.compile: each block compiled");
+    }
 }
 
 static const char *const understood_prefix[] = {
     "job.", "profiling.", "metrics.", "optimizer.", "lr_scheduler.", "checkpoint.", "compile.",
     "validation.", "comm.", "memory_estimation.", "fault_tolerance.", "experimental.",
     "training.max_norm", "training.steps", "training.dataset", "training.warmup_steps",
-    "training.seed", "training.deterministic", "training.gc_freq", "training.enable_cpu_offload",
+    "training.seed", "training.deterministic", "training.compile", "training.gc_freq", "training.enable_cpu_offload",
     "training.mixed_precision_reduce", "training.dataset_path", "model.name", "model.flavor",
     "model.hf_assets_path", "model.tokenizer_path", "model.print_after_conversion",
     "activation_checkpoint.selective_ac_option", "quantize.", "float8.",

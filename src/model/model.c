@@ -367,7 +367,7 @@ void mp_model_flops(const mp_model *m, int64_t seq, mp_flops *out)
 /* One layer's activations; moe selects the FFN part (see model.h). */
 static void layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch, int tp, int sp,
                              int cp, int flash, mp_recompute rc, int moe, int etp, double load,
-                             mp_layer_act *out)
+                             int compiled, mp_layer_act *out)
 {
     /* Each CP rank holds seq/cp tokens of every sequence (Megatron context parallelism). */
     const double s = (double)seq / (double)(cp > 0 ? cp : 1), b = (double)micro_batch;
@@ -415,6 +415,33 @@ static void layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch
     else
         s2 = (2.0 + 3.0 * mask) * a * s * s * b;
 
+    /* torch.compile of the block (bit 1 of compiled): AOTAutograd's min-cut partitioner
+     * (torch/_functorch/partitioners.py, min_cut_rematerialization_partition; docs: "Min-cut
+     * rematerialization", Chillee 2022 dev-discuss post) recomputes in backward every output of
+     * a fusible pointwise or reduction op whose inputs it already saves, instead of saving it;
+     * it still saves matmul and attention-kernel inputs/outputs it cannot recompute cheaply.
+     * Of the tensors above that drops: the two norm outputs (4sbh: recomputed from the saved
+     * norm inputs), the two dropout masks (Inductor regenerates them from the Philox seed), the
+     * MLA latents' norm outputs (2 s b (q_lora + kv_lora)), the FC2 input (2 s b f: GELU output
+     * or silu(gate)*up, recomputed from the FC1/gate and up outputs it keeps; routed experts
+     * 2 fe/etp per copy, shared experts 2 s b shared*fe) and, without fused attention, the
+     * attention dropout mask and output (3 a s^2 b: recomputed from the softmax output). Q, K, V
+     * (post-RoPE SDPA inputs), the SDPA output and the matmul outputs stay saved. */
+    if (compiled & 1) {
+        replicated -= 4.0 * sbh + 2.0 * mask * sbh;
+        if (ad.mla)
+            replicated -= 2.0 * s * b * ((double)m->q_lora_rank + (double)m->kv_lora_rank);
+        if (!moe) {
+            sharded -= 2.0 * s * b * f;
+        } else {
+            const double fe = (double)m->moe_ffn_hidden, k = (double)m->moe_topk;
+            const double e_tp = (double)(etp > 0 ? etp : 1);
+            const double R = s * b / t * k * e_tp * (load > 1.0 ? load : 1.0);
+            moe_rank -= R * 2.0 * fe / e_tp;
+            sharded -= 2.0 * s * b * (double)m->moe_shared_experts * fe;
+        }
+        s2 -= 3.0 * mask * a * s * s * b * (flash ? 0.0 : 1.0);
+    }
     double per_rank_sharded = (sharded + s2 + stats) / t;
     double per_rank_repl = sp ? replicated / t : replicated;
     double full = per_rank_repl + per_rank_sharded + moe_rank;
@@ -460,8 +487,9 @@ static void layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch
         /* MLP-only checkpointing (Megatron-Core --recompute-modules mlp): the MLP block keeps
          * its input and drops what is inside it: the pre-MLP norm's output (2 s b h, /t with SP)
          * and the sharded FFN tensors (FC1 input aside, 4 or 6 s b f / t; MoE: the routed part). */
-        double ffn_in = sp ? 2.0 * sbh / t : 2.0 * sbh;
-        double inside = !moe ? (m->glu ? 6.0 : 4.0) * s * b * f / t : moe_rank;
+        double ffn_in = (compiled & 1) ? 0.0 : sp ? 2.0 * sbh / t : 2.0 * sbh; /* compiled: dropped above */
+        double inside = !moe ? (m->glu ? 6.0 : 4.0) * s * b * f / t - ((compiled & 1) ? 2.0 * s * b * f / t : 0.0)
+                             : moe_rank;
         out->stored_bytes = fmax(0.0, full - ffn_in - inside);
         out->attention_s2_bytes = s2 / t;
         break;
@@ -477,12 +505,20 @@ static void layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch
 void mp_layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch, int tp, int sp,
                          int cp, int flash, mp_recompute rc, mp_layer_act *out)
 {
-    layer_activation(m, seq, micro_batch, tp, sp, cp, flash, rc, 0, 1, 1.0, out);
+    layer_activation(m, seq, micro_batch, tp, sp, cp, flash, rc, 0, 1, 1.0, 0, out);
 }
 
 void mp_moe_layer_activation(const mp_model *m, int64_t seq, int64_t micro_batch, int tp, int sp,
                              int cp, int etp, int flash, mp_recompute rc, double load,
                              mp_layer_act *out)
 {
-    layer_activation(m, seq, micro_batch, tp, sp, cp, flash, rc, mp_model_is_moe(m), etp, load, out);
+    layer_activation(m, seq, micro_batch, tp, sp, cp, flash, rc, mp_model_is_moe(m), etp, load, 0, out);
+}
+
+void mp_layer_activation_compiled(const mp_model *m, int64_t seq, int64_t micro_batch, int tp, int sp,
+                                  int cp, int etp, int flash, mp_recompute rc, int moe, double load,
+                                  int compiled, mp_layer_act *out)
+{
+    layer_activation(m, seq, micro_batch, tp, sp, cp, flash, rc, moe && mp_model_is_moe(m), etp, load,
+                     compiled, out);
 }

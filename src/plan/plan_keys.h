@@ -46,6 +46,9 @@
       "GEMM precision")                                                                             \
     X(flash, BOOL, flash, 0, 1, MP_NOENUM, &given_ops, ALWAYS, "1; 0 on megatron-2021, pre-Ampere",   \
       "fused attention (FlashAttention)")                                                           \
+    X(compile, INT, compile, 0, 3, MP_NOENUM, NULL, IFSET, "0",                                      \
+      "torch.compile, a sum: 1 each transformer block (its saved pointwise outputs recomputed), "    \
+      "2 the loss (no fp32 logits); 3 both, 0 eager")                                                 \
     X(schedule, ENUM, schedule, 0, 0, MP_ENUM(sched_names, 0), &schedule_ops, ALWAYS,               \
       "1f1b, interleaved when vpp > 1", "pipeline schedule")                                        \
     X(order, TEXT, order, 0, 0, MP_SYNTAX("tp-cp-ep-dp-pp", "dp-tp-pp-cp"), &order_ops, IFSET,      \

@@ -130,6 +130,7 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     s->base.moe_capacity_factor = pin->moe_capacity_factor;
     s->base.moe_imbalance = pin->moe_imbalance;
     s->base.fp8_comm = pin->fp8_comm;
+    s->base.compile = pin->compile;
     s->base.attn_kernel = pin->attn_kernel;
     s->base.doc_len = pin->doc_len;
     /* The framework's FSDP: with fsdp = 2 pinned every candidate is ZeRO-3 (sp_shape_axes). */
@@ -601,6 +602,7 @@ int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
     if (p->gb != s->gb || p->seq != s->seq || p->precision != s->base.precision ||
         p->flash != s->base.flash || p->moe_capacity_factor != s->base.moe_capacity_factor ||
         p->moe_imbalance != s->base.moe_imbalance || p->fp8_comm != s->base.fp8_comm ||
+        p->compile != s->base.compile ||
         p->attn_kernel != s->base.attn_kernel || p->doc_len != s->base.doc_len ||
         p->optimizer != s->base.optimizer || p->finetune != s->base.finetune ||
         p->offload != s->base.offload || p->opt_dtype != s->base.opt_dtype ||

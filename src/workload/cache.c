@@ -64,8 +64,8 @@ void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_
 {
     const int sp_moe = p->sp || w->tp > 1;
     const double every = p->recompute_every > 1 && p->recompute != MP_RC_NONE ? (double)p->recompute_every : 1.0;
-    const double key[10] = {(double)p->seq, (double)p->mb, w->tp, p->sp, w->cp, p->flash,
-                            (double)p->recompute, w->etp, w->moe_load, every};
+    const double key[11] = {(double)p->seq, (double)p->mb, w->tp, p->sp, w->cp, p->flash,
+                            (double)p->recompute, w->etp, w->moe_load, every, (double)p->compile};
     if (cache && cache->params_tp == w->tp) {
         w->params = cache->params;
     } else {
@@ -94,17 +94,19 @@ void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_
         w->act_moe = cache->act[slot].act_moe;
         return;
     }
-    mp_layer_activation(m, p->seq, p->mb, w->tp, p->sp, w->cp, p->flash, p->recompute, &w->act);
-    mp_moe_layer_activation(m, p->seq, p->mb, w->tp, sp_moe, w->cp, w->etp, p->flash, p->recompute,
-                            w->moe_load, &w->act_moe);
+    mp_layer_activation_compiled(m, p->seq, p->mb, w->tp, p->sp, w->cp, 1, p->flash, p->recompute, 0,
+                                 1.0, p->compile, &w->act);
+    mp_layer_activation_compiled(m, p->seq, p->mb, w->tp, sp_moe, w->cp, w->etp, p->flash, p->recompute,
+                                 1, w->moe_load, p->compile, &w->act_moe);
     if (every > 1.0) {
         /* recompute_every = n: one layer in n checkpointed, the others store everything; a
          * stage's stored bytes are n_layers x the mean of the two (the remainder of a stage's
          * layer count by n is below one layer's difference and not counted apart). */
         mp_layer_act none, none_moe;
-        mp_layer_activation(m, p->seq, p->mb, w->tp, p->sp, w->cp, p->flash, MP_RC_NONE, &none);
-        mp_moe_layer_activation(m, p->seq, p->mb, w->tp, sp_moe, w->cp, w->etp, p->flash, MP_RC_NONE,
-                                w->moe_load, &none_moe);
+        mp_layer_activation_compiled(m, p->seq, p->mb, w->tp, p->sp, w->cp, 1, p->flash, MP_RC_NONE, 0,
+                                     1.0, p->compile, &none);
+        mp_layer_activation_compiled(m, p->seq, p->mb, w->tp, sp_moe, w->cp, w->etp, p->flash,
+                                     MP_RC_NONE, 1, w->moe_load, p->compile, &none_moe);
         w->act.stored_bytes = (w->act.stored_bytes + (every - 1.0) * none.stored_bytes) / every;
         w->act_moe.stored_bytes = (w->act_moe.stored_bytes + (every - 1.0) * none_moe.stored_bytes) / every;
         w->act.attention_s2_bytes = (w->act.attention_s2_bytes + (every - 1.0) * none.attention_s2_bytes) / every;
