@@ -2,6 +2,7 @@
  * plan (TP / PP / EP, replicas, batch, precision) that is best by --objective within --slo, with
  * $ and J per million output tokens and why; then the pick across the types. The planner:
  * src/infer/search.c (include/meshplan/infer_search.h), docs/infer.md "infer-search". */
+#define _POSIX_C_SOURCE 200809L /* strtok_r, clock_gettime: clang hides POSIX under -std=c11 */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>

@@ -3,6 +3,7 @@
  * the update from the training estimator, the weight sync (sync.c), and the placement that
  * composes them into the step with the idle time of each pool. Equations and sources: docs/rl.md.
  */
+#define _POSIX_C_SOURCE 200809L /* strtok_r, clock_gettime: clang hides POSIX under -std=c11 */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
