@@ -232,10 +232,10 @@ static int push_skip(mp_validation *v, size_t cap, const char *id, const char *r
     return 1;
 }
 
-/* Add a compared row. Returns 0 (and adds nothing) when the relative error is not finite; the
- * physical ranges below (measured_range) keep every measured value away from that, so this is
- * a last guard, not a path any checked value takes. */
-static int push_row(mp_validation *v, const char *id, const char *group, const char *metric,
+/* Add a compared row (validate_internal.h). Returns 0 (and adds nothing) when the relative error
+ * is not finite; the physical ranges below (measured_range) keep every measured value away from
+ * that, so this is a last guard, not a path any checked value takes. */
+int mp_val_push_row(mp_validation *v, const char *id, const char *group, const char *metric,
                     double measured, double predicted, const char *assumed, const char *stack)
 {
     double err = 100.0 * (predicted - measured) / measured;
@@ -251,6 +251,7 @@ static int push_row(mp_validation *v, const char *id, const char *group, const c
     mp_strlcpy(r->stack, stack, sizeof r->stack);
     mp_utf8_scrub(r->id);
     mp_utf8_scrub(r->source_group);
+    mp_utf8_scrub(r->assumed);
     r->measured = measured;
     r->predicted = predicted;
     r->error_pct = err;
@@ -610,7 +611,7 @@ static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
     double meas = 0, bad_value = 0;
 #define PUSH(col, metric, pred)                                                              \
     do {                                                                                     \
-        if (push_row(out, r->id, r->group, (metric), meas, (pred), r->assumed, r->stack))    \
+        if (mp_val_push_row(out, r->id, r->group, (metric), meas, (pred), r->assumed, r->stack)) \
             have_metric = 1;                                                                 \
         else if (!bad_metric) {                                                              \
             bad_metric = col_names[col];                                                     \

@@ -318,25 +318,6 @@ static int metric_value(const irow *r, const char *metric, const mp_infer_result
     return 0;
 }
 
-static void add_row(mp_validation *v, const char *id, const char *group, const char *metric,
-                    double measured, double predicted, const char *assumed)
-{
-    double err = 100.0 * (predicted - measured) / measured;
-    if (!isfinite(err))
-        return;
-    mp_val_row *o = &v->rows[v->nrows++];
-    mp_strlcpy(o->id, id, sizeof o->id);
-    mp_strlcpy(o->source_group, group, sizeof o->source_group);
-    mp_strlcpy(o->metric, metric, sizeof o->metric);
-    mp_strlcpy(o->assumed, assumed, sizeof o->assumed);
-    mp_utf8_scrub(o->id);
-    mp_utf8_scrub(o->source_group);
-    mp_utf8_scrub(o->assumed);
-    o->measured = measured;
-    o->predicted = predicted;
-    o->error_pct = err;
-}
-
 static void add_skip(mp_validation *v, const char *id, const char *why)
 {
     mp_val_skip *s = &v->skips[v->nskips++];
@@ -363,7 +344,7 @@ static void one_row(const mp_catalog *cat, irow *r, size_t rec, mp_infer_result 
     } else if (!strcmp(sc, "server") || !strcmp(sc, "interactive")) {
         double pred;
         if (mp_val_infer_serving_row(cat, r, &pred))
-            add_row(out, id, group, metric, measured, pred, r->assumed);
+            mp_val_push_row(out, id, group, metric, measured, pred, r->assumed, "");
     } else {
         const mp_model *m;
         mp_cluster cl;
@@ -375,7 +356,7 @@ static void one_row(const mp_catalog *cat, irow *r, size_t rec, mp_infer_result 
                          metric, !strcmp(metric, "max_concurrency") ? " without the row's max_model_len"
                                  : strstr(metric, "_p99") || strstr(metric, "_p50") ? " (percentiles need arrivals: issue 21)" : "");
             else
-                add_row(out, id, group, metric, measured, pred, r->assumed);
+                mp_val_push_row(out, id, group, metric, measured, pred, r->assumed, "");
         }
     }
     if (r->why[0])

@@ -17,6 +17,13 @@
  *  -1 on an unterminated quote. */
 int mp_val_csv_next(const char **p, const char *end, char (*fields)[MP_VAL_FIELD], int *overflow);
 
+/** Append one compared row to v (its rows array sized by the caller) with the relative error
+ *  100 (predicted - measured) / measured; id, group and assumed are scrubbed to valid UTF-8,
+ *  stack ("" when none) names the training stack. Returns 0 and adds nothing when the error is
+ *  not finite. (validate.c) */
+int mp_val_push_row(mp_validation *v, const char *id, const char *group, const char *metric,
+                    double measured, double predicted, const char *assumed, const char *stack);
+
 /** 1 when a header of n fields is the inference schema (has scenario, metric and value). */
 int mp_val_header_is_infer(char (*fields)[MP_VAL_FIELD], int n);
 

@@ -203,23 +203,6 @@ static int metric_value(const char *metric, const mp_rl_result *res, double *out
     return 0;
 }
 
-static void add_row(mp_validation *v, const char *id, const char *group, const char *metric,
-                    double measured, double predicted, const char *assumed)
-{
-    double err = 100.0 * (predicted - measured) / measured;
-    if (!isfinite(err))
-        return;
-    mp_val_row *o = &v->rows[v->nrows++];
-    mp_strlcpy(o->id, id, sizeof o->id);
-    mp_strlcpy(o->source_group, group, sizeof o->source_group);
-    mp_strlcpy(o->metric, metric, sizeof o->metric);
-    mp_strlcpy(o->assumed, assumed, sizeof o->assumed);
-    mp_utf8_scrub(o->assumed);
-    o->measured = measured;
-    o->predicted = predicted;
-    o->error_pct = err;
-}
-
 static void add_skip(mp_validation *v, const char *id, const char *why)
 {
     mp_val_skip *s = &v->skips[v->nskips++];
@@ -261,7 +244,7 @@ static void one_row(const mp_catalog *cat, rrow *r, mp_rl_result *res, mp_valida
     }
     r->predicted[0] = res->step_s;
     r->ok = 1;
-    add_row(out, r->cell[RC_ID], r->cell[RC_GROUP], metric, measured, pred, r->assumed);
+    mp_val_push_row(out, r->cell[RC_ID], r->cell[RC_GROUP], metric, measured, pred, r->assumed, "");
 }
 
 /* Each exact colocated step_s row against each exact split step_s row of the same source, model,
@@ -288,8 +271,9 @@ static void pairs(rrow *rows, size_t n, mp_validation *out)
                 continue;
             char id[64];
             snprintf(id, sizeof id, "%.30s/%.30s", a->cell[RC_ID], b->cell[RC_ID]);
-            add_row(out, id, a->cell[RC_GROUP], "speedup_vs_baseline", va / vb, a->predicted[0] / b->predicted[0],
-                    "derived: colocated step / split step of the two rows");
+            mp_val_push_row(out, id, a->cell[RC_GROUP], "speedup_vs_baseline", va / vb,
+                            a->predicted[0] / b->predicted[0],
+                            "derived: colocated step / split step of the two rows", "");
         }
     }
 }
