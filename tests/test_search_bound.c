@@ -2,7 +2,10 @@
  *
  * Two kinds of test (STYLE.md):
  *   - property: the bound is below the estimator's step on every plan of several spaces (dense,
- *     GQA, MoE with MLA and MTP, long-context CP, fp8, ZeRO-3/HSDP, pinned ZB and GPipe);
+ *     GQA, MoE with MLA and MTP, long-context CP, fp8, ZeRO-3/HSDP, pinned ZB and GPipe); so is
+ *     the line bound with its communication term, for every micro-batch range a search tail can
+ *     ask about, and the term is non-decreasing in mb with term / mb non-increasing (what the
+ *     line bound rests on);
  *   - differential: a search with pruning on (the bound skipping plans) and off (every plan
  *     timed) gives the same top list, frontiers, rank, ties, explanation and feasible /
  *     over-memory counts, on spaces where the bound does skip plans, with 1 and 2 threads.
@@ -87,9 +90,51 @@ typedef struct {
     mp_estimate *e;
     mp_estimate_opts eo;
     mp_workload_opts wo;
-    uint64_t plans, timed;
+    uint64_t plans, timed, comm_plans;
     double worst_ratio; /* largest bound / step seen */
+    double worst_line_ratio; /* largest line bound (communication included) / step seen */
+    int64_t gmax;       /* gb / dp of the plan: its largest micro-batch */
 } bound_ctx;
+
+/* The line bound of p over micro-batches [lo, hi] (both dividing gb / dp): GEMMs and the
+ * communication no overlap hides (bound.c). */
+static double line_lb(bound_ctx *b, const sb_bound *sb, const mp_plan *p, int64_t lo, int64_t hi)
+{
+    mp_plan q = *p;
+    q.mb = lo;
+    const double c_lo = sb_comm_mb_s(b->m, b->c, &q, &b->wo, NULL);
+    q.mb = hi;
+    const double c_hi = sb_comm_mb_s(b->m, b->c, &q, &b->wo, NULL);
+    return sb_line_lb_s(sb, lo, hi, p->recompute, c_lo, c_hi);
+}
+
+/* The communication term of p's line: non-decreasing in mb, term / mb non-increasing, over
+ * every divisor of gb / dp (to one part in 1e12: sums in another order). */
+static void check_comm_monotone(bound_ctx *b, const mp_plan *p)
+{
+    const int64_t g = p->gb / p->dp;
+    double prev = -1.0;
+    int64_t prev_mb = 0;
+    mp_plan q = *p;
+    for (int64_t mb = 1; mb <= g; mb++) {
+        if (g % mb)
+            continue;
+        q.mb = mb;
+        const double c = sb_comm_mb_s(b->m, b->c, &q, &b->wo, NULL);
+        if (prev >= 0) {
+            char s[512];
+            mp_plan_format(&q, s, sizeof s);
+            if (c < prev * (1.0 - 1e-12))
+                fail_msg("communication term %.17g s at mb %lld below %.17g s at mb %lld: %s", c,
+                         (long long)mb, prev, (long long)prev_mb, s);
+            if (c / (double)mb > prev / (double)prev_mb * (1.0 + 1e-12))
+                fail_msg("communication term per sequence grows from mb %lld to %lld: %s",
+                         (long long)prev_mb, (long long)mb, s);
+        }
+        prev = c;
+        prev_mb = mb;
+    }
+}
 
 static int check_plan(void *ctx, const mp_plan *p)
 {
@@ -110,6 +155,22 @@ static int check_plan(void *ctx, const mp_plan *p)
     if (lb / b->e->step_s > b->worst_ratio)
         b->worst_ratio = lb / b->e->step_s;
     b->timed++;
+    /* The line bound (communication included) of every tail holding this plan: the tightest
+     * are [mb, gb/dp] (the least micro-batch is this one) and [1, mb] (the largest is). Once per
+     * line (the line's first micro-batch, CP algorithm and order), the term's monotonicity. */
+    const int64_t g = p->gb / p->dp;
+    const double l1 = line_lb(b, &sb, p, p->mb, g), l2 = line_lb(b, &sb, p, 1, p->mb);
+    if (l1 > b->e->step_s || l2 > b->e->step_s) {
+        char s[512];
+        mp_plan_format(p, s, sizeof s);
+        fail_msg("line bound %.17g / %.17g s above the step %.17g s of %s", l1, l2, b->e->step_s, s);
+    }
+    if (l1 / b->e->step_s > b->worst_line_ratio)
+        b->worst_line_ratio = l1 / b->e->step_s;
+    if (l1 > lb)
+        b->comm_plans++;
+    if (p->mb == 1 && p->cp_algo == 0 && !p->order_listed)
+        check_comm_monotone(b, p);
     return 0;
 }
 
@@ -136,9 +197,14 @@ static void test_bound_below_every_step(void **state)
         mp_diag d = {0};
         if (mp_search_enumerate(m, j->gpus, &o, check_plan, &b, &counts, &d) != MP_OK)
             fail_msg("enumerate %s: %s", m->key, d.text);
-        printf("# %s on %lld x %s (%s): %llu plans, bound / step at most %.3f\n", m->key,
-               (long long)j->gpus, j->gpu, j->fix, (unsigned long long)b.plans, b.worst_ratio);
+        printf("# %s on %lld x %s (%s): %llu plans, bound / step at most %.3f; with communication "
+               "%.3f, larger on %llu plans\n", m->key, (long long)j->gpus, j->gpu, j->fix,
+               (unsigned long long)b.plans, b.worst_ratio, b.worst_line_ratio,
+               (unsigned long long)b.comm_plans);
         assert_true(b.plans > 100);
+        assert_true(b.worst_line_ratio >= b.worst_ratio && b.worst_line_ratio <= 1.0);
+        if (j->gpus >= 16)
+            assert_true(b.comm_plans > 0); /* TP, EP or PP communicates: the term has bite */
         assert_true(b.worst_ratio > 0.1 && b.worst_ratio <= 1.0); /* long-context CP: attention, left out, dominates */
         free(b.e);
     }

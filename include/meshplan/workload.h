@@ -285,6 +285,13 @@ typedef struct {
     int have;                   /* model and cluster below are valid */
     mp_model model;             /* what the entries were computed for */
     mp_cluster cluster;
+    /* Set to 1 (after mp_wl_cache_init) by a caller that guarantees the model and cluster it
+     * passes do not change at their addresses while it uses the cache (the search, for one
+     * mp_search call): the cache is then checked byte for byte against them only when another
+     * address is passed. 0 (mp_wl_cache_init's): checked on every use. */
+    int trust_addresses;
+    const mp_model *model_at;   /* the addresses last checked (trust_addresses) */
+    const mp_cluster *cluster_at;
     int64_t hits, misses;       /* collective look-ups since the cache was last emptied */
     int params_tp;              /* params below are for this tp (0: none) */
     mp_param_count params;

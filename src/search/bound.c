@@ -42,13 +42,38 @@
  * spaces (dense, MoE, MLA, CP, fp8, ZeRO-3) and checks searches with and without pruning give
  * the same lists, frontiers and counts: a change that breaks one of these premises fails there.
  *
+ * Communication (sb_comm_mb_s, sb_line_lb_s). Every stage's micro-batch time in the estimator
+ * (src/workload/stages.c mp_workload_stage_time, src/estimate/step.c find_slowest) also holds,
+ * in full, the EP all-to-alls of its MoE layers (ep_fwd_s + ep_bwd_s + ep_recompute_s per layer:
+ * Megatron-Core's dispatcher is not overlapped, layers.c), the TP collectives less the part the
+ * stack hides, hid <= hf * tp_fwd_s + hb * tp_fwd_s + hf * tp_recompute_s per layer against the
+ * 2 * tp_fwd_s + tp_recompute_s it carries (tp_hidden_layer: hf, hb the stack's TP overlap
+ * fractions, each in [0, 1]), plus the hidden part's slowdown (>= 0), and every stage adds the
+ * pipeline p2p, 2 * vpp sends per micro-batch (pp > 1). Left out (>= 0): the recompute's
+ * collectives, CP (its ring exposure is max(0, send - attention), not monotone in mb), MTP's.
+ * So with C(mb) = (1/pp) sum over stages of [n_moe * (ep_fwd_s + ep_bwd_s) + n_layers *
+ * (2 - hf - hb) * tp_fwd_s of their kind] + 2 * vpp * p2p_s, the mean stage's micro-batch is at
+ * least c * mb * (1 + r) + C(mb), and the step at least M * that + b * that (the bubble above).
+ * Each of those collectives moves bytes proportional to mb (T = mb * seq / cp tokens;
+ * src/workload/comm.c) and coll prices each as sums, minima and maxima of alpha + S / bw terms
+ * with alpha, bw >= 0 (src/coll/coll.c: phases add, the fastest algorithm and protocol is
+ * taken, pipelined stages take the max), so t(S) is non-decreasing and t(S) / S non-increasing
+ * in S. Hence for mb in [mb_lo, mb_hi] of one line: M * C(mb) = G * C(mb) / mb >= G * C(mb_hi) /
+ * mb_hi and b * C(mb) >= b * C(mb_lo). Those hold for every CP algorithm (no CP collective is
+ * counted) but not across rank orders (the groups move): the search adds the term only when a
+ * line has one order. tests/test_search_bound.c checks C's monotonicity and the line bound
+ * against the estimator on every plan of its spaces.
+ *
  * Cost: one mp_workload_shape per cluster (no collective priced; F, R and the load do not change
- * within a job), then O(1) per group and per line.
+ * within a job), then O(1) per group and per line; C(mb) is one shaped and priced workload (the
+ * thread's collective cache holds its collectives), which the search memoises per group, sp and
+ * mb and asks for only when the GEMM term alone proves nothing.
  */
 #include <math.h>
 #include <string.h>
 
 #include "bound.h"
+#include "meshplan/stack.h"
 
 void sb_workload_opts(const mp_estimate_opts *eo, mp_workload_opts *wo)
 {
@@ -95,4 +120,47 @@ double sb_step_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc)
     const double r = rc == MP_RC_FULL ? 1.0 / 3.0 : 0.0;
     /* less one part in 1e9: sums taken in another order than the estimator's never decide */
     return (1.0 - 1e-9) * (1.0 + r) * b->seq_s * (b->local_seqs + b->bubble * (double)mb);
+}
+
+double sb_comm_mb_s(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                    const mp_workload_opts *wo, mp_wl_cache *cache)
+{
+    const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
+    mp_workload w;
+    if (!sk || mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, wo, cache, &w, NULL) != MP_OK)
+        return 0.0;
+    mp_workload_price(m, c, p, wo, cache, &w);
+    const double hf = sk->tp_overlap_fwd_frac;
+    const double hb = p->sp ? sk->tp_overlap_bwd_sp_frac : sk->tp_overlap_bwd_frac;
+    /* exposed TP share of a layer's 2 * tp_fwd_s (step.c tp_hidden_layer hides at most hf + hb
+     * of tp_fwd_s, hf of tp_recompute_s); no TP term when the fractions are out of [0, 1] or
+     * the hidden part could speed compute up (overlap_comm_sms < 0) */
+    const double tpx = hf >= 0 && hf <= 1 && hb >= 0 && hb <= 1 && sk->overlap_comm_sms >= 0
+                           ? 2.0 - hf - hb : 0.0;
+    const mp_wl_layer *d = &w.layer[MP_LK_DENSE], *mo = &w.layer[MP_LK_MOE];
+    const double per_dense = tpx * d->tp_fwd_s;
+    const double per_moe = w.moe ? tpx * mo->tp_fwd_s + mo->ep_fwd_s + mo->ep_bwd_s : 0.0;
+    double sum = 0.0;
+    const int nr = mp_workload_runs(&w);
+    for (int r = 0; r < nr; r++) {
+        mp_wl_stage st;
+        int first, count;
+        mp_workload_run(&w, m, r, &st, &first, &count);
+        sum += (double)count * (st.n[MP_LK_DENSE] * per_dense + st.n[MP_LK_MOE] * per_moe);
+    }
+    double comm = sum / (double)w.pp;
+    if (w.pp > 1)
+        comm += 2.0 * (double)w.vpp * w.coll[MP_WC_PP_SEND].time_s;
+    return isfinite(comm) && comm > 0 ? comm : 0.0;
+}
+
+double sb_line_lb_s(const sb_bound *b, int64_t mb_lo, int64_t mb_hi, mp_recompute rc,
+                    double comm_lo_s, double comm_hi_s)
+{
+    if (!b->ok)
+        return 0.0;
+    const double r = rc == MP_RC_FULL ? 1.0 / 3.0 : 0.0;
+    const double comm = b->local_seqs * comm_hi_s / (double)mb_hi + b->bubble * comm_lo_s;
+    return (1.0 - 1e-9) * ((1.0 + r) * b->seq_s * (b->local_seqs + b->bubble * (double)mb_lo) +
+                           (isfinite(comm) && comm > 0 ? comm : 0.0));
 }

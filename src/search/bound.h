@@ -9,6 +9,9 @@
 #include "meshplan/estimate.h"
 #include "meshplan/workload.h"
 
+/* Slots of the search's memo of sb_comm_mb_s per micro-batch (a power of two: 64). */
+#define SB_COMM_MEMO 64
+
 typedef struct {
     int ok;             /* 0: no bound (the workload could not be shaped): prove nothing */
     double seq_s;       /* GEMM time of one sequence's share on the slowest stage, s (c below) */
@@ -34,6 +37,23 @@ void sb_bound_regroup(sb_bound *b, const mp_plan *p);
 /* The lower bound on step_s of every plan of the group with micro-batch mb and recompute mode
  * rc (any sp, CP algorithm, rank order): non-decreasing in mb. 0 when !b->ok. */
 double sb_step_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc);
+
+/* The communication of one micro-batch of plan p (its mb) on the mean pipeline stage that no
+ * overlap rule of the estimator hides (bound.c "Communication"): the EP dispatch/combine of
+ * its MoE layers forward and backward, the TP collectives beyond the largest share the stack's
+ * TP overlap can hide, and the pipeline send/recv of each model chunk, s. The same for every
+ * CP algorithm of p; not for other rank orders (its groups are p's). Priced through the
+ * thread's cache; 0 (no bound) when the workload cannot be shaped. */
+double sb_comm_mb_s(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                    const mp_workload_opts *wo, mp_wl_cache *cache);
+
+/* The lower bound on step_s of every plan of the group with micro-batch mb in [mb_lo, mb_hi]
+ * and recompute mode rc (any sp-fixed line: sp, CP algorithm, the head's rank order), adding
+ * to sb_step_lb_s(b, mb_lo, rc) the communication term: G * comm_hi_s / mb_hi for the M
+ * micro-batches and bubble * comm_lo_s for the pipeline bubble, with comm_lo_s = sb_comm_mb_s
+ * at mb_lo and comm_hi_s at mb_hi (bound.c says why that holds for every mb between). */
+double sb_line_lb_s(const sb_bound *b, int64_t mb_lo, int64_t mb_hi, mp_recompute rc,
+                    double comm_lo_s, double comm_hi_s);
 
 /* The estimator's workload options from its estimate options (what estimate.c prices with). */
 void sb_workload_opts(const mp_estimate_opts *eo, mp_workload_opts *wo);

@@ -241,6 +241,7 @@ typedef struct {
     const mp_estimate_opts *eo;  /* hot loop: the caller's assumptions, texts skipped */
     int k;                       /* top list size */
     const mp_search_entry *rank_ref; /* evaluated rank plan, or NULL */
+    int one_order;               /* every line has one rank order (no --orders all, or pinned) */
 } search_ctx;
 
 typedef struct {
@@ -281,6 +282,11 @@ typedef struct {
     mp_plan bkey;
     int bkey_ci;
     sb_bound bound;
+    /* The communication term of the bound (bound.c sb_comm_mb_s) per micro-batch, memoised
+     * for the group bkey, its cluster and one sp (cleared when they change). */
+    int comm_sp;
+    int64_t comm_mb[SB_COMM_MEMO];
+    double comm_s[SB_COMM_MEMO];
 } tstate;
 
 static void swap_entries(mp_search_entry *a, mp_search_entry *b)
@@ -500,6 +506,27 @@ static int same_group(const mp_plan *a, const mp_plan *b)
            a->vpp == b->vpp && a->schedule == b->schedule;
 }
 
+/* sb_comm_mb_s of the tail's head p at micro-batch mb, through the memo (valid for p's group,
+ * cluster and sp). */
+static double comm_at(tstate *t, const mp_plan *p, int64_t mb)
+{
+    const int k = (int)((uint64_t)mb * 0x9e3779b97f4a7c15ULL >> 58); /* SB_COMM_MEMO slots */
+    if (t->comm_mb[k] == mb)
+        return t->comm_s[k];
+    mp_plan q = *p;
+    q.mb = mb;
+    t->comm_mb[k] = mb;
+    t->comm_s[k] = sb_comm_mb_s(t->sc->m, t->c, &q, &t->wo, t->cache);
+    return t->comm_s[k];
+}
+
+static void comm_clear(tstate *t, int sp)
+{
+    t->comm_sp = sp;
+    for (int i = 0; i < SB_COMM_MEMO; i++)
+        t->comm_mb[i] = 0;
+}
+
 /* Memory alone of plan p (memory_only): 1 fits, 0 over memory, -1 failed; *headroom. */
 static int memory_fit(tstate *t, const mp_plan *p, double *headroom)
 {
@@ -528,12 +555,22 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
         t->bkey = *p;
         t->bkey_ci = t->ci;
         t->have_bound = 1;
+        comm_clear(t, p->sp);
     } else if (!same_group(&t->bkey, p)) {
         sb_bound_regroup(&t->bound, p); /* the same job on the same cluster: F, R, load kept */
         t->bkey = *p;
+        comm_clear(t, p->sp);
+    } else if (t->comm_sp != p->sp) {
+        comm_clear(t, p->sp);
     }
-    const double lb = sb_step_lb_s(&t->bound, mbs[0], p->recompute);
+    double lb = sb_step_lb_s(&t->bound, mbs[0], p->recompute);
     const double tps = (double)p->gb * (double)p->seq;
+    if (t->sc->one_order && !cannot_matter(t, lb, tps, -INFINITY) && t->nheap >= t->sc->k &&
+        t->have_b) {
+        /* The GEMMs alone prove nothing: add the communication no overlap hides (bound.c). */
+        const double lo_s = comm_at(t, p, mbs[0]), hi_s = comm_at(t, p, mbs[nmb - 1]);
+        lb = fmax(lb, sb_line_lb_s(&t->bound, mbs[0], mbs[nmb - 1], p->recompute, lo_s, hi_s));
+    }
     int lo = 0; /* micro-batches below lo are known to fit */
     if (!cannot_matter(t, lb, tps, t->sub_capacity - t->sub_states)) {
         double headroom = 0;
@@ -962,8 +999,10 @@ static tstate *tstates_create(const search_ctx *sc, const mp_estimate_opts *hot,
         ts[i].eo_mem = ts[i].eo;
         ts[i].eo_mem.memory_only = 1;
         sb_workload_opts(&ts[i].eo, &ts[i].wo);
-        if (ts[i].cache)
+        if (ts[i].cache) {
             mp_wl_cache_init(ts[i].cache);
+            ts[i].cache->trust_addresses = 1; /* the model and clusters are const during the search */
+        }
         if (!ts[i].e || !ts[i].heap || !ts[i].cache)
             ts[i].nomem = 1;
     }
@@ -1069,7 +1108,7 @@ mp_status mp_search(const mp_model *m, const mp_cluster *clusters, int nclusters
         mp_estimate_opts_init(&hot);
     hot.skip_text = 1;
     hot.skip_per_stage = 1; /* the hot loop reads the most loaded stage only */
-    search_ctx sc = {m, clusters, o, &hot, o->top_n, NULL};
+    search_ctx sc = {m, clusters, o, &hot, o->top_n, NULL, !o->all_orders || o->pin.order_listed};
     if (o->rank_plan) {
         mp_diag rd = {0};
         if (evaluate_full(m, &clusters[o->rank_cluster], o->rank_cluster, o, o->rank_plan, scratch,
