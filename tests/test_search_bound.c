@@ -10,6 +10,7 @@
  *     timed) gives the same top list, frontiers, rank, ties, explanation and feasible /
  *     over-memory counts, on spaces where the bound does skip plans, with 1 and 2 threads.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -171,6 +172,21 @@ static int check_plan(void *ctx, const mp_plan *p)
         b->comm_plans++;
     if (p->mb == 1 && p->cp_algo == 0 && !p->order_listed)
         check_comm_monotone(b, p);
+    if (p->vpp > 1) {
+        /* The layer part does not depend on vpp (the search's memo leaves vpp out). */
+        mp_plan q = *p;
+        q.vpp = 1;
+        q.schedule = MP_SCHED_1F1B;
+        double lay1, p1, lv, pv;
+        assert_true(sb_comm_parts(b->m, b->c, p, &b->wo, NULL, &lv, &pv));
+        assert_true(sb_comm_parts(b->m, b->c, &q, &b->wo, NULL, &lay1, &p1));
+        if (fabs(lv - lay1) > 1e-12 * fmax(lv, lay1) || pv != p1) {
+            char s[512];
+            mp_plan_format(p, s, sizeof s);
+            fail_msg("communication parts %.17g + %.17g at vpp %lld, %.17g + %.17g at 1: %s", lv, pv,
+                     (long long)p->vpp, lay1, p1, s);
+        }
+    }
     return 0;
 }
 

@@ -268,7 +268,7 @@ int mp_wl_layer_matrices(const mp_workload *w, const mp_model *m, int moe, mp_wl
  *  (the model's numbers and the cluster's GPU count and tiers, byte for byte), so a cluster
  *  changed in place, or another one at the same address, is never priced from stale entries. Results with and without a cache are identical. The caller owns
  *  it (about 55 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
-#define MP_WL_MEMO 32
+#define MP_WL_MEMO 256
 #define MP_WL_CACHE_SLOTS 512 /* a power of two (comm.c takes the hash's top 9 bits) */
 typedef struct {
     int used, op, two_d, tier, algo;

@@ -66,8 +66,10 @@
  *
  * Cost: one mp_workload_shape per cluster (no collective priced; F, R and the load do not change
  * within a job), then O(1) per group and per line; C(mb) is one shaped and priced workload (the
- * thread's collective cache holds its collectives), which the search memoises per group, sp and
- * mb and asks for only when the GEMM term alone proves nothing.
+ * thread's collective cache holds its collectives), which the search memoises per degrees,
+ * expert layout, sp and mb — not per vpp: the stages partition the layers, so the mean stage's
+ * layer part is the same for every vpp (tests/test_search_bound.c checks it), and the p2p part
+ * is 2 * vpp sends of one size — and asks for only when the GEMM term alone proves nothing.
  */
 #include <math.h>
 #include <string.h>
@@ -122,13 +124,14 @@ double sb_step_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc)
     return (1.0 - 1e-9) * (1.0 + r) * b->seq_s * (b->local_seqs + b->bubble * (double)mb);
 }
 
-double sb_comm_mb_s(const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                    const mp_workload_opts *wo, mp_wl_cache *cache)
+int sb_comm_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                  const mp_workload_opts *wo, mp_wl_cache *cache, double *layers_s, double *p2p_s)
 {
+    *layers_s = *p2p_s = 0.0;
     const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
     mp_workload w;
     if (!sk || mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, wo, cache, &w, NULL) != MP_OK)
-        return 0.0;
+        return 0;
     mp_workload_price(m, c, p, wo, cache, &w);
     const double hf = sk->tp_overlap_fwd_frac;
     const double hb = p->sp ? sk->tp_overlap_bwd_sp_frac : sk->tp_overlap_bwd_frac;
@@ -148,10 +151,27 @@ double sb_comm_mb_s(const mp_model *m, const mp_cluster *c, const mp_plan *p,
         mp_workload_run(&w, m, r, &st, &first, &count);
         sum += (double)count * (st.n[MP_LK_DENSE] * per_dense + st.n[MP_LK_MOE] * per_moe);
     }
-    double comm = sum / (double)w.pp;
-    if (w.pp > 1)
-        comm += 2.0 * (double)w.vpp * w.coll[MP_WC_PP_SEND].time_s;
+    const double layers = sum / (double)w.pp, p2p = w.pp > 1 ? w.coll[MP_WC_PP_SEND].time_s : 0.0;
+    if (!isfinite(layers) || !isfinite(p2p) || !(layers >= 0) || !(p2p >= 0))
+        return 0;
+    *layers_s = layers;
+    *p2p_s = p2p;
+    return 1;
+}
+
+double sb_comm_of(const mp_plan *p, double layers_s, double p2p_s)
+{
+    const double comm = layers_s + (p->pp > 1 ? 2.0 * (double)p->vpp * p2p_s : 0.0);
     return isfinite(comm) && comm > 0 ? comm : 0.0;
+}
+
+double sb_comm_mb_s(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                    const mp_workload_opts *wo, mp_wl_cache *cache)
+{
+    double layers_s, p2p_s;
+    if (!sb_comm_parts(m, c, p, wo, cache, &layers_s, &p2p_s))
+        return 0.0;
+    return sb_comm_of(p, layers_s, p2p_s);
 }
 
 double sb_line_lb_s(const sb_bound *b, int64_t mb_lo, int64_t mb_hi, mp_recompute rc,

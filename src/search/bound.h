@@ -9,8 +9,8 @@
 #include "meshplan/estimate.h"
 #include "meshplan/workload.h"
 
-/* Slots of the search's memo of sb_comm_mb_s per micro-batch (a power of two: 64). */
-#define SB_COMM_MEMO 64
+/* Slots of the search's memo of sb_comm_mb_s (per thread). */
+#define SB_COMM_MEMO 256
 
 typedef struct {
     int ok;             /* 0: no bound (the workload could not be shaped): prove nothing */
@@ -46,6 +46,15 @@ double sb_step_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc);
  * thread's cache; 0 (no bound) when the workload cannot be shaped. */
 double sb_comm_mb_s(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                     const mp_workload_opts *wo, mp_wl_cache *cache);
+
+/* sb_comm_mb_s in two parts: *layers_s, the mean stage's EP and TP part (the same for every
+ * vpp: the stages partition the layers), and *p2p_s, one pipeline send/recv (0 when pp = 1).
+ * Returns 1, or 0 with both 0 when the workload cannot be shaped. */
+int sb_comm_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                  const mp_workload_opts *wo, mp_wl_cache *cache, double *layers_s, double *p2p_s);
+
+/* sb_comm_mb_s from its parts, at p's pp and vpp: layers_s + 2 * vpp * p2p_s when pp > 1. */
+double sb_comm_of(const mp_plan *p, double layers_s, double p2p_s);
 
 /* The lower bound on step_s of every plan of the group with micro-batch mb in [mb_lo, mb_hi]
  * and recompute mode rc (any sp-fixed line: sp, CP algorithm, the head's rank order), adding

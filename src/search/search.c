@@ -244,6 +244,12 @@ typedef struct {
     int one_order;               /* every line has one rank order (no --orders all, or pinned) */
 } search_ctx;
 
+/* One slot of the memo of the bound's communication term (tstate.comm). */
+typedef struct {
+    int64_t key[9];              /* tp, cp, pp, dp, ep, etp, sp, mb, cluster; mb 0: empty */
+    double layers_s, p2p_s;      /* sb_comm_parts */
+} comm_memo;
+
 typedef struct {
     sp_walker w;                 /* first: the walk calls back through it */
     const search_ctx *sc;
@@ -282,11 +288,12 @@ typedef struct {
     mp_plan bkey;
     int bkey_ci;
     sb_bound bound;
-    /* The communication term of the bound (bound.c sb_comm_mb_s) per micro-batch, memoised
-     * for the group bkey, its cluster and one sp (cleared when they change). */
-    int comm_sp;
-    int64_t comm_mb[SB_COMM_MEMO];
-    double comm_s[SB_COMM_MEMO];
+    /* The communication term of the bound (bound.c sb_comm_parts), memoised by what it
+     * depends on of the walked keys (the degrees, expert layout, sp, mb and the cluster; the
+     * ZeRO stage, HSDP, recompute mode, schedule and CP algorithm change none of its
+     * collectives, vpp only the count of sends), so the shardings of a shape, walked as
+     * separate work items, share it. */
+    comm_memo comm[SB_COMM_MEMO];
 } tstate;
 
 static void swap_entries(mp_search_entry *a, mp_search_entry *b)
@@ -506,25 +513,22 @@ static int same_group(const mp_plan *a, const mp_plan *b)
            a->vpp == b->vpp && a->schedule == b->schedule;
 }
 
-/* sb_comm_mb_s of the tail's head p at micro-batch mb, through the memo (valid for p's group,
- * cluster and sp). */
+/* sb_comm_mb_s of plan p at micro-batch mb on the thread's cluster, through the memo. */
 static double comm_at(tstate *t, const mp_plan *p, int64_t mb)
 {
-    const int k = (int)((uint64_t)mb * 0x9e3779b97f4a7c15ULL >> 58); /* SB_COMM_MEMO slots */
-    if (t->comm_mb[k] == mb)
-        return t->comm_s[k];
-    mp_plan q = *p;
-    q.mb = mb;
-    t->comm_mb[k] = mb;
-    t->comm_s[k] = sb_comm_mb_s(t->sc->m, t->c, &q, &t->wo, t->cache);
-    return t->comm_s[k];
-}
-
-static void comm_clear(tstate *t, int sp)
-{
-    t->comm_sp = sp;
-    for (int i = 0; i < SB_COMM_MEMO; i++)
-        t->comm_mb[i] = 0;
+    const int64_t key[9] = {p->tp, p->cp, p->pp, p->dp, p->ep, p->etp, p->sp, mb, t->ci};
+    uint64_t h = 0;
+    for (int i = 0; i < 9; i++)
+        h = (h ^ (uint64_t)key[i]) * 0x9e3779b97f4a7c15ULL; /* multiplicative hashing */
+    _Static_assert(SB_COMM_MEMO == 256, "the hash's top 8 bits index the memo");
+    comm_memo *e = &t->comm[h >> 56];
+    if (memcmp(e->key, key, sizeof key) != 0) {
+        mp_plan q = *p;
+        q.mb = mb;
+        memcpy(e->key, key, sizeof key);
+        sb_comm_parts(t->sc->m, t->c, &q, &t->wo, t->cache, &e->layers_s, &e->p2p_s);
+    }
+    return sb_comm_of(p, e->layers_s, e->p2p_s);
 }
 
 /* Memory alone of plan p (memory_only): 1 fits, 0 over memory, -1 failed; *headroom. */
@@ -555,13 +559,9 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
         t->bkey = *p;
         t->bkey_ci = t->ci;
         t->have_bound = 1;
-        comm_clear(t, p->sp);
     } else if (!same_group(&t->bkey, p)) {
         sb_bound_regroup(&t->bound, p); /* the same job on the same cluster: F, R, load kept */
         t->bkey = *p;
-        comm_clear(t, p->sp);
-    } else if (t->comm_sp != p->sp) {
-        comm_clear(t, p->sp);
     }
     double lb = sb_step_lb_s(&t->bound, mbs[0], p->recompute);
     const double tps = (double)p->gb * (double)p->seq;

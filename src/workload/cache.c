@@ -46,7 +46,7 @@ int mp_wl_memo_slot(int64_t a, int64_t b, int64_t c, int64_t d)
     /* multiplicative hashing (odd constants: splitmix64's), the top bits */
     uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ULL ^ (uint64_t)b * 0xbf58476d1ce4e5b9ULL ^
                  (uint64_t)c * 0x94d049bb133111ebULL ^ (uint64_t)d * 0xd6e8feb86659fd93ULL;
-    return (int)((h ^ (h >> 29)) * 0x9e3779b97f4a7c15ULL >> (64 - 5));
+    return (int)((h ^ (h >> 29)) * 0x9e3779b97f4a7c15ULL >> (64 - 8));
 }
 
 void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluster *c)
@@ -98,7 +98,7 @@ void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_
             cache->flops_seq = p->seq;
         }
     }
-    const int slot = mp_wl_memo_slot(p->mb, p->recompute * 2 + p->sp, w->tp, w->cp);
+    const int slot = mp_wl_memo_slot(p->mb, p->recompute * 2 + p->sp, w->tp * 4096 + w->etp, w->cp);
     if (cache && cache->act[slot].set && memcmp(cache->act[slot].key, key, sizeof key) == 0) {
         w->act = cache->act[slot].act;
         w->act_moe = cache->act[slot].act_moe;

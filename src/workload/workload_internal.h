@@ -8,7 +8,7 @@
 void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluster *c);
 /* cache.c: the memo slot (0 .. MP_WL_MEMO-1) of a plan by four of its keys. */
 int mp_wl_memo_slot(int64_t a, int64_t b, int64_t c, int64_t d);
-_Static_assert(MP_WL_MEMO == 32, "mp_wl_memo_slot returns the hash's top 5 bits");
+_Static_assert(MP_WL_MEMO == 256, "mp_wl_memo_slot returns the hash's top 8 bits");
 /* cache.c: w's parameter counts, attention geometry, FLOPs and layer activations (from the
  * cache when it has them; cache may be NULL). Needs w's tp, cp, etp, moe_load. */
 void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache);
