@@ -3,8 +3,9 @@
 # count, `meshplan search --json`'s counts.evaluated (plans fully timed, not those proven or
 # skipped) / (wall_s x threads), plus the CPU time the process used (user + system: on a shared
 # machine the wall clock also counts time spent waiting for a core, the CPU figure does not).
-# Also the plans the step-time bound skipped (counts.bound_skipped, src/search/bound.c) and plans
-# per CPU second. Prints figures; asserts nothing. Figures measured with it: docs/search.md "Speed".
+# Also the plans the step-time bound skipped (counts.bound_skipped, src/search/bound.c), the plans
+# whose memory alone was computed (counts.memory_checked: over memory, or counting a skipped
+# tail's feasible plans; CPU time that is not an evaluation) and plans per CPU second. Prints figures; asserts nothing. Figures measured with it: docs/search.md "Speed".
 #
 #   bench/search_speed.sh [MESHPLAN] [JOB...]    MESHPLAN default build/meshplan; JOB one of
 #                                                405b-16384 (default), ds-1024, ds-16384,
@@ -34,8 +35,8 @@ args_for() {
     esac
 }
 
-printf '%-11s %3s %3s %11s %11s %11s %9s %9s %12s %12s %12s  %s\n' job req thr plans evaluated \
-    bound_skip wall_s cpu_s "eval/s/core" "eval/cpu_s" "plans/cpu_s" "winner"
+printf '%-11s %3s %3s %11s %11s %11s %11s %9s %9s %12s %12s %12s  %s\n' job req thr plans evaluated \
+    bound_skip mem_checked wall_s cpu_s "eval/s/core" "eval/cpu_s" "plans/cpu_s" "winner"
 for j in "${JOBS[@]}"; do
     a=$(args_for "$j") || exit 2
     for t in $THREADS; do
@@ -49,8 +50,8 @@ d = json.load(open(sys.argv[1]))
 u, s = (float(x) for x in open(sys.argv[2]).read().split())
 c, w, t = d["counts"], d["wall_s"], d["threads"]
 top = d["top"][0]["plan"] if d.get("top") else "none"
-print("%.6f %-11s %3s %3d %11d %11d %11d %9.3f %9.3f %12.0f %12.0f %12.0f  %s" % (w, sys.argv[3], sys.argv[4], t,
-      c["plans"], c["evaluated"], c.get("bound_skipped", 0), w, u + s, c["evaluated"] / w / t,
+print("%.6f %-11s %3s %3d %11d %11d %11d %11d %9.3f %9.3f %12.0f %12.0f %12.0f  %s" % (w, sys.argv[3], sys.argv[4], t,
+      c["plans"], c["evaluated"], c.get("bound_skipped", 0), c.get("memory_checked", 0), w, u + s, c["evaluated"] / w / t,
       c["evaluated"] / (u + s), c["plans"] / (u + s), top))
 PY
 )
