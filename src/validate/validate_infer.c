@@ -177,7 +177,7 @@ static void lengths(irow *r, mp_infer_plan *p)
         if (mean > 0) {
             *v = (int64_t)llround(mean);
             snprintf(buf, sizeof buf, "%s=%lld (mean of dataset %.40s%s)", k ? "out" : "in", (long long)*v, ds,
-                     !k && from_sample ? ": its per-sample lengths' sample" : "");
+                     !k && from_sample ? "'s length sample" : "");
         } else {
             *v = k ? GENERIC_OUT : GENERIC_IN;
             snprintf(buf, sizeof buf, "%s=%lld (generic%s%.60s)", k ? "out" : "in", (long long)*v,

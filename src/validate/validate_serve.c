@@ -224,7 +224,7 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
     *pred = map[i].v;
     char note[160];
     snprintf(note, sizeof note, "serve: Poisson, %d requests, lengths %s, rate %.4g/s%s", SERVE_REQUESTS,
-             memo.table ? "drawn from the dataset's per-sample sample (outputs scaled to out)" : "fixed at in/out",
+             memo.table ? "from the dataset's sample, out scaled" : "fixed at in/out",
              memo.rate, rate_cell && *rate_cell ? "" : " (highest meeting the SLO)");
     mp_val_infer_note(row, note);
     return 1;
