@@ -174,7 +174,9 @@ typedef struct {
     double tokens_per_s, tokens_per_s_per_gpu;
     double gpu_util_rollout_frac, gpu_util_train_frac; /* busy share of each pool */
     double usd_per_step, j_per_step;
-    double train_mfu;          /* of the update */
+    double train_mfu;          /* of the update (balanced ranks) */
+    double train_dp_imbalance; /* >= 1: the update's wait for the rank holding the longest share
+                                  of each mini-batch (src/rl/balance.c); train_s includes it */
     double train_state_bytes;  /* weights + gradients + optimizer per train GPU (what a GPU
                                   moving into the train pool must load) */
     mp_rl_rollout rollout;

@@ -57,7 +57,7 @@ static int resolve_pools(const mp_cluster *c, mp_rl_config *k, mp_diag *d)
 }
 
 typedef struct {
-    double update_s, fwd_pass_s, mfu, power_W, mem_total, mem_state, capacity;
+    double update_s, fwd_pass_s, imbalance, mfu, power_W, mem_total, mem_state, capacity;
     int feasible;
     char reason[256];
     mp_plan plan;
@@ -109,7 +109,15 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
         double R = q->layer_recompute_s + q->moe_layer_recompute_s;
         double share = F + B + R > 0 ? F / (F + B + R) : 1.0 / 3.0;
         double per_batch = (double)N / (double)p->gb; /* optimizer steps covering the batch */
-        ts->update_s = (double)k->ppo_epochs * per_batch * e->step_s;
+        /* every optimizer step waits for the rank with the longest share of its mini-batch
+         * (src/rl/balance.c eq. 1; verl dp_actor update_policy): the compute and its exposed
+         * communication scale, the optimizer does not. Ranks: the dp replicas (tp, pp, cp
+         * ranks of one replica hold the same sequences). */
+        int64_t ranks = p->dp > 0 ? p->dp : dp;
+        ts->imbalance = mp_rl_dp_imbalance(&k->response, k->prompt_tokens,
+                                           (double)p->gb / (double)(ranks > 0 ? ranks : 1), ranks);
+        ts->update_s = (double)k->ppo_epochs * per_batch *
+                       (e->time.optimizer + ts->imbalance * (e->step_s - e->time.optimizer));
         ts->fwd_pass_s = per_batch * share * (e->step_s - e->time.optimizer);
         ts->mfu = e->mfu;
         ts->feasible = e->feasible;
@@ -123,8 +131,9 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
         ts->power_W = mp_energy_step(&pool, p, e, &eo, NULL, &pw, &dd) == MP_OK ? pw.gpu_avg_W : c->gpu.tdp_W;
         char buf[200];
         mp_plan_format(p, buf, sizeof buf);
-        assume(r, "training plan %s on %lld GPUs (forward-only passes = %.2f of a step's compute)", buf,
-               (long long)k->train_gpus, share);
+        assume(r, "training plan %s on %lld GPUs (forward-only passes = %.2f of a step's compute; "
+               "update x %.3f for the rank with the longest share)", buf, (long long)k->train_gpus, share,
+               ts->imbalance);
     }
     free(e);
     return st;
@@ -212,6 +221,7 @@ mp_status mp_rl_estimate(const mp_model *m, const mp_cluster *c, const mp_rl_con
     r->train_s = ts.update_s;
     r->weight_sync_s = r->sync.total_s;
     r->train_mfu = ts.mfu;
+    r->train_dp_imbalance = ts.imbalance;
     r->train_state_bytes = ts.mem_state;
     r->feasible = ts.feasible;
     snprintf(r->reason, sizeof r->reason, "%s", ts.reason);

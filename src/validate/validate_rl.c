@@ -162,6 +162,15 @@ static int row_config(const mp_catalog *cat, rrow *r, const mp_model **m, mp_clu
         snprintf(k->train_plan, sizeof k->train_plan, "tp=2,pp=2,zero=1");
         tp = 2;
         note(r, "Megatron recipe: tp 2, pp 2, rollout tp 2");
+    } else if (maxr >= 28672) {
+        /* the 28K-response experiments the README's tables come from, colocated and split alike
+         * (recipe/fully_async_policy/exp/qwen2-7B-math_{32,64,128}/fsdp2_*: gen_tp 4, Ulysses
+         * sp_size 4, fsdp_size 2, gradient checkpointing): Ulysses splits each sequence over 4
+         * GPUs as context parallelism does, priced as cp 4 (the estimator's ring exchange for
+         * Ulysses' all-to-alls) */
+        snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,cp=4,recompute=full");
+        tp = 4;
+        note(r, "FSDP2 28K recipe: rollout tp 4, Ulysses sp 4 as cp 4");
     } else if (k->placement == MP_RL_FULLY_ASYNC) {
         /* dapo_7b_math_fsdp2_16_16.sh: gen_tp 4, actor not offloaded (Ulysses sp 4 not modelled) */
         snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,recompute=full");
