@@ -248,7 +248,7 @@ static void test_rl_tables_shared(void **state)
         assert_int_equal(a->required, b->required);
         assert_int_equal(a->required, o->required);
     }
-    assert_int_equal(n, 23);
+    assert_int_equal(n, 24);
     assert_non_null(find_opt(rs, "--top"));
     assert_null(find_opt(rl, "--top"));
 }

@@ -32,6 +32,9 @@
     X(CLI_OPT, "--train-plan", "PLAN", "the trainer's plan keys, \"zero=3,mb=2\" (default zero=3,recompute=full)") \
     X(CLI_OPT, "--mini-batches", "K", "optimizer steps per RL step (default 1, or the train plan's gb)") \
     X(CLI_OPT, "--epochs", "E", "PPO epochs over the batch (default 1)")                                 \
+    X(CLI_OPT, "--train-tokens-per-gpu", "T",                                                            \
+      "dynamic batching: pack micro-batches to T tokens per GPU (verl ppo_max_token_len_per_gpu; "      \
+      "default 0: the train plan's mb)")                                                                 \
     X(CLI_OPT, "--partial-rollout", "0|1", "pause unfinished responses at the sync (default on for fully_async)") \
     X(CLI_OPT, "--overprovision", "X", "generate (1+X) x the responses, keep the first to finish (default 0)") \
     X(CLI_OPT, "--max-num-seqs", "S", "sequences in flight per engine (default: the engine's cap and KV pool)") \

@@ -75,6 +75,8 @@ static int config_opts(const cli_args *a, mp_rl_config *k)
     }
     if (!rc)
         rc = int_opt(a, "--mini-batches", 1, 1 << 20, &k->mini_batches);
+    if (!rc)
+        rc = int_opt(a, "--train-tokens-per-gpu", 0, 1 << 30, &k->train_tokens_per_gpu);
     x = k->ppo_epochs;
     if (!rc && !(rc = int_opt(a, "--epochs", 1, 100, &x)))
         k->ppo_epochs = (int)x;
@@ -184,6 +186,7 @@ static json_t *result_json(const mp_rl_result *r)
     json_object_set_new(ro, "busy_frac", json_real(r->rollout.busy_frac));
     json_object_set_new(o, "rollout", ro);
     json_object_set_new(o, "train_mfu", json_real(r->train_mfu));
+    json_object_set_new(o, "train_dp_imbalance", json_real(r->train_dp_imbalance));
     json_object_set_new(o, "usd_per_step", json_real(r->usd_per_step));
     json_object_set_new(o, "j_per_step", json_real(r->j_per_step));
     json_object_set_new(o, "bottleneck", json_string(r->bottleneck));
@@ -208,7 +211,8 @@ static void result_text(const mp_model *m, const mp_cluster *c, const mp_rl_resu
     printf("  ref          %9.2f s\n  logprob      %9.2f s\n  reward       %9.2f s\n", r->ref_s, r->logprob_s, r->reward_s);
     if (r->critic_s > 0)
         printf("  critic       %9.2f s\n", r->critic_s);
-    printf("  train        %9.2f s  (MFU %.1f%%)\n", r->train_s, 100 * r->train_mfu);
+    printf("  train        %9.2f s  (MFU %.1f%%, x %.2f for the rank with the longest share)\n", r->train_s,
+           100 * r->train_mfu, r->train_dp_imbalance);
     printf("  weight sync  %9.3f s  (%.2f GB, %s, %s, %lld collectives)\n", r->weight_sync_s, r->sync.bytes / 1e9,
            r->sync.link, r->sync.bucketed ? "bucketed" : "unbucketed", (long long)r->sync.buckets);
     printf("  switch       %9.2f s\n", r->switch_s);

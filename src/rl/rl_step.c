@@ -63,6 +63,25 @@ typedef struct {
     mp_plan plan;
 } train_side;
 
+/* Dynamic batching (verl use_dynamic_bsz; verl/utils/seqlen_balancing.py rearrange_micro_batches
+ * packs a rank's sequences into micro-batches of at most ppo_max_token_len_per_gpu x the
+ * sequence-parallel size tokens, verl/workers/actor/dp_actor.py): sequences per micro-batch =
+ * budget / seq, at most the rank's share of a mini-batch, and a divisor of that share so that
+ * gb = mini-batch stays exact. Fewer, larger micro-batches re-gather ZeRO-3 weights less often. */
+static int64_t packed_mb(int64_t budget_tokens, int64_t seq, int64_t per_step, int64_t dp)
+{
+    int64_t share = dp > 0 ? per_step / dp : per_step;
+    int64_t fit = seq > 0 ? budget_tokens / seq : 1;
+    if (share < 1)
+        share = 1;
+    if (fit < 1)
+        fit = 1;
+    int64_t mb = fit < share ? fit : share;
+    while (mb > 1 && share % mb)
+        mb--;
+    return mb;
+}
+
 /* The training plan on the train pool: zero=3 and full recompute by default (verl's FSDP with
  * gradient checkpointing), seq = prompt + mean response, gb = the batch over the mini-batches.
  * The update is epochs x mini-batches optimizer steps; a forward-only pass over the batch is the
@@ -88,8 +107,10 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
         p->seq = ((int64_t)ceil(k->prompt_tokens + mean_resp) + 7) / 8 * 8;
     int64_t tp = p->tp ? p->tp : 1, pp = p->pp ? p->pp : 1, cp = p->cp ? p->cp : 1;
     int64_t dp = p->dp ? p->dp : k->train_gpus / (tp * pp * cp);
-    int64_t mb = p->mb ? p->mb : 1, unit = (dp > 0 ? dp : 1) * mb;
     int64_t steps = k->mini_batches > 0 ? k->mini_batches : 1;
+    if (!user.mb && !user.gb && k->train_tokens_per_gpu > 0)
+        p->mb = packed_mb(k->train_tokens_per_gpu * cp, p->seq, (N + steps - 1) / steps, dp);
+    int64_t mb = p->mb ? p->mb : 1, unit = (dp > 0 ? dp : 1) * mb;
     if (user.gb)
         steps = (N + user.gb - 1) / user.gb;
     else
