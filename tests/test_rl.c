@@ -21,6 +21,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -383,6 +384,31 @@ static void test_validate_rl_schema(void **state)
         predicted += strcmp(v.rows[i].metric, "speedup_vs_baseline") != 0;
     printf("rl_runs.csv: %zu of %zu rows predicted, %zu skipped\n", predicted, v.ninput, v.nskips);
     assert_true(predicted * 5 >= v.ninput * 4);
+    /* regression guards on the median |error| per metric: the issue's bound for the weight sync
+     * (25%); for the others the figures measured at this commit plus ~10% (docs/rl.md
+     * "Validation": the rows' unstated mean response length dominates them), so a change that
+     * worsens a phase fails here */
+    static const struct { const char *metric; double max_pct; } guard[] = {
+        {"weight_sync_s", 25.0}, {"step_s", 105.0}, {"rollout_s", 35.0}, {"logprob_s", 55.0},
+        {"train_s", 260.0}, {"ref_s", 50.0}, {"speedup_vs_baseline", 60.0}};
+    for (size_t g = 0; g < sizeof guard / sizeof guard[0]; g++) {
+        double e[256];
+        size_t n = 0;
+        for (size_t i = 0; i < v.nrows && n < 256; i++)
+            if (!strcmp(v.rows[i].metric, guard[g].metric))
+                e[n++] = fabs(v.rows[i].error_pct);
+        assert_true(n > 0);
+        for (size_t a = 1; a < n; a++) /* insertion sort: n is small */
+            for (size_t b = a; b > 0 && e[b - 1] > e[b]; b--) {
+                double t = e[b];
+                e[b] = e[b - 1];
+                e[b - 1] = t;
+            }
+        double med = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+        printf("rl_runs.csv %-20s n %2zu median |error| %6.1f%% (guard %.0f%%)\n", guard[g].metric, n, med,
+               guard[g].max_pct);
+        assert_true(med <= guard[g].max_pct);
+    }
     mp_validation_free(&v);
     free(text);
 }
@@ -422,6 +448,20 @@ static void test_dp_imbalance(void **state)
     k.response.dist = MP_RL_LEN_FIXED;
     estimate(model("llama3-8b"), &c, &k, &g_r2);
     assert_true(g_r2.train_dp_imbalance == 1.0);
+
+    /* dynamic batching: packing micro-batches to a token budget never lengthens the update (fewer
+     * ZeRO-3 gathers per step) and leaves the rollout alone; a negative budget is refused */
+    base_config(&k);
+    k.prompts = 256;
+    estimate(model("llama3-8b"), &c, &k, &g_r);
+    k.train_tokens_per_gpu = 65536;
+    estimate(model("llama3-8b"), &c, &k, &g_r2);
+    assert_true(g_r2.train_s < g_r.train_s);
+    assert_close(g_r2.rollout_s, g_r.rollout_s, 1e-12);
+    k.train_tokens_per_gpu = -1;
+    mp_diag d = {0};
+    assert_int_equal(mp_rl_estimate(model("llama3-8b"), &c, &k, &g_r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "train_tokens_per_gpu"));
 }
 
 int main(void)
