@@ -58,8 +58,9 @@ double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per
 {
     if (ranks <= 1 || seqs_per_rank < 1.0 || !l)
         return 1.0;
-    /* mean and variance of prompt + response over 1024 quantiles (as the rollout's lengths) */
-    const int64_t n = 1024;
+    /* mean and variance of prompt + response over 256 quantiles (the rollout's lengths, coarser:
+     * this runs for every candidate of rl-search) */
+    const int64_t n = 256;
     double s = 0.0, s2 = 0.0;
     for (int64_t i = 0; i < n; i++) {
         double w = prompt + mp_rl_length_quantile(l, i, n);
