@@ -87,6 +87,11 @@ void mp_est_runtime_apply(const mp_runtime_mem *rt, mp_memory *mm)
     mm->nccl = rt->nccl_bytes;
     mm->allocator_reserve = rt->reserve_frac * mm->allocated + rt->reserve_per_buffer * mm->buffers;
     mm->total = mm->allocated + mm->runtime + mm->nccl + mm->allocator_reserve;
+    /* torch.cuda.max_memory_reserved counts the segments the caching allocator has cudaMalloc'd
+     * (PyTorch docs, torch.cuda.memory_reserved: "memory managed by the caching allocator"); the
+     * CUDA context, cuBLAS's workspaces and NCCL's channel buffers (ncclCommInitRank allocates
+     * them with cudaMalloc/cuMem itself) are outside it, visible only to nvidia-smi. */
+    mm->reserved = mm->allocated + mm->allocator_reserve;
 }
 
 int mp_est_verdict(const mp_memory *m, double margin_frac)
