@@ -208,13 +208,13 @@ static void test_memory_runs(void **state)
     assert_int_equal(calls[MP_VERDICT_OOM], 0);
     assert_true(4 * calls[MP_VERDICT_TIGHT] <= mem_rows);
     assert_int_equal(calls[MP_VERDICT_TIGHT], 0);
-    /* guards on today's figures (docs/memory.md "Validation": 6.6% all, 6.9% allocated/active,
-     * 6.4% reserved/peak; 9.0 / 8.7 / 9.5% before reserved/peak compared with
-     * memory_bytes.reserved, the loss and the recomputed layer peaked apart and compiled blocks
-     * got their reserve): they may only improve */
-    assert_true(median(&all) < 7.0);
+    /* guards on today's figures (docs/memory.md "Validation": 6.4% all, 6.9% allocated/active,
+     * 6.2% reserved/peak; 9.0 / 8.7 / 9.5% before reserved/peak compared with
+     * memory_bytes.reserved, the loss and the recomputed layer peaked apart, compiled blocks got
+     * their reserve and torchtitan's loss_parallel its buffers): they may only improve */
+    assert_true(median(&all) < 6.7);
     assert_true(median(&alloc) < 7.0);
-    assert_true(median(&resv) < 6.8);
+    assert_true(median(&resv) < 6.5);
 }
 
 /* Observed outcomes without a figure (tests/data/memory_verdicts.csv): runs that went out of
@@ -520,6 +520,23 @@ static void test_loss_or_recompute_peak(void **state)
     const double TV = s * (double)cm->vocab;
     assert_true(fabs(g_e.memory.logits - 10.0 * TV) < 1e-9 * TV && fabs(held.memory.logits - 14.0 * TV) < 1e-9 * TV);
     assert_true(held.memory.activations == g_e.memory.activations && held.step_s == g_e.step_s);
+    /* torchtitan's loss_parallel under TP (torch/distributed/tensor/parallel/loss.py: the fp32
+     * input, shifted and exp(shifted) or the result beside the 16-bit logits): 14 bytes a logit
+     * of the vocabulary shard T V / tp; another stack's vocabulary-parallel loss 10; a compiled
+     * loss 4 + a 4-byte log-sum-exp per token */
+    static mp_estimate lp, gen, cl;
+    const char *tp2 = "tp=2,zero=3,fsdp=2,mb=1,gb=4,seq=16384,recompute=full";
+    char plan[160];
+    snprintf(plan, sizeof plan, "%s,stack=torchtitan", tp2);
+    predict_o("llama3-8b", "h100-sxm5-80gb", 8, plan, NULL, &lp);
+    predict_o("llama3-8b", "h100-sxm5-80gb", 8, tp2, NULL, &gen);
+    snprintf(plan, sizeof plan, "%s,stack=torchtitan,compile=2", tp2);
+    predict_o("llama3-8b", "h100-sxm5-80gb", 8, plan, NULL, &cl);
+    print_message("tp 2 logits: torchtitan %.3f GiB, generic %.3f, compiled loss %.3f\n", lp.memory.logits / GIB,
+                  gen.memory.logits / GIB, cl.memory.logits / GIB);
+    assert_true(fabs(lp.memory.logits - 14.0 * TV / 2.0) < 1e-9 * TV);
+    assert_true(fabs(gen.memory.logits - 10.0 * TV / 2.0) < 1e-9 * TV);
+    assert_true(fabs(cl.memory.logits - (4.0 * TV / 2.0 + 4.0 * s)) < 1e-9 * TV);
 }
 
 /* validate compares a row's memory by its basis: allocated/active with memory_bytes.allocated,

@@ -74,7 +74,15 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
          * before 4.45: logits = logits.float()) and the training step keeps that fp32 tensor
          * referenced until the backward is done (the recipe's `logits` variable), so beside
          * what the loss holds, 4 more bytes a logit stay live at the loss's peak. */
-        const double per_logit_bytes = ((p->compile & 2) ? 4.0 : 10.0) + (p->logits_fp32 ? 4.0 : 0.0);
+        /* torchtitan under TP computes the loss with loss_parallel (its default,
+         * parallelism.disable_loss_parallel = false) on the vocabulary-sharded logits:
+         * torch/distributed/tensor/parallel/loss.py _log_softmax keeps the fp32 input x, then
+         * shifted = x - max and exp(shifted) before the all-reduced sum, then the result
+         * shifted - log(sum) beside shifted: 2 (16-bit logits) + 4 (x) + 4 (shifted) + 4
+         * (exp(shifted), then the result) = 14 bytes a logit of the shard, not 2 + 4 + 4. */
+        const int loss_parallel = !(p->compile & 2) && tp > 1 && p->stack == MP_STACK_TORCHTITAN;
+        const double per_logit_bytes = ((p->compile & 2) ? 4.0 : loss_parallel ? 14.0 : 10.0) +
+                                       (p->logits_fp32 ? 4.0 : 0.0);
         mm.logits = T * V / tp * per_logit_bytes * (1.0 + (double)m->mtp_layers) +
                     ((p->compile & 2) ? T * 4.0 * (1.0 + (double)m->mtp_layers) : 0.0);
     }
