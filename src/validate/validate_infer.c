@@ -55,8 +55,13 @@ static const struct {
     /* MLPerf Inference Llama 2 70B (v4.0 on): 24,576 OpenOrca GPT-4 samples, inputs and outputs
      * at most 1,024 tokens (mlcommons/inference language/llama2-70b/README.md, processorca.py
      * --seqlen_limit=1024); its accuracy target quotes the FP16 reference run's "Tokens per
-     * sample: 294.45" (output). No published mean input length was found: the generic input */
+     * sample: 294.45" (output). The input mean is the mean of the per-sample lengths' sample in
+     * mlperf_lengths.c (in = 0 here: taken from there) */
     {"mlperf_openorca", 0, 294.45, "mlcommons/inference language/llama2-70b README (tokens per sample 294.45)"},
+    /* MLPerf Inference Mixtral 8x7B (v4.1 on): 15,000 samples, 5k each of OpenOrca, GSM8K and
+     * MBXP (mlcommons/inference language/mixtral-8x7b/README.md); its accuracy target's "tokens_per_sample:
+     * 144.84" (output); the input mean from the sample in mlperf_lengths.c */
+    {"mlperf_mixtral_openorca_gsm8k_mbxp", 0, 144.84, "mlcommons/inference language/mixtral-8x7b README (tokens_per_sample 144.84)"},
 };
 
 int mp_val_header_is_infer(char (*fields)[MP_VAL_FIELD], int n)
@@ -154,6 +159,14 @@ static void lengths(irow *r, mp_infer_plan *p)
             mean_in = DATASETS[i].in;
             mean_out = DATASETS[i].out;
         }
+    /* a dataset with a per-sample length sample (mlperf_lengths.c) and no published mean input:
+     * the sample's mean */
+    static _Thread_local mp_val_lengths tab;
+    int from_sample = 0;
+    if (ds && !(mean_in > 0) && mp_val_dataset_lengths(ds, &tab)) {
+        mean_in = tab.in_mean;
+        from_sample = 1;
+    }
     char buf[160];
     for (int k = 0; k < 2; k++) {
         int64_t *v = k ? &p->out : &p->in;
@@ -163,7 +176,8 @@ static void lengths(irow *r, mp_infer_plan *p)
             continue;
         if (mean > 0) {
             *v = (int64_t)llround(mean);
-            snprintf(buf, sizeof buf, "%s=%lld (mean of dataset %.40s)", k ? "out" : "in", (long long)*v, ds);
+            snprintf(buf, sizeof buf, "%s=%lld (mean of dataset %.40s%s)", k ? "out" : "in", (long long)*v, ds,
+                     !k && from_sample ? "'s length sample" : "");
         } else {
             *v = k ? GENERIC_OUT : GENERIC_IN;
             snprintf(buf, sizeof buf, "%s=%lld (generic%s%.60s)", k ? "out" : "in", (long long)*v,

@@ -4,6 +4,7 @@
 #define MESHPLAN_VALIDATE_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "meshplan/catalog.h"
 #include "meshplan/infer.h"
@@ -49,6 +50,20 @@ typedef struct {
     char assumed[256];
     char why[256];
 } mp_val_infer_row;
+
+/** A dataset's per-request lengths (mlperf_lengths.c): a sample of its published per-sample
+ *  token counts, prompt and reference output, with their means. */
+#define MP_VAL_MAX_LENGTHS 1024
+typedef struct {
+    size_t n;                               /* pairs, <= MP_VAL_MAX_LENGTHS */
+    int64_t in[MP_VAL_MAX_LENGTHS], out[MP_VAL_MAX_LENGTHS]; /* tokens, >= 1 */
+    double in_mean, out_mean;               /* tokens */
+    const char *source;                     /* what the sample is, and of what */
+} mp_val_lengths;
+
+/** 1 and *out filled when the dataset name (length_dist "dataset:NAME" without the prefix) has a
+ *  length sample; else 0. */
+int mp_val_dataset_lengths(const char *dataset, mp_val_lengths *out);
 
 /** Append one assumption ("tp=4 (smallest fitting)") to row->assumed, "; "-separated. */
 void mp_val_infer_note(mp_val_infer_row *row, const char *text);

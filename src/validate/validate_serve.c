@@ -5,10 +5,24 @@
  * its latency SLO, at the highest rate whose p99 TTFT and p99 TPOT meet it (MLPerf Inference's
  * Server scenario: the submitter reports the highest target QPS that passes its latency
  * constraints; mp_serve_max_rate). What the simulator assumes:
- *   - lengths fixed at the row's input and output lengths (the schema gives their means);
+ *   - lengths fixed at the row's input and output lengths (the schema gives their means), except
+ *     for a dataset with a per-sample length sample (mlperf_lengths.c: MLPerf's OpenOrca and
+ *     Mixtral sets), whose pairs are drawn (MP_LEN_TABLE): prompts as sampled when the row does
+ *     not state its input mean (else scaled to it), outputs scaled to the row's output mean (the
+ *     sample's outputs are reference answers' lengths, not the served model's; the scaling keeps
+ *     their spread);
  *   - SERVE_REQUESTS requests, Poisson arrivals, seed 1, the first 10% left out;
  *   - the engine's own batch cap and chunk (data/engines.json) unless the row states a batch
  *     (then the cap).
+ *   - throughput as MLPerf's loadgen reports it for a VALID Server run: completed samples over the
+ *     run from the first issue to the last completion, with at least min_duration = 600 s of
+ *     issues (mlcommons/inference mlperf.conf: *.Server.min_duration = 600000; ttft_latency 2000,
+ *     tpot_latency 200 for llama2-70b, at the 99th percentile). A run is VALID only when the
+ *     system keeps up with the scheduled rate within its latency bounds, so when the simulated p99
+ *     TTFT and TPOT meet the row's SLO the predicted rate is the scheduled one over 600 s plus the
+ *     simulated drain (last arrival to last completion; SERVE_REQUESTS requests span far less
+ *     than 600 s, so their own completions-over-span would weigh the drain 10-20x too much);
+ *     otherwise the simulated completions over its span (saturated).
  * Rows of one configuration share one simulation (a per-thread cache of the last one). */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +33,7 @@
 #include "validate/validate_internal.h"
 
 #define SERVE_REQUESTS 3000
+#define MLPERF_SERVER_MIN_S 600.0 /* mlperf.conf *.Server.min_duration = 600000 ms */
 
 /* "TTFT p99 2 s, TPOT p99 200 ms" (also "ttft_p99=2s,tpot_p99=200ms"): the two bounds, s. */
 static int slo_of(const char *s, double *ttft, double *tpot)
@@ -53,8 +68,47 @@ typedef struct {
     double rate;
     mp_serve_dist ttft, tpot, e2e;
     double out_tps, rps, in_tps;
+    int table;
 } serve_memo;
 static _Thread_local serve_memo memo;
+
+/* The row's dataset's length sample as the simulator's table (MP_LEN_TABLE), scaled to the row's
+ * means: outputs always (to p->out), prompts when the row states its input mean; 1 when used. */
+static _Thread_local mp_val_lengths lt;
+static _Thread_local int64_t lt_in[MP_VAL_MAX_LENGTHS], lt_out[MP_VAL_MAX_LENGTHS];
+
+static int length_table(const mp_val_infer_row *row, const mp_infer_plan *p, mp_serve_opts *o)
+{
+    const char *dist = row->cell[MP_VIC_DIST];
+    if (strncmp(dist, "dataset:", 8) || !mp_val_dataset_lengths(dist + 8, &lt) || lt.n == 0)
+        return 0;
+    int in_stated = row->cell[MP_VIC_IN][0] != '\0';
+    double ki = in_stated ? (double)p->in / lt.in_mean : 1.0, ko = (double)p->out / lt.out_mean;
+    for (size_t i = 0; i < lt.n; i++) {
+        lt_in[i] = (int64_t)fmax(1.0, llround(ki * (double)lt.in[i]));
+        lt_out[i] = (int64_t)fmax(1.0, llround(ko * (double)lt.out[i]));
+    }
+    o->lengths = MP_LEN_TABLE;
+    o->table_in = lt_in;
+    o->table_out = lt_out;
+    o->ntable = lt.n;
+    return 1;
+}
+
+/* Loadgen's Server throughput over a 600 s run against the simulated one (see the header):
+ * the factor to apply to the simulated rates; 1 when the run would not be VALID. */
+static double loadgen_scale(const mp_serve_result *r, double ttft, double tpot, const char *slo_cell)
+{
+    if (!(ttft > 0 || tpot > 0) && !(slo_cell && slo_of(slo_cell, &ttft, &tpot)))
+        return 1.0;
+    if ((ttft > 0 && r->ttft_s.p99 > ttft) || (tpot > 0 && r->tpot_s.p99 > tpot))
+        return 1.0;
+    if (!(r->arrivals_span_s > 0) || !(r->requests_per_s > 0))
+        return 1.0;
+    double drain = fmax(0.0, r->span_s - r->arrivals_span_s);
+    double scheduled = (double)r->measured / r->arrivals_span_s;
+    return scheduled * MLPERF_SERVER_MIN_S / (MLPERF_SERVER_MIN_S + drain) / r->requests_per_s;
+}
 
 /* Simulate at rate; 0, or 1 with why. */
 static int sim(const mp_model *m, const mp_cluster *c, mp_serve_opts *o, double rate, mp_serve_result *r,
@@ -107,6 +161,7 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
         o.in = p->in;
         o.out = p->out;
         o.requests = SERVE_REQUESTS;
+        int table = length_table(row, p, &o);
         if (batch_stated)
             o.max_seqs = p->batch;
         mp_serve_result *r = malloc(sizeof *r);
@@ -138,12 +193,14 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
         memo.set = 1;
         snprintf(memo.key, sizeof memo.key, "%s", key);
         memo.rate = rate;
+        memo.table = table;
         memo.ttft = r->ttft_s;
         memo.tpot = r->tpot_s;
         memo.e2e = r->e2e_s;
-        memo.out_tps = r->output_tokens_per_s;
-        memo.rps = r->requests_per_s;
-        memo.in_tps = r->input_tokens_per_s;
+        double k = loadgen_scale(r, ttft > 0 || tpot > 0 ? ttft : 0, tpot, slo_cell);
+        memo.out_tps = k * r->output_tokens_per_s;
+        memo.rps = k * r->requests_per_s;
+        memo.in_tps = k * r->input_tokens_per_s;
         mp_serve_result_free(r);
         free(r);
     }
@@ -166,7 +223,8 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
         return snprintf(why, nwhy, "metric %.40s is not predicted for server rows", metric), 0;
     *pred = map[i].v;
     char note[160];
-    snprintf(note, sizeof note, "serve: Poisson, %d requests, lengths fixed at in/out, rate %.4g/s%s", SERVE_REQUESTS,
+    snprintf(note, sizeof note, "serve: Poisson, %d requests, lengths %s, rate %.4g/s%s", SERVE_REQUESTS,
+             memo.table ? "from the dataset's sample, out scaled" : "fixed at in/out",
              memo.rate, rate_cell && *rate_cell ? "" : " (highest meeting the SLO)");
     mp_val_infer_note(row, note);
     return 1;

@@ -20,6 +20,16 @@ static double matmul_rate(const mp_gpu *g, mp_dtype d)
 {
     if (g->measured_matmul_flops_per_s[d] > 0)
         return g->measured_matmul_flops_per_s[d];
+    /* Not measured at this dtype but at a 16-bit one on the same GPU: the same matrix units, so the
+     * share of the peak that GPU's measurement reached, at this dtype's peak, rather than the
+     * default share of other GPUs (MI300X: bf16 668.4 of 1307.4 TFLOP/s = 0.51 measured in
+     * validation/gpus.csv, no fp8 measurement; the default 0.835 would price its fp8 GEMMs at
+     * 2,183 TFLOP/s, 1.6x the 1,403 measured on an H100). The measured dtype's share is an upper
+     * bound of the 8-bit one's where both are known (H100: bf16 0.80, fp8 0.71). */
+    const mp_dtype half[2] = {MP_DT_BF16, MP_DT_FP16};
+    for (int i = 0; d == MP_DT_FP8 && i < 2; i++)
+        if (g->measured_matmul_flops_per_s[half[i]] > 0 && g->peak_flops_per_s[half[i]] > 0)
+            return g->peak_flops_per_s[d] * g->measured_matmul_flops_per_s[half[i]] / g->peak_flops_per_s[half[i]];
     return g->peak_flops_per_s[d] * MP_DEFAULT_MATMUL_FRAC;
 }
 
