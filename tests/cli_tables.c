@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_rl_opts.h"
 
 /* c's --help as a malloc'd string. */
 static char *help_of(const cli_command *c)
@@ -220,6 +221,38 @@ static void test_cli_main_exit_codes(void **state)
     assert_int_equal(cli_main(3, h2), 0);
 }
 
+/* rl and rl-search read one option table (src/cli/cli_rl_opts.h): each shared option is in both
+ * commands, with the same help text and the same required flag, once. */
+static const cli_option *find_opt(const cli_command *c, const char *name)
+{
+    const cli_option *hit = NULL;
+    for (const cli_option *o = c->options; o->name; o++)
+        if (!strcmp(o->name, name)) {
+            assert_null(hit); /* listed once */
+            hit = o;
+        }
+    return hit;
+}
+
+static void test_rl_tables_shared(void **state)
+{
+    (void)state;
+    static const cli_option shared[] = {CLI_OPTS_RL_JOB CLI_END};
+    const cli_command *rl = command("rl"), *rs = command("rl-search");
+    int n = 0;
+    for (const cli_option *o = shared; o->name; o++, n++) {
+        const cli_option *a = find_opt(rl, o->name), *b = find_opt(rs, o->name);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_string_equal(a->help, b->help);
+        assert_int_equal(a->required, b->required);
+        assert_int_equal(a->required, o->required);
+    }
+    assert_int_equal(n, 24);
+    assert_non_null(find_opt(rs, "--top"));
+    assert_null(find_opt(rl, "--top"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_opt_equals_value),
         cmocka_unit_test(test_suggestions),
         cmocka_unit_test(test_cli_main_exit_codes),
+        cmocka_unit_test(test_rl_tables_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

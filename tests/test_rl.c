@@ -13,6 +13,7 @@
  *     up to the job are refused;
  *   - rl-search over 64 GPUs: under 1 s of CPU time, best first, the dynamic reallocation gain
  *     >= 0 and never above the best static step, with its reason;
+ *   - golden: the update's data-parallel imbalance (balance.c eq. 1) by hand, and its monotonicity;
  *   - validate on tests/data/rl_runs_small.csv: every row predicted, the pair derived, the
  *     per-tensor sync slower than the bucketed one;
  *   - validate detects the RL schema from the header; on ../shared/validation/inference/
@@ -20,6 +21,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -342,7 +344,7 @@ static void test_validate_small_file(void **state)
     }
     assert_true(off > on && on > 0);
     assert_string_equal(v.rows[5].id, "verlfa_001/verlfa_006");
-    assert_non_null(strstr(v.rows[0].assumed, "FSDP2 recipe"));
+    assert_non_null(strstr(v.rows[0].assumed, "FSDP2 28K recipe"));
     mp_validation_free(&v);
     free(text);
 }
@@ -382,14 +384,91 @@ static void test_validate_rl_schema(void **state)
         predicted += strcmp(v.rows[i].metric, "speedup_vs_baseline") != 0;
     printf("rl_runs.csv: %zu of %zu rows predicted, %zu skipped\n", predicted, v.ninput, v.nskips);
     assert_true(predicted * 5 >= v.ninput * 4);
+    /* regression guards on the median |error| per metric: the issue's bound for the weight sync
+     * (25%); for the others the figures measured at this commit plus ~10% (docs/rl.md
+     * "Validation": the rows' unstated mean response length dominates them), so a change that
+     * worsens a phase fails here */
+    static const struct { const char *metric; double max_pct; } guard[] = {
+        {"weight_sync_s", 25.0}, {"step_s", 105.0}, {"rollout_s", 35.0}, {"logprob_s", 55.0},
+        {"train_s", 260.0}, {"ref_s", 50.0}, {"speedup_vs_baseline", 60.0}};
+    for (size_t g = 0; g < sizeof guard / sizeof guard[0]; g++) {
+        double e[256];
+        size_t n = 0;
+        for (size_t i = 0; i < v.nrows && n < 256; i++)
+            if (!strcmp(v.rows[i].metric, guard[g].metric))
+                e[n++] = fabs(v.rows[i].error_pct);
+        assert_true(n > 0);
+        for (size_t a = 1; a < n; a++) /* insertion sort: n is small */
+            for (size_t b = a; b > 0 && e[b - 1] > e[b]; b--) {
+                double t = e[b];
+                e[b] = e[b - 1];
+                e[b - 1] = t;
+            }
+        double med = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+        printf("rl_runs.csv %-20s n %2zu median |error| %6.1f%% (guard %.0f%%)\n", guard[g].metric, n, med,
+               guard[g].max_pct);
+        assert_true(med <= guard[g].max_pct);
+    }
     mp_validation_free(&v);
     free(text);
+}
+
+/* The update's data-parallel imbalance (src/rl/balance.c eq. 1), by hand:
+ *   Blom's z_2 = Phi^-1(1.625 / 2.25) = Phi^-1(0.72222) = 0.58946 (tables: Phi(0.5895) = 0.7222);
+ *   uniform lengths on [1, 1999] (mean 1000), no prompt: sigma = 1998 / sqrt 12 = 576.77;
+ *   16 sequences per rank, 2 ranks: f = 1 + 0.57677 x 0.58946 / 4 = 1.08500.
+ * Fixed lengths or one rank: 1. More ranks never lower it, more sequences per rank never raise
+ * it. In a step: the update carries it (the forward-only passes do not), fixed lengths give 1. */
+static void test_dp_imbalance(void **state)
+{
+    (void)state;
+    assert_true(mp_rl_expected_max_z(1) == 0.0);
+    assert_close(mp_rl_expected_max_z(2), 0.58946, 2e-4);
+    mp_rl_lengths u = {MP_RL_LEN_UNIFORM, 1000, 1e6, 1.0};
+    assert_close(mp_rl_dp_imbalance(&u, 0.0, 16.0, 2), 1.08500, 1e-3);
+    mp_rl_lengths fixed = {MP_RL_LEN_FIXED, 1000, 4096, 1.0};
+    assert_true(mp_rl_dp_imbalance(&fixed, 256.0, 16.0, 64) == 1.0);
+    assert_true(mp_rl_dp_imbalance(&u, 0.0, 16.0, 1) == 1.0);
+    mp_rl_lengths ln = {MP_RL_LEN_LOGNORMAL, 2000, 16384, 1.0};
+    double prev = 1.0;
+    for (int64_t g = 2; g <= 1024; g *= 2) {
+        double f = mp_rl_dp_imbalance(&ln, 512.0, 16.0, g);
+        assert_true(f >= prev);
+        prev = f;
+    }
+    for (double n = 1; n <= 4096; n *= 2)
+        assert_true(mp_rl_dp_imbalance(&ln, 512.0, 2 * n, 32) <= mp_rl_dp_imbalance(&ln, 512.0, n, 32));
+
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 16, &c);
+    mp_rl_config k;
+    base_config(&k);
+    estimate(model("llama3-8b"), &c, &k, &g_r);
+    assert_true(g_r.train_dp_imbalance > 1.0);
+    k.response.dist = MP_RL_LEN_FIXED;
+    estimate(model("llama3-8b"), &c, &k, &g_r2);
+    assert_true(g_r2.train_dp_imbalance == 1.0);
+
+    /* dynamic batching: packing micro-batches to a token budget never lengthens the update (fewer
+     * ZeRO-3 gathers per step) and leaves the rollout alone; a negative budget is refused */
+    base_config(&k);
+    k.prompts = 256;
+    estimate(model("llama3-8b"), &c, &k, &g_r);
+    k.train_tokens_per_gpu = 65536;
+    estimate(model("llama3-8b"), &c, &k, &g_r2);
+    assert_true(g_r2.train_s < g_r.train_s);
+    assert_close(g_r2.rollout_s, g_r.rollout_s, 1e-12);
+    k.train_tokens_per_gpu = -1;
+    mp_diag d = {0};
+    assert_int_equal(mp_rl_estimate(model("llama3-8b"), &c, &k, &g_r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "train_tokens_per_gpu"));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantiles),
+        cmocka_unit_test(test_dp_imbalance),
         cmocka_unit_test(test_engine_golden),
         cmocka_unit_test(test_event_loop_vs_naive),
         cmocka_unit_test(test_tail_never_shortens_sync_step),

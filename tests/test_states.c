@@ -239,7 +239,10 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* tests/data/states_memory.csv (SOURCES.md): every row within 25%, median within 10%. */
+/* tests/data/states_memory.csv (SOURCES.md): every row within 25%, median within 8% (7.4%
+ * today; the torchtune rows with logits_fp32=1, their decoder's fp32 logits held through the
+ * backward; 3.5% before reserved rows compared with memory_bytes.reserved and the loss and the
+ * recomputed layer peaked apart, docs/memory.md). */
 static void test_published_memory(void **state)
 {
     (void)state;
@@ -271,7 +274,7 @@ static void test_published_memory(void **state)
     qsort(err, (size_t)n, sizeof err[0], cmp_d);
     const double med = n % 2 ? err[n / 2] : 0.5 * (err[n / 2 - 1] + err[n / 2]);
     print_message("  %d rows, median |error| %.1f%%\n", n, med);
-    assert_true(med <= 10.0);
+    assert_true(med <= 8.0);
 }
 
 /* A model from a catalog entry with other dimensions (the published runs' own models). */

@@ -37,6 +37,10 @@ typedef struct {
     double allocator_margin; /* the verdict's uncertainty band, bytes (margin_frac x total) */
     double allocated;    /* peak of allocated tensors (torch.cuda.max_memory_allocated):
                             weights .. buffers, step_temp */
+    double reserved;     /* what the caching allocator holds at the peak
+                            (torch.cuda.max_memory_reserved; torchtitan's logged peak):
+                            allocated + allocator_reserve, without the CUDA context, the library
+                            workspaces and NCCL's buffers, which are not the allocator's */
 } mp_memory;
 
 /** Whether a plan's peak memory fits its GPU, with the stated margin (mp_estimate.verdict). */

@@ -92,7 +92,9 @@ typedef enum {
     X(allocator_margin, "verdict margin", MP_MEM_KIND_BESIDE,                                              \
       "the verdict's uncertainty band (margin x total): tight when capacity is within it")               \
     X(allocated, "allocated tensors", MP_MEM_KIND_BESIDE,                                                  \
-      "peak of allocated tensors, weights to buffers (torch.cuda.max_memory_allocated)")
+      "peak of allocated tensors, weights to buffers (torch.cuda.max_memory_allocated)")          \
+    X(reserved, "allocator reserved", MP_MEM_KIND_BESIDE,                                                 \
+      "allocated + reserve: what the caching allocator holds (torch.cuda.max_memory_reserved)")
 
 /* Shares of time_s.compute the writers also print: per-micro-batch fields of mp_step_parts
  * (estimate.h), times the micro-batches per step. JSON: top-level keys beside time_s. */

@@ -162,6 +162,10 @@ typedef struct {
     int offload_device;         /* plan key offload_device: 0 cpu (default), 1 nvme */
     mp_dim order[MP_DIM_COUNT]; /* rank order, innermost first (default tp, cp, ep, dp, pp) */
     unsigned order_listed;      /* MP_DIM_BIT of the dimensions the order key named; 0 = default */
+    int logits_fp32;            /* plan key logits_fp32: 1 the model returns fp32 logits that the
+                                   training step holds through the backward (torchtune's
+                                   TransformerDecoder, Hugging Face transformers before 4.45);
+                                   0 16-bit logits freed before the backward (default) */
     /* Set to MP_PLAN_INIT_MAGIC by mp_plan_init_default and checked by mp_plan_parse,
      * mp_plan_resolve and mp_estimate_plan (mp_plan_check_init): a plan declared and filled by
      * hand, or zeroed, lacks defaults that are not zero (flash = 1, sp = -1, the rank order) and

@@ -89,6 +89,11 @@ typedef struct mp_rl_config {
     int64_t mini_batches;      /* optimizer steps per RL step (PPO mini-batches), >= 1; 0: the
                                   train plan's gb decides (gb = sequences per optimizer step) */
     int ppo_epochs;            /* passes over the batch in the update, >= 1 */
+    int64_t train_tokens_per_gpu; /* dynamic batching (verl use_dynamic_bsz,
+                                  ppo_max_token_len_per_gpu): a micro-batch packs as many
+                                  sequences as fit this many tokens per GPU (x cp: the sequence
+                                  ranks share them), at most a rank's share of a mini-batch;
+                                  0 (default): the train plan's mb (1 when unset); [0, 2^30] */
     mp_infer_plan rollout;     /* the rollout engine's plan: tp, pp, engine, weights, kv_frac...
                                   (batch, in, out and dp are set by the composer) */
     int64_t max_num_seqs;      /* sequences in flight per engine; 0: the engine's default cap
@@ -174,7 +179,9 @@ typedef struct {
     double tokens_per_s, tokens_per_s_per_gpu;
     double gpu_util_rollout_frac, gpu_util_train_frac; /* busy share of each pool */
     double usd_per_step, j_per_step;
-    double train_mfu;          /* of the update */
+    double train_mfu;          /* of the update (balanced ranks) */
+    double train_dp_imbalance; /* >= 1: the update's wait for the rank holding the longest share
+                                  of each mini-batch (src/rl/balance.c); train_s includes it */
     double train_state_bytes;  /* weights + gradients + optimizer per train GPU (what a GPU
                                   moving into the train pool must load) */
     mp_rl_rollout rollout;

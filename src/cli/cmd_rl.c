@@ -8,31 +8,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_rl_opts.h"
 
 static const cli_option rl_opts[] = {
-    CLI_REQ("--model", "M", "the actor model: " CLI_MODEL_HELP),
-    CLI_OPT("--cluster", "C", "a catalog node (dgx-h100), a shipped cluster or a cluster file"),
-    CLI_OPT("--gpu", "G", "the GPU, a catalog key (its usual node), instead of --cluster"),
-    CLI_REQ("--gpus", "N", "GPUs of the job (both pools)"),
-    CLI_OPT_GPUS_PER_NODE,
-    CLI_OPT_SCALE_OUT,
-    CLI_OPT_CATALOG,
-    CLI_OPT("--algorithm", "A", "ppo, grpo (default), dapo, rloo or reinforce++"),
-    CLI_OPT("--prompts", "P", "prompts per step (default 512)"),
-    CLI_OPT("--responses", "R", "responses per prompt (default 8)"),
-    CLI_OPT("--prompt-len", "T", "mean prompt tokens (default 1024)"),
-    CLI_OPT("--response-len", "SPEC", "\"mean=2000,max=8192,dist=lognormal[,sigma=1]\" (dist fixed, lognormal, uniform)"),
-    CLI_OPT("--placement", "P", "colocated (default), disaggregated:rollout=48,train=16, async_one_step[:...], fully_async[:...,staleness=0.5]"),
-    CLI_OPT("--rollout-plan", "PLAN", "the rollout engine's inference plan keys, \"tp=2,engine=vllm\" (meshplan infer --help)"),
-    CLI_OPT("--train-plan", "PLAN", "the trainer's plan keys, \"zero=3,mb=2\" (default zero=3,recompute=full)"),
-    CLI_OPT("--mini-batches", "K", "optimizer steps per RL step (default 1, or the train plan's gb)"),
-    CLI_OPT("--epochs", "E", "PPO epochs over the batch (default 1)"),
-    CLI_OPT("--partial-rollout", "0|1", "pause unfinished responses at the sync (default on for fully_async)"),
-    CLI_OPT("--overprovision", "X", "generate (1+X) x the responses, keep the first to finish (default 0)"),
-    CLI_OPT("--max-num-seqs", "S", "sequences in flight per engine (default: the engine's cap and KV pool)"),
-    CLI_OPT("--sync", "S", "weight sync: bucketed (default), per_tensor or cpu"),
-    CLI_OPT("--offload", "0|1", "colocated: swap the engine and the trainer's state to host memory (default 1)"),
-    CLI_OPT("--price-gpu-hour", "USD", "rental price per GPU-hour (default 2.0)"),
+    CLI_OPTS_RL_JOB
     CLI_OPT_JSON,
     CLI_END,
 };
@@ -96,6 +75,8 @@ static int config_opts(const cli_args *a, mp_rl_config *k)
     }
     if (!rc)
         rc = int_opt(a, "--mini-batches", 1, 1 << 20, &k->mini_batches);
+    if (!rc)
+        rc = int_opt(a, "--train-tokens-per-gpu", 0, 1 << 30, &k->train_tokens_per_gpu);
     x = k->ppo_epochs;
     if (!rc && !(rc = int_opt(a, "--epochs", 1, 100, &x)))
         k->ppo_epochs = (int)x;
@@ -205,6 +186,7 @@ static json_t *result_json(const mp_rl_result *r)
     json_object_set_new(ro, "busy_frac", json_real(r->rollout.busy_frac));
     json_object_set_new(o, "rollout", ro);
     json_object_set_new(o, "train_mfu", json_real(r->train_mfu));
+    json_object_set_new(o, "train_dp_imbalance", json_real(r->train_dp_imbalance));
     json_object_set_new(o, "usd_per_step", json_real(r->usd_per_step));
     json_object_set_new(o, "j_per_step", json_real(r->j_per_step));
     json_object_set_new(o, "bottleneck", json_string(r->bottleneck));
@@ -229,7 +211,8 @@ static void result_text(const mp_model *m, const mp_cluster *c, const mp_rl_resu
     printf("  ref          %9.2f s\n  logprob      %9.2f s\n  reward       %9.2f s\n", r->ref_s, r->logprob_s, r->reward_s);
     if (r->critic_s > 0)
         printf("  critic       %9.2f s\n", r->critic_s);
-    printf("  train        %9.2f s  (MFU %.1f%%)\n", r->train_s, 100 * r->train_mfu);
+    printf("  train        %9.2f s  (MFU %.1f%%, x %.2f for the rank with the longest share)\n", r->train_s,
+           100 * r->train_mfu, r->train_dp_imbalance);
     printf("  weight sync  %9.3f s  (%.2f GB, %s, %s, %lld collectives)\n", r->weight_sync_s, r->sync.bytes / 1e9,
            r->sync.link, r->sync.bucketed ? "bucketed" : "unbucketed", (long long)r->sync.buckets);
     printf("  switch       %9.2f s\n", r->switch_s);

@@ -8,31 +8,10 @@
 #include <time.h>
 
 #include "cli.h"
+#include "cli_rl_opts.h"
 
 static const cli_option rl_search_opts[] = {
-    CLI_REQ("--model", "M", "the actor model: " CLI_MODEL_HELP),
-    CLI_OPT("--cluster", "C", "a catalog node (dgx-h100), a shipped cluster or a cluster file"),
-    CLI_OPT("--gpu", "G", "the GPU, a catalog key (its usual node), instead of --cluster"),
-    CLI_REQ("--gpus", "N", "GPUs of the job (both pools)"),
-    CLI_OPT_GPUS_PER_NODE,
-    CLI_OPT_SCALE_OUT,
-    CLI_OPT_CATALOG,
-    CLI_OPT("--algorithm", "A", "ppo, grpo (default), dapo, rloo or reinforce++"),
-    CLI_OPT("--prompts", "P", "prompts per step (default 512)"),
-    CLI_OPT("--responses", "R", "responses per prompt (default 8)"),
-    CLI_OPT("--prompt-len", "T", "mean prompt tokens (default 1024)"),
-    CLI_OPT("--response-len", "SPEC", "\"mean=2000,max=8192,dist=lognormal[,sigma=1]\""),
-    CLI_OPT("--placement", "P", "ignored by the search (every placement is tried); accepted for symmetry with rl"),
-    CLI_OPT("--rollout-plan", "PLAN", "the rollout engine's plan keys (its tp is searched)"),
-    CLI_OPT("--train-plan", "PLAN", "the trainer's plan keys"),
-    CLI_OPT("--mini-batches", "K", "optimizer steps per RL step (default 1)"),
-    CLI_OPT("--epochs", "E", "PPO epochs (default 1)"),
-    CLI_OPT("--partial-rollout", "0|1", "pause unfinished responses at the sync (default on for fully_async)"),
-    CLI_OPT("--overprovision", "X", "generate (1+X) x the responses (default 0)"),
-    CLI_OPT("--max-num-seqs", "S", "sequences in flight per engine"),
-    CLI_OPT("--sync", "S", "weight sync: bucketed (default), per_tensor or cpu"),
-    CLI_OPT("--offload", "0|1", "colocated offload (default 1)"),
-    CLI_OPT("--price-gpu-hour", "USD", "rental price per GPU-hour (default 2.0)"),
+    CLI_OPTS_RL_JOB
     CLI_OPT("--top", "K", "candidates printed (default 10)"),
     CLI_OPT_JSON,
     CLI_END,

@@ -69,7 +69,20 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
          * gradient (autograd gives a gradient the logits' dtype) are live, 2 + 2 bytes per
          * logit, plus one fp32 log-sum-exp per token (torch._inductor's fused cross-entropy;
          * torchtitan components/loss.py torch.compile(loss_fn)). */
-        const double per_logit_bytes = (p->compile & 2) ? 4.0 : 10.0;
+        /* logits_fp32: the model itself upcasts (torchtune/modules/transformer.py,
+         * TransformerDecoder: output = self.output(h).float(); transformers' LlamaForCausalLM
+         * before 4.45: logits = logits.float()) and the training step keeps that fp32 tensor
+         * referenced until the backward is done (the recipe's `logits` variable), so beside
+         * what the loss holds, 4 more bytes a logit stay live at the loss's peak. */
+        /* torchtitan under TP computes the loss with loss_parallel (its default,
+         * parallelism.disable_loss_parallel = false) on the vocabulary-sharded logits:
+         * torch/distributed/tensor/parallel/loss.py _log_softmax keeps the fp32 input x, then
+         * shifted = x - max and exp(shifted) before the all-reduced sum, then the result
+         * shifted - log(sum) beside shifted: 2 (16-bit logits) + 4 (x) + 4 (shifted) + 4
+         * (exp(shifted), then the result) = 14 bytes a logit of the shard, not 2 + 4 + 4. */
+        const int loss_parallel = !(p->compile & 2) && tp > 1 && p->stack == MP_STACK_TORCHTITAN;
+        const double per_logit_bytes = ((p->compile & 2) ? 4.0 : loss_parallel ? 14.0 : 10.0) +
+                                       (p->logits_fp32 ? 4.0 : 0.0);
         mm.logits = T * V / tp * per_logit_bytes * (1.0 + (double)m->mtp_layers) +
                     ((p->compile & 2) ? T * 4.0 * (1.0 + (double)m->mtp_layers) : 0.0);
     }
@@ -187,7 +200,7 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
         x.lam.stored_bytes *= k, x.lam.working_bytes *= k;
     }
     double worst = -1.0;
-    int worst_i = 0;
+    int worst_i = 0, worst_rc = 0;
     const int nrep = w->pp < MP_MAX_STAGES ? w->pp : MP_MAX_STAGES;
     const int nr = mp_workload_runs(w);
     for (int r = 0; r < nr; r++) {
@@ -205,7 +218,19 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
         for (int i = first; i < last_i; i++) {
             mp_memory mm = cls;
             mm.activations = inflight(w, p, i) * per_mb;
-            mm.activations += rc_extra;
+            /* The recompute working set and the loss's logits are never live together: autograd
+             * runs the loss's backward first (the loss is the graph's root) and frees its
+             * buffers (the log-softmax output it saved, the logits' gradient once the LM head's
+             * backward has used it; torchtitan's train step deletes the logits before
+             * backward, train.py "need to free to before bwd to avoid peaking memory") before
+             * the first checkpointed layer is recomputed. On the last stage the peak is the
+             * larger of the two moments; on the others there are no logits. */
+            int recompute_peak = 0;
+            if (rc_extra > mm.logits) {
+                recompute_peak = mm.logits > 0.0;
+                mm.activations += rc_extra;
+                mm.logits = 0.0;
+            }
             mm.allocated = mm.weights + mm.gradients + mm.optimizer + mm.activations + mm.logits +
                            mm.buffers;
             /* The other moment: the optimizer step, activations and logits freed, the step's
@@ -226,6 +251,7 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
                 worst = mm.total;
                 e->memory = mm;
                 worst_i = i;
+                worst_rc = recompute_peak && mm.step_temp == 0.0;
                 states_of_stage(&ss, c, e);
             }
         }
@@ -240,6 +266,7 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
         snprintf(e->peak_moment, sizeof e->peak_moment, "%s on stage %d of %d",
                  e->memory.step_temp > 0 ? "optimizer step"
                  : e->memory.logits > 0  ? "end of forward, logits + loss"
+                 : worst_rc              ? "backward, layer recomputed"
                                          : "end of forward",
                  worst_i + 1, w->pp);
     e->feasible = e->verdict != MP_VERDICT_OOM;

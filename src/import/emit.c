@@ -71,6 +71,10 @@ static int common_refusals(const char *f, const mp_plan *p, mp_diag *d)
         bad |= refuse(d, "emit %s: plan.cp_algo = allgather: %s", f, "only Megatron-LM's flag is written");
     if (p->compile && strcmp(f, "torchtitan"))
         bad |= refuse(d, "emit %s: plan.compile: %s", f, "torch.compile is written for torchtitan only");
+    if (p->logits_fp32)
+        bad |= refuse(d, "emit %s: plan.logits_fp32: %s", f,
+                      "fp32 logits held through the backward are a fine-tuning framework's "
+                      "(torchtune, transformers), not a launch setting of this format");
     if (p->fp8_comm && strcmp(f, "megatron") && strcmp(f, "torchtitan"))
         bad |= refuse(d, "emit %s: plan.fp8_comm: %s", f, "no fp8 gather key in this format");
     /* The model's states: these launchers train every parameter with fp32-state AdamW and

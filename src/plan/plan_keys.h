@@ -49,6 +49,9 @@
     X(compile, INT, compile, 0, 3, MP_NOENUM, NULL, IFSET, "0",                                      \
       "torch.compile, a sum: 1 each transformer block (its saved pointwise outputs recomputed), "    \
       "2 the loss (no fp32 logits); 3 both, 0 eager")                                                 \
+    X(logits_fp32, BOOL, logits_fp32, 0, 1, MP_NOENUM, NULL, IFSET, "0",                              \
+      "1: the model returns fp32 logits the step holds through the backward (torchtune, "           \
+      "transformers < 4.45): 4 more bytes a logit")                                                 \
     X(schedule, ENUM, schedule, 0, 0, MP_ENUM(sched_names, 0), &schedule_ops, ALWAYS,               \
       "1f1b, interleaved when vpp > 1", "pipeline schedule")                                        \
     X(order, TEXT, order, 0, 0, MP_SYNTAX("tp-cp-ep-dp-pp", "dp-tp-pp-cp"), &order_ops, IFSET,      \

@@ -219,6 +219,8 @@ static int check_config(const mp_rl_config *c, mp_diag *d)
          c->reward_s_per_response);
     NEED(c->price_gpu_hour_usd >= 0 && c->price_gpu_hour_usd < 1e4, "price_gpu_hour_usd = %g: expected [0, 10000)",
          c->price_gpu_hour_usd);
+    NEED(c->train_tokens_per_gpu >= 0 && c->train_tokens_per_gpu <= (1 << 30),
+         "train_tokens_per_gpu = %lld: expected 0 .. 1073741824", (long long)c->train_tokens_per_gpu);
     NEED(c->max_num_seqs >= 0 && c->max_num_seqs <= (1 << 20), "max_num_seqs = %lld: expected 0 .. 1048576", (long long)c->max_num_seqs);
 #undef NEED
     return bad;

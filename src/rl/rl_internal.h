@@ -44,4 +44,11 @@ void mp_rl_pool(const mp_cluster *c, int64_t gpus, mp_cluster *out);
 mp_status mp_rl_sync_estimate(const mp_model *m, const mp_cluster *c, const mp_rl_config *cfg,
                               const mp_plan *train, mp_rl_sync_result *out, mp_diag *d);
 
+/** The update's data-parallel imbalance (src/rl/balance.c, eq. 1): the expected largest of `ranks`
+ *  sums of `seqs_per_rank` sequences of prompt + l tokens, l from l's distribution, over their
+ *  mean; 1 for one rank, fixed lengths or fewer than one sequence per rank. */
+double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per_rank, int64_t ranks);
+/** Blom's (1958) expected largest of g standard normals, Phi^-1((g - 0.375)/(g + 0.25)); 0 for g <= 1. */
+double mp_rl_expected_max_z(int64_t g);
+
 #endif

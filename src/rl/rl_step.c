@@ -57,11 +57,30 @@ static int resolve_pools(const mp_cluster *c, mp_rl_config *k, mp_diag *d)
 }
 
 typedef struct {
-    double update_s, fwd_pass_s, mfu, power_W, mem_total, mem_state, capacity;
+    double update_s, fwd_pass_s, imbalance, mfu, power_W, mem_total, mem_state, capacity;
     int feasible;
     char reason[256];
     mp_plan plan;
 } train_side;
+
+/* Dynamic batching (verl use_dynamic_bsz; verl/utils/seqlen_balancing.py rearrange_micro_batches
+ * packs a rank's sequences into micro-batches of at most ppo_max_token_len_per_gpu x the
+ * sequence-parallel size tokens, verl/workers/actor/dp_actor.py): sequences per micro-batch =
+ * budget / seq, at most the rank's share of a mini-batch, and a divisor of that share so that
+ * gb = mini-batch stays exact. Fewer, larger micro-batches re-gather ZeRO-3 weights less often. */
+static int64_t packed_mb(int64_t budget_tokens, int64_t seq, int64_t per_step, int64_t dp)
+{
+    int64_t share = dp > 0 ? per_step / dp : per_step;
+    int64_t fit = seq > 0 ? budget_tokens / seq : 1;
+    if (share < 1)
+        share = 1;
+    if (fit < 1)
+        fit = 1;
+    int64_t mb = fit < share ? fit : share;
+    while (mb > 1 && share % mb)
+        mb--;
+    return mb;
+}
 
 /* The training plan on the train pool: zero=3 and full recompute by default (verl's FSDP with
  * gradient checkpointing), seq = prompt + mean response, gb = the batch over the mini-batches.
@@ -88,8 +107,10 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
         p->seq = ((int64_t)ceil(k->prompt_tokens + mean_resp) + 7) / 8 * 8;
     int64_t tp = p->tp ? p->tp : 1, pp = p->pp ? p->pp : 1, cp = p->cp ? p->cp : 1;
     int64_t dp = p->dp ? p->dp : k->train_gpus / (tp * pp * cp);
-    int64_t mb = p->mb ? p->mb : 1, unit = (dp > 0 ? dp : 1) * mb;
     int64_t steps = k->mini_batches > 0 ? k->mini_batches : 1;
+    if (!user.mb && !user.gb && k->train_tokens_per_gpu > 0)
+        p->mb = packed_mb(k->train_tokens_per_gpu * cp, p->seq, (N + steps - 1) / steps, dp);
+    int64_t mb = p->mb ? p->mb : 1, unit = (dp > 0 ? dp : 1) * mb;
     if (user.gb)
         steps = (N + user.gb - 1) / user.gb;
     else
@@ -109,7 +130,15 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
         double R = q->layer_recompute_s + q->moe_layer_recompute_s;
         double share = F + B + R > 0 ? F / (F + B + R) : 1.0 / 3.0;
         double per_batch = (double)N / (double)p->gb; /* optimizer steps covering the batch */
-        ts->update_s = (double)k->ppo_epochs * per_batch * e->step_s;
+        /* every optimizer step waits for the rank with the longest share of its mini-batch
+         * (src/rl/balance.c eq. 1; verl dp_actor update_policy): the compute and its exposed
+         * communication scale, the optimizer does not. Ranks: the dp replicas (tp, pp, cp
+         * ranks of one replica hold the same sequences). */
+        int64_t ranks = p->dp > 0 ? p->dp : dp;
+        ts->imbalance = mp_rl_dp_imbalance(&k->response, k->prompt_tokens,
+                                           (double)p->gb / (double)(ranks > 0 ? ranks : 1), ranks);
+        ts->update_s = (double)k->ppo_epochs * per_batch *
+                       (e->time.optimizer + ts->imbalance * (e->step_s - e->time.optimizer));
         ts->fwd_pass_s = per_batch * share * (e->step_s - e->time.optimizer);
         ts->mfu = e->mfu;
         ts->feasible = e->feasible;
@@ -123,8 +152,9 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
         ts->power_W = mp_energy_step(&pool, p, e, &eo, NULL, &pw, &dd) == MP_OK ? pw.gpu_avg_W : c->gpu.tdp_W;
         char buf[200];
         mp_plan_format(p, buf, sizeof buf);
-        assume(r, "training plan %s on %lld GPUs (forward-only passes = %.2f of a step's compute)", buf,
-               (long long)k->train_gpus, share);
+        assume(r, "training plan %s on %lld GPUs (forward-only passes = %.2f of a step's compute; "
+               "update x %.3f for the rank with the longest share)", buf, (long long)k->train_gpus, share,
+               ts->imbalance);
     }
     free(e);
     return st;
@@ -212,6 +242,7 @@ mp_status mp_rl_estimate(const mp_model *m, const mp_cluster *c, const mp_rl_con
     r->train_s = ts.update_s;
     r->weight_sync_s = r->sync.total_s;
     r->train_mfu = ts.mfu;
+    r->train_dp_imbalance = ts.imbalance;
     r->train_state_bytes = ts.mem_state;
     r->feasible = ts.feasible;
     snprintf(r->reason, sizeof r->reason, "%s", ts.reason);

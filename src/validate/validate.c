@@ -656,13 +656,17 @@ static void row_metrics(mp_validation *out, row_in *r, const mp_estimate *est)
     }
     /* Memory by its basis: "allocated" (torch.cuda.max_memory_allocated, Megatron's "max
      * allocated") and "active" (peak active, memory_stats; >= allocated by the blocks freed but
-     * still awaiting their stream) are the peak of allocated tensors; "reserved", "nvidia-smi" and "peak"
-     * (torchtitan's logged peak, max_memory_reserved) are everything the process holds. */
+     * still awaiting their stream) are the peak of allocated tensors; "reserved" and "peak"
+     * (torchtitan's logged peak, max_memory_reserved: torchtitan/components/metrics.py
+     * DeviceMemoryMonitor) what the caching allocator holds, memory_bytes.reserved; "nvidia-smi"
+     * everything the process holds, the total (the CUDA context and NCCL's buffers too). */
     if (num_cell(cell[C_MEM], &meas) == 1 && meas > 0) {
         size_t before = out->nrows;
+        const char *mb = cell[C_MEMBASIS];
         PUSH(C_MEM, "mem_gib",
-             (!strcmp(cell[C_MEMBASIS], "allocated") || !strcmp(cell[C_MEMBASIS], "active")
-                  ? est->memory.allocated : est->memory.total) /
+             (!strcmp(mb, "allocated") || !strcmp(mb, "active") ? est->memory.allocated
+              : !strcmp(mb, "reserved") || !strcmp(mb, "peak")  ? est->memory.reserved
+                                                                 : est->memory.total) /
                  1073741824.0);
         if (out->nrows > before)
             mp_strlcpy(out->rows[out->nrows - 1].mem_basis, cell[C_MEMBASIS],

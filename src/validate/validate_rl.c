@@ -16,8 +16,8 @@
  *     with a template, as DAPO-Math-17k);
  *   - prompts missing: 512; responses per prompt missing: 16 (verl's DAPO recipes);
  *   - mini-batches: prompts / ppo_mini_batch from the notes, else 1;
- *   - train plan, rollout tp, CUDA graphs and the engine's memory share from verl's recipe
- *     scripts for the backend (row_config cites them); a rollout tp raised to the smallest power
+ *   - train plan, rollout tp, CUDA graphs, the engine's memory share and the dynamic-batching
+ *     token budget from verl's recipe scripts for the backend (row_config cites them); a rollout tp raised to the smallest power
  *     of two whose weights take at most 0.6 of a GPU; engine vLLM;
  *   - fully_async: staleness and partial rollout from the notes (verl's fields), else 0.5 and on;
  *     a "stream off-policy ... staleness 0" row has both off;
@@ -154,14 +154,27 @@ static int row_config(const mp_catalog *cat, rrow *r, const mp_model **m, mp_clu
     k->rollout.kv_frac = 0.8;
     if (megatron && moe) {
         snprintf(k->train_plan, sizeof k->train_plan, "tp=2,cp=2,ep=8,etp=1,zero=1,recompute=full");
+        /* use_dynamic_bsz, ppo_max_token_len_per_gpu = max_prompt_length (2048) + max response */
+        k->train_tokens_per_gpu = (int64_t)(2048 + maxr);
         tp = 4;
         k->rollout.kv_frac = 0.7;
         k->rollout.cuda_graphs = 0;
-        note(r, "Megatron MoE recipe: tp 2, cp 2, ep 8, rollout tp 4 eager");
+        note(r, "Megatron MoE recipe: tp 2, cp 2, ep 8, rollout tp 4 eager, micro-batches packed to 2048 + max tokens");
     } else if (megatron) {
         snprintf(k->train_plan, sizeof k->train_plan, "tp=2,pp=2,zero=1");
         tp = 2;
         note(r, "Megatron recipe: tp 2, pp 2, rollout tp 2");
+    } else if (maxr >= 28672) {
+        /* the 28K-response experiments the README's tables come from, colocated and split alike
+         * (recipe/fully_async_policy/exp/qwen2-7B-math_{32,64,128}/fsdp2_*: gen_tp 4, Ulysses
+         * sp_size 4, fsdp_size 2, gradient checkpointing): Ulysses splits each sequence over 4
+         * GPUs as context parallelism does, priced as cp 4 (the estimator's ring exchange for
+         * Ulysses' all-to-alls) */
+        snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,cp=4,recompute=full");
+        /* use_dynamic_bsz, actor_ppo_max_token_len = 2 x (max_prompt_length 2048 + max response) */
+        k->train_tokens_per_gpu = (int64_t)(2.0 * (2048 + maxr));
+        tp = 4;
+        note(r, "FSDP2 28K recipe: rollout tp 4, Ulysses sp 4 as cp 4, micro-batches packed to 2 x (2048 + max) tokens");
     } else if (k->placement == MP_RL_FULLY_ASYNC) {
         /* dapo_7b_math_fsdp2_16_16.sh: gen_tp 4, actor not offloaded (Ulysses sp 4 not modelled) */
         snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,recompute=full");
