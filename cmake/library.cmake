@@ -128,7 +128,7 @@ if(BUILD_TESTING)
   if(MESHPLAN_SANITIZE)
     set(MESHPLAN_README_ENV "${MESHPLAN_PY_ENV};README_TIMEOUT_S=300")
   else()
-    set(MESHPLAN_README_ENV "README_TIMEOUT_S=60")
+    set(MESHPLAN_README_ENV "README_TIMEOUT_S=240")
   endif()
   set_tests_properties(readme_commands PROPERTIES TIMEOUT 900 ENVIRONMENT "${MESHPLAN_README_ENV}")
   # Both run `cmake --install` on this build (which rewrites its install_manifest.txt).

@@ -134,6 +134,31 @@ typedef struct {
 mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_infer_plan *p,
                             mp_infer_result *out, mp_diag *diag);
 
+/** What engine `engine` ("vllm", ...) measured on GPU `gpu` (a catalog key) where a log of it
+ *  was published (src/infer/device_mem.c, each figure with its source): *total_bytes the device
+ *  memory CUDA reports (below the marketed capacity), *non_torch_bytes the memory outside
+ *  PyTorch's allocator per GPU (CUDA context, library workspaces, NCCL buffers), for a replica of
+ *  one GPU or, multi_gpu != 0, of several (0 when that shape was not measured); *source names the
+ *  log (may be NULL). Returns 1 when listed, 0 (outputs untouched) otherwise. */
+int mp_infer_device_memory(const char *engine, const char *gpu, int multi_gpu, double *total_bytes,
+                           double *non_torch_bytes, const char **source);
+
+/** Average power of one GPU over one inference phase (src/infer/power.c; docs/infer.md "Power").
+ *  The phase splits into kernel_s (GPU-bound kernels at their roofline time: FLOP-, HBM- or
+ *  link-bound), dispatch_s (eager steps: the CPU issuing the step's kernels one by one, the GPU
+ *  running that stream as it arrives, which CUDA graphs remove) and host_s (host work the GPU
+ *  waits on: scheduler, sampler, detokenizer). While kernels run and through the dispatch window
+ *  the GPU draws the activity model's kernel power
+ *    P_k = min(TDP, P_wait + (TDP - P_wait) * u + bytes / kernel_s * 8 * E_bit),
+ *  u = flop / kernel_s / best GEMM rate at dt (0.835 x peak when none is measured); through host_s
+ *  it waits at P_wait. g: the GPU (tdp_W > 0); wait_W: its active-idle power, W
+ *  (mp_energy_gpu_points); pj_per_bit: HBM + on-chip access energy, pJ/bit (mp_energy_opts);
+ *  flop, bytes: FLOPs and HBM bytes per GPU of the phase; times in s, each >= 0. Returns W; 0
+ *  when the three times sum to 0. */
+double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit, double flop,
+                              double bytes, double kernel_s, double dispatch_s, double host_s,
+                              mp_dtype dt);
+
 /** infer --json (the CLI, the request -> JSON layer's "infer", the web's /api/infer): the object
  *  of rows[0] when sweep is 0 (nrows must be 1), else {"sweep": [one object per row]}. Keys:
  *  plan, engine_version, feasible, reason, ttft_s, tpot_s, e2e_s, output_tokens_per_s(_per_gpu,

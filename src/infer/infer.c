@@ -69,16 +69,22 @@ static double activation_bytes_gpu(const mp_model *m, const mp_infer_plan *p, co
     mp_model_attn_dims(m, &ad);
     double chunk = chunk_tokens(p, e);
     double f = fmax((double)m->ffn_hidden, (double)(m->moe_topk * m->moe_ffn_hidden));
-    double per_tok = 3.0 * m->hidden + (ad.q_width + ad.k_width + ad.v_width) / p->tp +
-                     (m->glu ? 3.0 : 2.0) * f / p->tp;
+    /* the attention block's Q/K/V and output are freed before the FFN runs: the live set is the
+     * residual stream, its input and norm output (3 x hidden) with the larger of the two blocks'
+     * tensors, not their sum. Check (not a fit): vLLM issue 10517's RTX 3090 logs (Llama 3.1 8B,
+     * profile runs of 20000 and 29000 tokens) leave 2.07 and 2.99 GiB of activations
+     * (0.9 x 23.58 GiB - 14.99 weights - 0.35 non-torch - the KV pool): 109.7 KB per token, where
+     * 3h + 3f = 110.6 KB and the sum with Q/K/V 122.9 KB */
+    double attn = (ad.q_width + ad.k_width + ad.v_width) / p->tp + m->hidden;
+    double per_tok = 3.0 * m->hidden + fmax(attn, (m->glu ? 3.0 : 2.0) * f / p->tp);
     double logits = e->max_batch * (double)mp_model_padded_vocab(m, p->tp) / p->tp * 4.0;
     return chunk * per_tok * 2.0 + logits;
 }
 
 /* One phase's report from its stage: k stage-times (pipeline fill and micro-batches), m
  * micro-batches of work per GPU, plus the engine's overhead. */
-static void phase_of(const mp_wl_infer *w, double k, double mb, double overhead_s, const mp_gpu *g,
-                     mp_dtype dt, double wait_W, double pj_per_bit, mp_infer_phase *ph)
+static void phase_of(const mp_wl_infer *w, double k, double mb, double overhead_s, double dispatch_s,
+                     const mp_gpu *g, mp_dtype dt, double wait_W, double pj_per_bit, mp_infer_phase *ph)
 {
     ph->compute_s = k * w->compute_bound_s;
     ph->memory_s = k * w->memory_bound_s;
@@ -97,26 +103,33 @@ static void phase_of(const mp_wl_infer *w, double k, double mb, double overhead_
     double peak = g->peak_flops_per_s[dt] > 0 ? g->peak_flops_per_s[dt] : g->peak_flops_per_s[MP_DT_BF16];
     ph->mfu = ph->total_s > 0 && peak > 0 ? ph->flop / (ph->total_s * peak) : 0.0;
     ph->mbu = ph->total_s > 0 && g->mem_bw_Bps > 0 ? ph->bytes / (ph->total_s * g->mem_bw_Bps) : 0.0;
-    /* Linear activity model (Hong & Kim 2010; docs/energy.md): active idle + the dynamic power of
-     * the tensor cores in proportion to the achieved FLOP rate over the best GEMM rate (reached at
-     * the power limit) + HBM traffic x 8 bits x E_bit; at most the TDP. */
-    double best = g->measured_matmul_flops_per_s[dt] > 0 ? g->measured_matmul_flops_per_s[dt] : 0.835 * peak;
-    double u = best > 0 && ph->total_s > 0 ? fmin(1.0, ph->flop / ph->total_s / best) : 0.0;
-    double bw = ph->total_s > 0 ? ph->bytes / ph->total_s : 0.0;
-    ph->power_w = fmin(g->tdp_W, wait_W + (g->tdp_W - wait_W) * u + bw * 8.0 * pj_per_bit * 1e-12);
+    ph->power_w = mp_infer_phase_power_w(g, wait_W, pj_per_bit, ph->flop, ph->bytes,
+                                         ph->compute_s + ph->memory_s + ph->comm_s, dispatch_s,
+                                         ph->overhead_s - dispatch_s, dt);
 }
 
 /* Memory of one GPU and the engine's KV pool; max concurrency as the engine counts it. */
 static void memory(const mp_model *m, const mp_cluster *c, const mp_infer_plan *p, double wb,
-                   double kvb, mp_infer_result *r)
+                   double kvb, mp_infer_result *r, int *measured_mem)
 {
     const mp_engine_profile *e = &r->engine;
     r->weights_bytes = weight_bytes_gpu(m, p, wb);
     r->activations_bytes = activation_bytes_gpu(m, p, e);
     /* every GPU holds a CUDA context and cuBLAS workspace; NCCL's buffers only when the replica
      * spans GPUs (vLLM counts both as non-torch memory, gpu_worker.py) */
-    r->runtime_bytes = e->runtime_bytes + (p->tp * p->pp > 1 ? e->runtime_multi_gpu_bytes : 0.0);
+    const int multi = p->tp * p->pp > 1;
+    r->runtime_bytes = e->runtime_bytes + (multi ? e->runtime_multi_gpu_bytes : 0.0);
     r->capacity_bytes = c->gpu.memory_bytes;
+    /* where the engine's own log of this GPU was published: the device memory CUDA reports and
+     * the engine's measured non-torch memory replace the catalog's capacity and the profile's
+     * runtime (src/infer/device_mem.c) */
+    double total = 0, non_torch = 0;
+    if (mp_infer_device_memory(e->key, c->gpu.key, multi, &total, &non_torch, NULL)) {
+        r->capacity_bytes = total;
+        if (non_torch > 0)
+            r->runtime_bytes = non_torch;
+        *measured_mem = 1;
+    }
     r->kv_bytes_per_token = mp_wl_kv_bytes_per_token(m, kvb);
     r->kv_bytes_per_token_gpu = mp_wl_kv_bytes_per_token_gpu(m, kvb, p->tp, p->pp);
     double frac = p->kv_frac;
@@ -185,7 +198,8 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
     if (bad)
         return MP_ERR_INPUT;
 
-    memory(m, c, p, wb, kvb, r);
+    int measured_mem = 0;
+    memory(m, c, p, wb, kvb, r, &measured_mem);
     double idle_W, wait_W;
     int measured = mp_energy_gpu_points(g, &idle_W, &wait_W);
     mp_energy_opts eo;
@@ -197,11 +211,14 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
     /* Prefill of the whole batch: pp + mbs - 1 stage-times fill and drain the pipeline (GPipe,
      * Huang et al. 2019), one engine step per chunk of max_batched_tokens (chunked prefill). */
     double chunks = ceil((double)p->batch * (double)p->in / chunk_tokens(p, e));
-    phase_of(&pre, p->pp + mbs - 1.0, mbs, chunks * e->step_overhead_graphs_s, g, dt, wait_W,
+    phase_of(&pre, p->pp + mbs - 1.0, mbs, chunks * e->step_overhead_graphs_s, 0.0, g, dt, wait_W,
              eo.mem_pJ_per_bit, &r->prefill);
     /* Decode: every token crosses all pp stages; with pp micro-batches in flight the stages stay
      * busy and the whole batch advances one token per pp stage-times (+ the step's overhead). */
-    phase_of(&dec, (double)p->pp, mbs, step_over, g, dt, wait_W, eo.mem_pJ_per_bit, &r->decode);
+    /* eager: what CUDA graphs remove is the kernel dispatch; through it the GPU runs the stream of
+     * kernels (src/infer/power.c), through the rest it waits on the host */
+    const double dispatch = p->cuda_graphs ? 0.0 : fmax(0.0, step_over - e->step_overhead_graphs_s);
+    phase_of(&dec, (double)p->pp, mbs, step_over, dispatch, g, dt, wait_W, eo.mem_pJ_per_bit, &r->decode);
     r->ttft_s = r->prefill.total_s;
     r->tpot_s = r->decode.total_s;
     r->e2e_s = r->ttft_s + (double)(p->out - 1) * r->tpot_s;
@@ -228,5 +245,8 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
     if (!measured)
         assume(r, "GPU power points derived from the %.0f W TDP (no measurement)", g->tdp_W);
     assume(r, "power: GPUs only (no host, switches or PUE)");
+    if (measured_mem)
+        assume(r, "device memory %.2f GiB and runtime %.2f GiB as %s's log of %s reports them", r->capacity_bytes / 1073741824.0,
+               r->runtime_bytes / 1073741824.0, e->key, g->key);
     return MP_OK;
 }

@@ -1,0 +1,51 @@
+/* src/infer/power.c — one GPU's average power over an inference phase (prefill, or one decode
+ * step), from the energy module's activity model (docs/energy.md; Hong & Kim 2010, ISCA: power =
+ * idle + sum over units of access rate x unit power) applied to the parts of the phase.
+ *
+ * kernel_s: the phase's GPU-bound kernels at their roofline time. Their power is
+ *   P_k = min(TDP, P_wait + (TDP - P_wait) x u + (bytes / kernel_s) x 8 x E_bit),
+ *   u = achieved FLOP rate / the best measured GEMM rate, which is reached at the power limit
+ *   (dense GEMMs on Hopper run power-capped: Ujeniya et al. 2026, arXiv 2604.11391; the
+ *   rates are those of the kernels, not of the whole step: the bytes and FLOPs move while they run).
+ * dispatch_s: eager (no CUDA graph) steps are CPU-launch-bound: the CPU issues the step's kernels
+ *   one at a time (~45 per Llama layer in transformers, data/engines.json hf profile) and the GPU
+ *   runs that stream as it arrives, its weight-streaming GEMVs spread between the small kernels.
+ *   The GPU does not fall back to active idle in that window: its kernels are microseconds apart
+ *   and the SMs stay resident at boost clocks, so the window draws P_k (ASSUMED: its shape, not
+ *   a fitted value — the rate terms over the kernel time stand in for the clock and issue power
+ *   of resident SMs; no per-GPU measurement of that state was found). Measured support: in
+ *   launch-bound decode, lowering the SM clock from its maximum to its minimum saved ~42% of GPU
+ *   energy for a 1-6% longer latency (Maliakel et al. 2025, arXiv 2501.08219): a large share of
+ *   decode power is clock power drawn whatever work is done, which an idle-between-kernels model
+ *   (P_wait through the dispatch window) leaves out. With CUDA graphs there is no dispatch window.
+ * host_s: host work the GPU waits on (scheduler, sampler, stopping criteria, detokenizer): P_wait,
+ *   the measured active-idle power (mp_energy_gpu_points).
+ * The phase's average is the time-weighted mean of the parts. */
+#include <math.h>
+
+#include "meshplan/infer.h"
+
+/* Share of the dense peak the best GEMM reaches when none is measured (as src/energy/energy.c
+ * FALLBACK_MATMUL_FRAC: the measured A100/H100 rows of validation/gpus.csv). */
+#define FALLBACK_MATMUL_FRAC 0.835
+
+double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit, double flop,
+                              double bytes, double kernel_s, double dispatch_s, double host_s,
+                              mp_dtype dt)
+{
+    kernel_s = fmax(0.0, kernel_s);
+    dispatch_s = fmax(0.0, dispatch_s);
+    host_s = fmax(0.0, host_s);
+    const double total = kernel_s + dispatch_s + host_s;
+    if (!(total > 0))
+        return 0.0;
+    double peak = g->peak_flops_per_s[dt] > 0 ? g->peak_flops_per_s[dt] : g->peak_flops_per_s[MP_DT_BF16];
+    double best = g->measured_matmul_flops_per_s[dt] > 0 ? g->measured_matmul_flops_per_s[dt]
+                                                         : FALLBACK_MATMUL_FRAC * peak;
+    double p_k = wait_W;
+    if (kernel_s > 0) {
+        double u = best > 0 ? fmin(1.0, flop / kernel_s / best) : 0.0;
+        p_k = fmin(g->tdp_W, wait_W + (g->tdp_W - wait_W) * u + bytes / kernel_s * 8.0 * pj_per_bit * 1e-12);
+    }
+    return (p_k * (kernel_s + dispatch_s) + wait_W * host_s) / total;
+}

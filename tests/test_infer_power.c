@@ -1,0 +1,231 @@
+/* tests/test_infer_power.c — power and energy of inference (src/infer/power.c, docs/infer.md
+ * "Power") and the engine-measured device memory (src/infer/device_mem.c):
+ *   - mp_infer_phase_power_w by hand: the kernel power of the activity model over the kernel time
+ *     and the eager dispatch window, active idle over the host time, the TDP clip;
+ *   - the estimator's decode phase uses it with the dispatch window = what CUDA graphs remove;
+ *   - properties: energy per output token never rises with the batch when throughput rises at
+ *     least as fast as power (and falls through the memory-bound range); an eager step draws
+ *     between active idle and its kernel power;
+ *   - validation thresholds that fail on regression: the ML.ENERGY v1 A100 rows
+ *     (tests/data/mlenergy_v1_a100.csv) and the vLLM KV-capacity logs
+ *     (tests/data/vllm_kv_capacity.csv): SOURCES.md.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "meshplan/meshplan.h"
+
+static void estimate(const char *model, const char *gpu, const char *plan, mp_infer_result *r)
+{
+    mp_diag d = {0};
+    mp_cluster c;
+    const mp_model *m = mp_catalog_model(g_cat, model);
+    assert_non_null(m);
+    if (mp_cluster_from_catalog(g_cat, gpu, 1, 0, NULL, &c, &d) != MP_OK)
+        fail_msg("cluster %s: %s", gpu, d.text);
+    mp_infer_plan p;
+    mp_infer_plan_init(&p);
+    if (mp_infer_plan_parse(plan, &p, &d) != MP_OK || mp_infer_estimate(m, &c, &p, r, &d) != MP_OK)
+        fail_msg("%s: %s", plan, d.text);
+}
+
+/* A 400 W GPU with a 312 TFLOP/s bf16 peak and no measured GEMM: the best rate is 0.835 x peak
+ * = 260.52 TFLOP/s. Active idle 76 W, 8 pJ/bit. */
+static void test_phase_power_by_hand(void **state)
+{
+    (void)state;
+    mp_gpu g;
+    memset(&g, 0, sizeof g);
+    g.tdp_W = 400.0;
+    g.peak_flops_per_s[MP_DT_BF16] = 312e12;
+    const double best = 0.835 * 312e12;
+    /* 12 GB in 10 ms of kernels: 1.2 TB/s x 64 pJ/B = 76.8 W over active idle: P_k = 152.8 W;
+     * 10 ms of dispatch at P_k and 5 ms of host work at 76 W:
+     * (152.8 x 0.020 + 76 x 0.005) / 0.025 = 137.44 W */
+    assert_close(mp_infer_phase_power_w(&g, 76.0, 8.0, 0.0, 12e9, 0.010, 0.010, 0.005, MP_DT_BF16), 137.44, 1e-12);
+    /* no dispatch window (CUDA graphs): (152.8 x 0.010 + 76 x 0.005) / 0.015 = 127.2 W */
+    assert_close(mp_infer_phase_power_w(&g, 76.0, 8.0, 0.0, 12e9, 0.010, 0.0, 0.005, MP_DT_BF16), 127.2, 1e-12);
+    /* half the best GEMM rate: 76 + 324 x 0.5 + 76.8 = 314.8 W through kernels and dispatch */
+    assert_close(mp_infer_phase_power_w(&g, 76.0, 8.0, 0.5 * best * 0.010, 12e9, 0.010, 0.010, 0.0, MP_DT_BF16),
+                 314.8, 1e-12);
+    /* the best rate and the bytes: clipped at the TDP */
+    assert_close(mp_infer_phase_power_w(&g, 76.0, 8.0, best * 0.010, 12e9, 0.010, 0.0, 0.0, MP_DT_BF16), 400.0, 1e-12);
+    /* host work only: active idle; nothing: 0 */
+    assert_close(mp_infer_phase_power_w(&g, 76.0, 8.0, 0.0, 0.0, 0.0, 0.0, 0.004, MP_DT_BF16), 76.0, 1e-12);
+    assert_true(mp_infer_phase_power_w(&g, 76.0, 8.0, 0.0, 0.0, 0.0, 0.0, 0.0, MP_DT_BF16) == 0.0);
+}
+
+/* The decode phase of an eager (hf) step: kernels and the dispatch window (eager overhead minus
+ * the graphs overhead) at the kernel power, the rest at active idle. */
+static void test_decode_power_wiring(void **state)
+{
+    (void)state;
+    mp_infer_result r;
+    estimate("llama2-7b", "a100-sxm4-40gb", "engine=hf,cuda_graphs=0,weights=fp16,kv=bf16,batch=1,in=161,out=420", &r);
+    const mp_gpu *g = mp_catalog_gpu(g_cat, "a100-sxm4-40gb");
+    double idle, wait;
+    mp_energy_gpu_points(g, &idle, &wait);
+    mp_energy_opts eo;
+    mp_energy_opts_init(&eo);
+    const mp_infer_phase *d = &r.decode;
+    double host = r.engine.step_overhead_graphs_s, dispatch = d->overhead_s - host;
+    assert_close(dispatch, r.engine.step_overhead_eager_per_layer_s * 32 + r.engine.step_overhead_eager_s - host, 1e-12);
+    double want = mp_infer_phase_power_w(g, wait, eo.mem_pJ_per_bit, d->flop, d->bytes,
+                                         d->compute_s + d->memory_s + d->comm_s, dispatch, host, MP_DT_FP16);
+    assert_close(d->power_w, want, 1e-12);
+    /* between active idle and the kernel power */
+    double p_k = mp_infer_phase_power_w(g, wait, eo.mem_pJ_per_bit, d->flop, d->bytes,
+                                        d->compute_s + d->memory_s + d->comm_s, 0.0, 0.0, MP_DT_FP16);
+    assert_true(d->power_w > wait && d->power_w <= p_k + 1e-9);
+    /* the same step with the dispatch window idle would draw less: the window is not idle */
+    double idle_window = mp_infer_phase_power_w(g, wait, eo.mem_pJ_per_bit, d->flop, d->bytes,
+                                                d->compute_s + d->memory_s + d->comm_s, 0.0, d->overhead_s, MP_DT_FP16);
+    assert_true(d->power_w > idle_window);
+    printf("  llama2-7b hf eager on A100 40GB: decode %.1f W (kernels %.1f W, idle-window model %.1f W, P_wait %.1f W)\n",
+           d->power_w, p_k, idle_window, wait);
+}
+
+/* Energy per output token = GPUs x power / output tokens/s: it never rises with the batch when
+ * throughput rises at least as fast as power, and through the memory-bound range (the weights
+ * read once per step for the whole batch) it falls. */
+static void test_energy_per_token_falls_with_batch(void **state)
+{
+    (void)state;
+    static const char *const gpus[] = {"h100-sxm5-80gb", "a100-sxm4-80gb"};
+    for (size_t gi = 0; gi < 2; gi++) {
+        mp_infer_result prev, cur;
+        char plan[128];
+        for (int b = 1; b <= 256; b *= 2) {
+            snprintf(plan, sizeof plan, "batch=%d,in=512,out=256", b);
+            estimate("llama3-8b", gpus[gi], plan, &cur);
+            if (b > 1) {
+                double tput = cur.output_tokens_per_s / prev.output_tokens_per_s, pw = cur.power_w / prev.power_w;
+                if (tput >= pw)
+                    assert_true(cur.energy_j_per_output_token <= prev.energy_j_per_output_token * (1 + 1e-12));
+                if (b <= 32) /* memory-bound decode */
+                    assert_true(cur.energy_j_per_output_token < prev.energy_j_per_output_token);
+            }
+            prev = cur;
+        }
+    }
+}
+
+static mp_validation validate_file(const char *path)
+{
+    size_t len = 0;
+    char *csv = slurp(path, &len);
+    mp_validation v;
+    memset(&v, 0, sizeof v);
+    if (!csv)
+        fail_msg("%s: cannot read", path);
+    mp_diag d = {0};
+    if (mp_validate_csv(g_cat, csv, len, path, NULL, &v, &d) != MP_OK)
+        fail_msg("%s: %s", path, d.text);
+    free(csv);
+    return v;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* median |error| of the rows whose metric starts with prefix, leaving out the ids in skip_ids
+ * (NULL: none) */
+static double median_of(const mp_validation *v, const char *prefix, const char *skip_ids)
+{
+    double e[64];
+    size_t n = 0;
+    for (size_t i = 0; i < v->nrows && n < 64; i++) {
+        if (strncmp(v->rows[i].metric, prefix, strlen(prefix)))
+            continue;
+        if (skip_ids && strstr(skip_ids, v->rows[i].id))
+            continue;
+        e[n++] = fabs(v->rows[i].error_pct);
+    }
+    assert_true(n > 0);
+    qsort(e, n, sizeof e[0], cmp_double);
+    return n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+}
+
+/* Regression thresholds on ML.ENERGY v1 (A100 40GB, HF transformers eager): the figures of this
+ * model (docs/infer.md "Validation") with a margin of about two points; none of its constants was
+ * fitted to these rows. The batch-2 rows (013-015, 020-022) run each batch until its longest
+ * response (ML.ENERGY v1 benchmark.py), which the fixed-batch estimator does not model: they are
+ * in the group median, not in the batch-1 one. */
+static void test_mlenergy_thresholds(void **state)
+{
+    (void)state;
+    mp_validation v = validate_file(MESHPLAN_SOURCE_DIR "/tests/data/mlenergy_v1_a100.csv");
+    assert_int_equal(v.ninput, 22);
+    assert_int_equal(v.nrows, 22);
+    static const char b2[] = "mlenv1_013 mlenv1_014 mlenv1_015 mlenv1_020 mlenv1_021 mlenv1_022";
+    double e_all = median_of(&v, "energy", NULL), e_b1 = median_of(&v, "energy", b2);
+    double lat = median_of(&v, "e2e_latency", NULL), tput = median_of(&v, "output_tokens", NULL);
+    printf("  ML.ENERGY v1: energy median |error| %.1f%% (batch 1: %.1f%%), latency %.1f%%, throughput %.1f%%\n",
+           e_all, e_b1, lat, tput);
+    for (size_t i = 0; i < v.nrows; i++)
+        printf("    %s %-26s measured %9.3f predicted %9.3f (%+.1f%%)\n", v.rows[i].id, v.rows[i].metric,
+               v.rows[i].measured, v.rows[i].predicted, v.rows[i].error_pct);
+    assert_true(e_all <= 41.0);  /* 38.7 here; 53.8 before the dispatch window drew power */
+    assert_true(e_b1 <= 30.0);   /* 27.9 */
+    assert_true(lat <= 29.0);    /* 26.9 */
+    assert_true(tput <= 25.0);   /* 22.3 */
+    /* the Llama 2 chat rows (the model's own weights, not a fine-tune's) within 30% */
+    static const char *const llama2[] = {"mlenv1_001", "mlenv1_003", "mlenv1_005", "mlenv1_007"};
+    for (size_t k = 0; k < 4; k++)
+        for (size_t i = 0; i < v.nrows; i++)
+            if (!strcmp(v.rows[i].id, llama2[k]))
+                assert_true(fabs(v.rows[i].error_pct) <= 30.0);
+    mp_validation_free(&v);
+}
+
+/* vLLM's KV pool against its logs: the device memory CUDA reports and the engine's measured
+ * non-torch memory (src/infer/device_mem.c), the activation live set of the profile run. */
+static void test_vllm_capacity_thresholds(void **state)
+{
+    (void)state;
+    double total = 0, nt = 0;
+    const char *src = NULL;
+    assert_int_equal(mp_infer_device_memory("vllm", "h100-sxm5-80gb", 0, &total, &nt, &src), 1);
+    assert_close(total, 79.22 * 1073741824.0, 1e-12);
+    assert_close(nt, 1.79 * 1073741824.0, 1e-12);
+    assert_non_null(strstr(src, "10511"));
+    assert_int_equal(mp_infer_device_memory("vllm", "h100-sxm5-80gb", 1, &total, &nt, NULL), 1);
+    assert_close(nt, 3.58 * 1073741824.0, 1e-12);
+    assert_int_equal(mp_infer_device_memory("trtllm", "h100-sxm5-80gb", 0, &total, &nt, NULL), 0);
+    assert_int_equal(mp_infer_device_memory("vllm", "b200", 0, &total, &nt, NULL), 0);
+
+    mp_validation v = validate_file(MESHPLAN_SOURCE_DIR "/tests/data/vllm_kv_capacity.csv");
+    assert_int_equal(v.nrows, 4);
+    for (size_t i = 0; i < v.nrows; i++) {
+        printf("    %s %-16s measured %9.2f predicted %9.2f (%+.1f%%)\n", v.rows[i].id, v.rows[i].metric,
+               v.rows[i].measured, v.rows[i].predicted, v.rows[i].error_pct);
+        /* RTX 3090 rows -2.2, -2.1, -2.8%; the W8A8 Llama 3.1 70B H100 row -5.6% (+22.6% before) */
+        assert_true(fabs(v.rows[i].error_pct) <= (strcmp(v.rows[i].id, "vllmlog_005") ? 4.0 : 6.5));
+    }
+    mp_validation_free(&v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_phase_power_by_hand),
+        cmocka_unit_test(test_decode_power_wiring),
+        cmocka_unit_test(test_energy_per_token_falls_with_batch),
+        cmocka_unit_test(test_mlenergy_thresholds),
+        cmocka_unit_test(test_vllm_capacity_thresholds),
+    };
+    return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
+}
