@@ -477,8 +477,10 @@ static double groups_median(const char *const *groups, int ng, const mp_estimate
  * Megatron-Core H100 runs of runs.csv (nemo2407_h100, mbridge2511_h100; none is the fitted log).
  * The log's plan names its stack (stack=megatron-core), so the fit is relative to that stack's
  * profile. Measured 12.2% -> 6.8% median before the stack profiles (issue 17); with them the
- * runs start at 5.6% (their profiles' overlaps and fitted fractions do much of what the log's
- * fit did) and the fit brings them to 3.1%; asserted: at least 2 points better. */
+ * runs started at 5.6% (their profiles' overlaps and fitted fractions do much of what the log's
+ * fit did) and the fit brought them to 3.1%; since the element-wise backward is counted kernel by
+ * kernel and megatron-core refitted (docs/stacks.md) they start at 4.1% and the fit brings them
+ * to 3.3%; asserted: better by at least half a point and under 3.5%. */
 static void test_stack_fit_improves_other_runs(void **s)
 {
     (void)s;
@@ -507,7 +509,7 @@ static void test_stack_fit_improves_other_runs(void **s)
     static const char *const groups[] = {"nemo2407_h100", "mbridge2511_h100"};
     double b = groups_median(groups, 2, &o0), a = groups_median(groups, 2, &o1);
     printf("stack fit %.3f: Megatron-Core H100 runs %.1f%% -> %.1f%%\n", fitted, b, a);
-    assert_true(a < b - 2.0);
+    assert_true(a < b - 0.5 && a < 3.5);
 }
 
 static void test_calibration_file(void **s)

@@ -603,6 +603,10 @@ static void test_rank_orders(void **state)
         assert_int_equal(strides_cmp(all.st[i], got.st[i]), 0);
 
     /* Pruning the variants and the thread count change nothing, on two nodes and on four. */
+    /* The pruning skips order variants on at least one of the jobs (which one depends on how
+     * close the orders' step times are: llama2-7b on 32 GPUs skipped some before the element-wise
+     * backward was counted kernel by kernel, none since). */
+    unsigned long long skipped = 0;
     const job oj[] = {{"llama3-8b", "h100-sxm5-80gb", 16, 16, 4096, 0, 1, "recompute=none,zero=1"},
                       {"llama2-7b", "h100-sxm5-80gb", 32, 32, 4096, 0, 1, "tp=4,recompute=none,zero=1"}};
     for (size_t k = 0; k < sizeof oj / sizeof oj[0]; k++) {
@@ -628,11 +632,12 @@ static void test_rank_orders(void **state)
                (unsigned long long)full.counts.plans, (unsigned long long)full.counts.feasible,
                (unsigned long long)pruned.counts.evaluated,
                (unsigned long long)pruned.counts.order_skipped);
-        assert_true(pruned.counts.order_skipped > 0);
+        skipped += pruned.counts.order_skipped;
         mp_search_result_free(&pruned);
         mp_search_result_free(&full);
         mp_search_result_free(&many);
     }
+    assert_true(skipped > 0);
 }
 
 /* ---- ranking, objectives, frontiers, explanations -------------------------------------- */

@@ -4,7 +4,7 @@
  * the resource-aware slowdown = hidden x SMs held / SMs, by hand); the unfused attention's
  * backward at 2x its forward; fp8 dynamic scaling costs traffic; pre-Ampere GPUs default to no
  * fused attention; and validate's rows name their stack, the Korthikanti 2022 set at its
- * measured figure. */
+ * measured figure; torchtitan's fp8 casts fused under torch.compile. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -160,9 +160,85 @@ static void test_unfused_attention_backward(void **s)
         mp_workload w;
         assert_int_equal(mp_workload_build(m, &c, &p, MP_WL_TRAIN_STEP, NULL, &w, &d), MP_OK);
         const mp_wl_layer *l = &w.layer[MP_LK_DENSE];
-        double attn_bwd = l->bwd_s - 2.0 * l->gemm_s - 2.0 * l->elem_s - l->bwd_extra_s;
+        double attn_bwd = l->bwd_s - 2.0 * l->gemm_s - l->elem_bwd_s - l->bwd_extra_s;
         assert_close(attn_bwd / l->attn_s, flash ? 2.5 : 2.0, 1e-9);
     }
+}
+
+/* The element-wise backward, kernel by kernel (kernels.c mp_kernel_elem_bwd_bytes_per_token), by
+ * hand. GPT-18.4B layer at TP 8 without SP (f/tp = h/2, learned positions, dropout on): forward
+ * 2 x (4h + 6h + 2 x h/2) + 10h = 32h bytes per token; backward 2 x (6h + 6h + 3 x h/2) + 10h =
+ * 37h. Llama 3 8B at TP 1 (SwiGLU, rotary on q = 4096 and k = 1024, no dropout): forward
+ * 2 x (10h + 3f + 2 x 5120), backward 2 x (12h + 5f + 2 x 5120). The stack's fusion factor scales
+ * both alike, so the ratio of the workload's two times is the ratio of the byte counts. */
+static void test_elementwise_backward_by_kernel(void **s)
+{
+    (void)s;
+    struct { const char *model, *gpu, *plan; double ratio; } c[] = {
+        {"gpt-18.4b", "a100-sxm4-80gb", "tp=8,mb=1,gb=1,seq=2048,sp=0,precision=fp16", 37.0 / 32.0},
+        {"llama3-8b", "h100-sxm5-80gb", "tp=1,mb=1,gb=8,seq=8192",
+         (12.0 * 4096 + 5.0 * 14336 + 2.0 * 5120) / (10.0 * 4096 + 3.0 * 14336 + 2.0 * 5120)},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const mp_model *m = mp_catalog_model(g_cat, c[i].model);
+        assert_non_null(m);
+        mp_cluster cl;
+        mp_diag d = {0};
+        assert_int_equal(mp_cluster_from_catalog(g_cat, c[i].gpu, 8, 0, NULL, &cl, &d), MP_OK);
+        mp_plan p;
+        mp_plan_init_default(&p);
+        assert_int_equal(mp_plan_parse(c[i].plan, &p, &d), MP_OK);
+        assert_int_equal(mp_plan_resolve(&p, m, 8, &d), MP_OK);
+        mp_workload *w = malloc(sizeof *w);
+        assert_int_equal(mp_workload_build(m, &cl, &p, MP_WL_TRAIN_STEP, NULL, w, &d), MP_OK);
+        const mp_wl_layer *l = &w->layer[MP_LK_DENSE];
+        assert_close(l->elem_bwd_s / l->elem_s, c[i].ratio, 1e-9);
+        free(w);
+    }
+}
+
+/* One transformer layer of Korthikanti et al. 2022's GPT-22B (48 layers, h 6144, 64 heads, TP 8,
+ * micro-batch 4 of 2048 tokens, A100), forward + backward, against the paper's Table 4 (ms):
+ * no recompute 19.6, with SP 19.0, full recompute 27.2, selective 20.9, selective + SP 20.3. The
+ * layer's time is the step's growth per layer (48 layers against 24), the optimizer's share
+ * removed. Each within 5% (measured: +1.9% to +4.4% on the fitted megatron-2021 profile), and
+ * what SP saves within 0.25 ms of the published 0.6 ms (0.74 ms; the rule "element-wise backward
+ * = 2x forward" gave 1.34 ms). */
+static void test_korthikanti_table4_per_layer(void **s)
+{
+    (void)s;
+    const mp_model *base = mp_catalog_model(g_cat, "gpt-18.4b");
+    assert_non_null(base);
+    mp_model m[2] = {*base, *base};
+    for (int i = 0; i < 2; i++)
+        m[i].heads = m[i].kv_heads = 64, m[i].head_dim = 96, m[i].layers = i ? 24 : 48;
+    mp_cluster c;
+    mp_diag d = {0};
+    assert_int_equal(mp_cluster_from_catalog(g_cat, "a100-sxm4-80gb", 8, 0, NULL, &c, &d), MP_OK);
+    struct { const char *keys; double ms; } t4[] = {
+        {"sp=0,recompute=none", 19.6}, {"sp=1,recompute=none", 19.0}, {"sp=0,recompute=full", 27.2},
+        {"sp=0,recompute=selective", 20.9}, {"sp=1,recompute=selective", 20.3}};
+    double layer_ms[5];
+    for (int k = 0; k < 5; k++) {
+        double st[2], opt[2];
+        for (int i = 0; i < 2; i++) {
+            char txt[160];
+            snprintf(txt, sizeof txt, "tp=8,mb=4,gb=4,seq=2048,precision=fp16,stack=megatron-2021,%s", t4[k].keys);
+            mp_plan p;
+            mp_plan_init_default(&p);
+            assert_int_equal(mp_plan_parse(txt, &p, &d), MP_OK);
+            assert_int_equal(mp_plan_resolve(&p, &m[i], 8, &d), MP_OK);
+            mp_estimate *e = malloc(sizeof *e);
+            assert_int_equal(mp_estimate_plan(&m[i], &c, &p, NULL, e, &d), MP_OK);
+            st[i] = e->step_s, opt[i] = e->time.optimizer;
+            free(e);
+        }
+        layer_ms[k] = 1e3 * ((st[0] - opt[0]) - (st[1] - opt[1])) / 24.0;
+        print_message("22B layer %-26s %.2f ms (Table 4: %.1f, %+.1f%%)\n", t4[k].keys, layer_ms[k], t4[k].ms,
+                      100.0 * (layer_ms[k] / t4[k].ms - 1.0));
+        assert_true(fabs(layer_ms[k] / t4[k].ms - 1.0) <= 0.05);
+    }
+    assert_true(fabs((layer_ms[0] - layer_ms[1]) - 0.6) <= 0.25);
 }
 
 /* fp8 with dynamic scaling (torchao, torchtitan's profile): the amax pass and the casts TE would
@@ -210,8 +286,10 @@ static void test_pre_ampere_defaults_to_unfused(void **s)
 }
 
 /* validate names every row's stack, states the default, and the Korthikanti et al. 2022 set
- * (k22_ rows, stack megatron-2021) is at its measured figure: mean |error| 5.50%, max 9.40%
- * (k22_fullrc_2; issue 17's bar is 5% / 10%: the mean misses it, docs/stacks.md). */
+ * (k22_ rows, stack megatron-2021) is at its measured figure: mean |error| 5.59%, max 8.60%
+ * (k22_fullrc_2; issue 17's bar is 5% / 10%: the mean misses it, docs/stacks.md); every source
+ * group's median |error| at most a quarter point above what it measures (docs/stacks.md), so a
+ * regression in any group fails. */
 static void test_validate_rows_name_their_stack(void **s)
 {
     (void)s;
@@ -247,7 +325,56 @@ static void test_validate_rows_name_their_stack(void **s)
     assert_int_equal(n, 9);
     assert_int_equal(defaults, 3);
     assert_int_equal(ds, 6);
-    assert_true(sum / n <= 5.6 && mx <= 9.5);
+    assert_true(sum / n <= 5.65 && mx <= 8.7);
+    static const struct { const char *group; double median_pct; } med[] = {
+        {"megatron2021_t1", 1.87}, {"megatron2021_t2", 16.15}, {"korthikanti2022", 5.67},
+        {"llama3_2024", 42.60}, {"torchtitan_a100_perfdoc", 5.08}, {"torchtitan_h100_perfdoc", 2.11},
+        {"mosaic_h100_bf16", 6.81}, {"mosaic_h100_fp8", 1.38}, {"mosaic_a100_80g", 3.96},
+        {"nemo2407_h100", 3.99}, {"mbridge2511_b200", 6.24}, {"mbridge2511_h100", 7.48}};
+    for (size_t g = 0; g < sizeof med / sizeof med[0]; g++) {
+        mp_val_stats st;
+        mp_validation_stats(&v, MP_VAL_THROUGHPUT, med[g].group, &st);
+        print_message("%-24s median |error| %.2f%% (bound %.2f%%)\n", med[g].group, st.median_abs_error_pct,
+                      med[g].median_pct + 0.25);
+        assert_true(st.n > 0 && st.median_abs_error_pct <= med[g].median_pct + 0.25);
+    }
+    mp_validation_free(&v);
+}
+
+/* torchtitan's fp8 under torch.compile: the casts fused as Transformer Engine's (no separate amax
+ * pass), eager PyTorch's not (data/stacks.json); on torchtitan's 2024-12 H100 runs
+ * (tests/data/torchtitan_h100_2412.csv) the profile's median |error| is 5.20% (was 6.0% with the
+ * amax pass, 7.5% held out), bounded a quarter point above, and the compiled bf16 8B rows within
+ * 10% (+5.8%, +9.1%; were +16%, +19%) with the fp8 ones within 3%. */
+static void test_torchtitan_fp8_fused_under_compile(void **s)
+{
+    (void)s;
+    assert_true(mp_stack_profile_of(MP_STACK_TORCHTITAN)->fp8_scale_bytes_per_elem == 0.0);
+    assert_true(mp_stack_profile_of(MP_STACK_EAGER)->fp8_scale_bytes_per_elem > 0.0);
+    const char *path = MESHPLAN_SOURCE_DIR "/tests/data/torchtitan_h100_2412.csv";
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    mp_validation v;
+    mp_diag d = {0};
+    assert_int_equal(mp_validate_csv(g_cat, buf, len, path, NULL, &v, &d), MP_OK);
+    mp_val_stats st;
+    mp_validation_stats(&v, MP_VAL_THROUGHPUT, "torchtitan_h100_2412", &st);
+    print_message("torchtitan_h100_2412: median |error| %.2f%% over %zu rows\n", st.median_abs_error_pct, st.n);
+    assert_true(st.n == 18 && st.median_abs_error_pct <= 5.45);
+    int seen = 0;
+    for (size_t i = 0; i < v.nrows; i++) {
+        const mp_val_row *r = &v.rows[i];
+        if (strcmp(r->metric, "tokens_per_s_per_gpu"))
+            continue;
+        if (!strcmp(r->id, "tt2412_t1_compile") || !strcmp(r->id, "tt2412_t3_compile"))
+            assert_true(fabs(r->error_pct) <= 10.0), seen++;
+        if (!strcmp(r->id, "tt2412_t1_float8") || !strcmp(r->id, "tt2412_t3_float8"))
+            assert_true(fabs(r->error_pct) <= 3.0), seen++;
+    }
+    assert_int_equal(seen, 4);
     mp_validation_free(&v);
 }
 
@@ -284,9 +411,12 @@ int main(void)
         cmocka_unit_test(test_default_is_generic),
         cmocka_unit_test(test_tp_overlap_and_slowdown),
         cmocka_unit_test(test_unfused_attention_backward),
+        cmocka_unit_test(test_elementwise_backward_by_kernel),
+        cmocka_unit_test(test_korthikanti_table4_per_layer),
         cmocka_unit_test(test_fp8_dynamic_scaling_costs),
         cmocka_unit_test(test_pre_ampere_defaults_to_unfused),
         cmocka_unit_test(test_validate_rows_name_their_stack),
+        cmocka_unit_test(test_torchtitan_fp8_fused_under_compile),
         cmocka_unit_test(test_nvl72_is_the_scale_up_tier),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);

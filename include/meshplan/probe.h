@@ -89,4 +89,119 @@ mp_status mp_probe_switch_groups(const double *lat_s, int n, double ratio, int *
                                  int *ngroups, int *regular, double *near_s, double *far_s,
                                  mp_diag *diag);
 
+/* ---- MPI's own all-reduce, predicted from point-to-point and local probes (docs/probe.md) ---- */
+
+#define MP_PROBE_MAX_REGIMES 3
+
+/** A point-to-point curve in protocol regimes (an MPI transport switches protocol with size:
+ *  eager, then rendezvous, then single-copy or pipelined fragments): regime k holds the sizes
+ *  upto_bytes[k-1] < S <= upto_bytes[k] (upto_bytes[nregimes-1] = the largest size measured;
+ *  larger sizes extrapolate the last regime) and costs t(S) = alpha_s + S / beta_Bps of its fit.
+ *  A regime whose time does not grow with size has beta_Bps = INFINITY (latency only). */
+typedef struct {
+    int nregimes;                                   /* 1..MP_PROBE_MAX_REGIMES */
+    double upto_bytes[MP_PROBE_MAX_REGIMES];        /* the largest measured size in regime k */
+    mp_probe_ab_fit regime[MP_PROBE_MAX_REGIMES];
+    double median_err_pct, max_err_pct;             /* over all the points, the regimes' fits */
+    int npoints;
+} mp_probe_regimes;
+
+/** Fit a sweep (sizes strictly increasing) with 1 to max_regimes (1..MP_PROBE_MAX_REGIMES)
+ *  piecewise alpha-beta regimes. Each regime is fitted as mp_probe_fit_alpha_beta does (least
+ *  squares on the relative error), with alpha >= 0 and 1/beta >= 0 enforced (a flat regime:
+ *  latency only); the breakpoints are the split of the sorted points that minimises the summed
+ *  squared relative error, every regime holding at least 3 points. The number of regimes is the
+ *  one with the lowest Bayesian information criterion (Schwarz 1978; 3k - 1 parameters for k
+ *  regimes), so noise alone rarely splits a curve; an exact curve is never split beyond what it
+ *  needs. Errors: MP_ERR_INPUT (fewer
+ *  than 2 points or more than 256, a point not bytes >= 0 and finite time > 0, sizes not
+ *  increasing, max_regimes out of range), naming the point. */
+mp_status mp_probe_fit_regimes(const mp_probe_point *p, int n, int max_regimes,
+                               mp_probe_regimes *out, mp_diag *diag);
+
+/** The time of a message of `bytes` (>= 0) under r (see mp_probe_regimes). */
+double mp_probe_regimes_time_s(const mp_probe_regimes *r, double bytes);
+
+/** The all-reduce algorithms of MPI libraries (Open MPI coll/tuned numbering in the comment). */
+typedef enum {
+    MP_MPI_AR_RECURSIVE_DOUBLING, /* tuned 3; MPICH short messages */
+    MP_MPI_AR_RING,               /* tuned 4 */
+    MP_MPI_AR_SEGMENTED_RING,     /* tuned 5; with the fixed rules' segment size 0 it runs as 4 */
+    MP_MPI_AR_RABENSEIFNER,       /* tuned 6 (reduce-scatter halving + allgather doubling) */
+    MP_MPI_AR_REDUCE_BCAST,       /* tuned 2 "nonoverlapping": reduce then bcast */
+    MP_MPI_AR_COUNT
+} mp_mpi_allreduce_algo;
+
+/** Which library's default decision rules pick the algorithm. */
+typedef enum {
+    MP_MPI_RULES_OPENMPI_TUNED, /* Open MPI >= 4.1 coll/tuned fixed rules (the default module) */
+    MP_MPI_RULES_MPICH,         /* MPICH: recursive doubling <= 2 KiB, else Rabenseifner */
+    MP_MPI_RULES_COUNT
+} mp_mpi_rules;
+
+/** What the model is built from: every figure measured by point-to-point or local probes, none
+ *  from an all-reduce. */
+typedef struct {
+    mp_mpi_rules rules;
+    int64_t ranks;            /* the communicator, >= 2 */
+    int64_t ranks_per_node;   /* consecutive ranks sharing a node (>= 1; = ranks on one node) */
+    mp_probe_regimes intra;   /* MPI_Sendrecv exchange inside a node, every pair at once */
+    mp_probe_regimes inter;   /* the same between nodes (nregimes 0 when one node) */
+    mp_probe_ab_fit reduce;   /* MPI_Reduce_local of S bytes (float sum): the gamma term */
+    mp_probe_ab_fit copy;     /* memcpy of S bytes: the out-of-place copy every algorithm starts with */
+} mp_probe_mpi_model;
+
+/** The decision rules of the library named by MPI_Get_library_version's text: "MPICH" (also
+ *  MVAPICH, Intel MPI, which derive from it) -> MP_MPI_RULES_MPICH; anything else (Open MPI) ->
+ *  MP_MPI_RULES_OPENMPI_TUNED. */
+mp_mpi_rules mp_probe_mpi_rules_for(const char *mpi_library);
+
+/** The algorithm `rules` run for an all-reduce of `bytes` (the buffer, as nccl-tests counts it)
+ *  of a commutative operation over `ranks` (>= 2) ranks. Open MPI: the commutative branch of
+ *  ompi_coll_tuned_allreduce_intra_dec_fixed (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c,
+ *  v4.1 onward). MPICH: Thakur, Rabenseifner & Gropp 2005, section 4.4. */
+mp_mpi_allreduce_algo mp_probe_mpi_allreduce_algo(mp_mpi_rules rules, int64_t ranks,
+                                                  double bytes);
+
+/** "recursive_doubling", "ring", "segmented_ring", "rabenseifner", "reduce_bcast"; "?" else. */
+const char *mp_mpi_allreduce_algo_name(mp_mpi_allreduce_algo a);
+const char *mp_mpi_rules_name(mp_mpi_rules r);
+
+/** The time of an all-reduce of `bytes` (> 0) under m: the algorithm of m->rules, costed step
+ *  by step (Thakur, Rabenseifner & Gropp 2005, section 4.4; ring: Patarasuk & Yuan 2009) with
+ *  each step's exchange priced at its own message size by the regimes of the tier it crosses,
+ *  each step's reduction by m->reduce, plus the initial copy. *algo (may be NULL) gets the
+ *  algorithm. Errors: MP_ERR_INPUT (ranks < 2, ranks_per_node not dividing ranks, no intra
+ *  regimes when a node holds 2 ranks or more, no inter regimes across nodes, bytes not > 0). */
+mp_status mp_probe_mpi_allreduce_s(const mp_probe_mpi_model *m, double bytes, double *time_s,
+                                   mp_mpi_allreduce_algo *algo, mp_diag *diag);
+
+/** The probes an MPI model is fitted on (sizes increasing in each; see mp_probe_fit_regimes). */
+typedef struct {
+    mp_mpi_rules rules;
+    int64_t ranks, ranks_per_node;
+    const mp_probe_point *intra;  /* exchange inside a node; NULL, 0 with one rank per node */
+    int nintra;
+    const mp_probe_point *inter;  /* exchange between nodes; NULL, 0 on one node */
+    int ninter;
+    const mp_probe_point *reduce; /* MPI_Reduce_local */
+    int nreduce;
+    const mp_probe_point *copy;   /* memcpy */
+    int ncopy;
+} mp_probe_mpi_inputs;
+
+/** Fit *out from in: the exchanges in up to MP_PROBE_MAX_REGIMES regimes, the reduction and the
+ *  copy as one alpha-beta line each (mp_probe_fit_regimes with 1 regime). Errors: MP_ERR_INPUT
+ *  (a curve the fit refuses, naming it; a curve missing that the ranks need). */
+mp_status mp_probe_mpi_model_fit(const mp_probe_mpi_inputs *in, mp_probe_mpi_model *out,
+                                 mp_diag *diag);
+
+/** Predict a measured all-reduce curve ar[0..n) with m: pred_s[i] and algo[i] (either may be
+ *  NULL) per point, the median and largest |predicted - measured| / measured in percent.
+ *  Errors: those of mp_probe_mpi_allreduce_s; n < 1. */
+mp_status mp_probe_mpi_allreduce_error(const mp_probe_mpi_model *m, const mp_probe_point *ar,
+                                       int n, double *pred_s, mp_mpi_allreduce_algo *algo,
+                                       double *median_err_pct, double *max_err_pct,
+                                       mp_diag *diag);
+
 #endif

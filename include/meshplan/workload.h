@@ -79,6 +79,8 @@ typedef struct {
     double gemm_s;       /* forward linear layers */
     double attn_s;       /* forward attention core */
     double elem_s;       /* forward memory-bound element-wise kernels */
+    double elem_bwd_s;   /* their backward (norm, residual, activation, rotary, dropout kernels
+                            counted one by one; MoE permutation and fp8 casts 2x forward) */
     double bwd_extra_s;  /* backward-only element-wise work (fp8 casts of output gradients) */
     double fwd_s;        /* forward pass */
     double bwd_s;        /* whole backward: input gradient + weight gradient */
@@ -308,7 +310,7 @@ typedef struct {
     } act[MP_WL_MEMO];
     struct {
         int set;
-        double key[22], val[16];
+        double key[22], val[18];
     } kern[MP_WL_MEMO];
     /* The stages' runs and maxima per (pp, vpp, tp, ep, etp): an MoE model's stages are
      * walked one by one otherwise. */

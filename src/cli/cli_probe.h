@@ -25,6 +25,9 @@ typedef struct {
     int64_t nranks;
     int pairs;               /* ping-pong: pairs timed at once */
     char why[160];
+    /* The spread over the timed iterations (the model sweep's curves only; 0 elsewhere): the
+     * fastest, first and third quartile of the per-iteration slowest-rank times. */
+    double min_s[CLI_PROBE_MAX_SIZES], q1_s[CLI_PROBE_MAX_SIZES], q3_s[CLI_PROBE_MAX_SIZES];
 } cli_probe_curve;
 
 /** What to measure. */
@@ -44,6 +47,9 @@ typedef struct {
     char hosts[CLI_PROBE_MAX_NODES][CLI_PROBE_HOST_CAP]; /* hostname of each node's first rank */
     char topo[CLI_PROBE_MAX_NODES][CLI_PROBE_TOPO_CAP];  /* hwloc summary of each node */
     int gpu_buffers;                     /* 1: GPU memory through CUDA-aware MPI */
+    /* Ranks on the busiest host (MPI_Comm_split_type SHARED, whatever the test-only split) and
+     * the fewest online cores of a host (sysconf): more ranks than cores time-slice. */
+    int ranks_per_host_max, cores_min;
     char buffers[160];                   /* "host memory (...)" or "GPU memory (...)" */
     char mpi_library[256];
     cli_probe_curve pp_intra;            /* ping-pong inside node 0: ranks 0 and 1 */
@@ -51,6 +57,10 @@ typedef struct {
     cli_probe_curve pp_inter_all;        /* every rank of node 0 with its peer on node 1 at once */
     cli_probe_curve ar_world, ag_world, a2a_world; /* all-reduce, all-gather, all-to-all */
     cli_probe_curve ar_node;             /* all-reduce inside every node at once (slowest) */
+    /* The MPI model's inputs, measured in one interleaved loop with ar_world (probe_mpi.c
+     * model_sweep): MPI_Sendrecv exchanges with every pair at once inside a node and between
+     * nodes, MPI_Reduce_local (float sum) and memcpy of S bytes on every rank at once. */
+    cli_probe_curve xchg_intra, xchg_inter, reduce_local, copy_local;
     /* Node-pair small-message latency (8 B, one way), nnodes x nnodes, 0 on the diagonal; NULL
      * when not measured (fewer than 3 nodes, more than CLI_PROBE_SWITCH_MAX_NODES). */
     double *node_latency_s;
@@ -90,6 +100,15 @@ typedef struct {
      * two-parameter model can follow the measured curve at all (the noise and shape floor). */
     mp_probe_ab_fit ar_line;
     int ar_line_ok;
+    /* MPI's own all-reduce predicted from the exchange and local probes (cmd_probe.c
+     * fit_mpi_model): held out, no all-reduce figure enters it. From the median curves, and
+     * (_min) from the fastest iteration of every size. */
+    mp_probe_mpi_model mm, mm_min;
+    int mm_ok;
+    char mm_why[160];
+    double mm_pred_s[CLI_PROBE_MAX_SIZES], mm_pred_min_s[CLI_PROBE_MAX_SIZES];
+    mp_mpi_allreduce_algo mm_algo[CLI_PROBE_MAX_SIZES];
+    double mm_err_pct, mm_max_err_pct, mm_min_err_pct, mm_spread_pct;
 } cli_probe_job;
 
 /** Write the cluster description (text) to -o and the calibration to --calibration-out. */

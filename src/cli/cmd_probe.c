@@ -285,6 +285,75 @@ bad:
     return EXIT_INTERNAL;
 }
 
+/* The curve (median times, or with use_min the fastest iteration's) as points. */
+static int as_points(const cli_probe_curve *c, int use_min, mp_probe_point *p)
+{
+    for (int i = 0; i < c->nsizes; i++)
+        p[i] = (mp_probe_point){c->bytes[i], use_min ? c->min_s[i] : c->time_s[i]};
+    return c->nsizes;
+}
+
+/* The MPI model from the exchange and local probes alone (median or fastest times). */
+static int build_mpi_model(const cli_probe_data *d, int use_min, mp_probe_mpi_model *m,
+                           mp_diag *dg)
+{
+    mp_probe_point xi[CLI_PROBE_MAX_SIZES], xo[CLI_PROBE_MAX_SIZES], rd[CLI_PROBE_MAX_SIZES],
+        cp[CLI_PROBE_MAX_SIZES];
+    mp_probe_mpi_inputs in = {mp_probe_mpi_rules_for(d->mpi_library), d->nranks,
+                              d->ranks_per_node, xi, as_points(&d->xchg_intra, use_min, xi), xo,
+                              as_points(&d->xchg_inter, use_min, xo), rd,
+                              as_points(&d->reduce_local, use_min, rd), cp,
+                              as_points(&d->copy_local, use_min, cp)};
+    return mp_probe_mpi_model_fit(&in, m, dg) == MP_OK ? 0 : -1;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof v[0], cmp_dbl);
+    return n < 1 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* MPI's own all-reduce over every rank predicted by the MPI model (mp_probe_mpi_allreduce_s)
+ * built from the exchange and local probes: a held-out prediction, no all-reduce time enters
+ * it. The error is reported for the median curves and for the fastest-iteration curves; the
+ * spread is the median over sizes of the all-reduce's interquartile range / median. */
+static void fit_mpi_model(cli_probe_job *j)
+{
+    const cli_probe_data *d = j->d;
+    const cli_probe_curve *ar = &d->ar_world;
+    mp_diag dg = {0};
+    if (!d->reduce_local.nsizes || !d->copy_local.nsizes || ar->nsizes < 2) {
+        snprintf(j->mm_why, sizeof j->mm_why, "not measured: %s", d->gpu_buffers ?
+                 "GPU buffers (the local reduction runs in a kernel)" : "no curves");
+        return;
+    }
+    if (build_mpi_model(d, 0, &j->mm, &dg) || build_mpi_model(d, 1, &j->mm_min, &dg)) {
+        snprintf(j->mm_why, sizeof j->mm_why, "not fitted: %.140s", dg.text);
+        return;
+    }
+    mp_probe_point pm[CLI_PROBE_MAX_SIZES], pn[CLI_PROBE_MAX_SIZES];
+    double sp[CLI_PROBE_MAX_SIZES], unused;
+    int n = as_points(ar, 0, pm);
+    as_points(ar, 1, pn);
+    if (mp_probe_mpi_allreduce_error(&j->mm, pm, n, j->mm_pred_s, j->mm_algo, &j->mm_err_pct,
+                                     &j->mm_max_err_pct, &dg) != MP_OK ||
+        mp_probe_mpi_allreduce_error(&j->mm_min, pn, n, j->mm_pred_min_s, NULL,
+                                     &j->mm_min_err_pct, &unused, &dg) != MP_OK) {
+        snprintf(j->mm_why, sizeof j->mm_why, "not evaluated: %.140s", dg.text);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        sp[i] = 100.0 * (ar->q3_s[i] - ar->q1_s[i]) / ar->time_s[i];
+    j->mm_spread_pct = median_of(sp, n);
+    j->mm_ok = 1;
+}
+
 static int build_cluster(cli_probe_job *j, char **text)
 {
     cli_probe_data *d = j->d;
@@ -329,6 +398,8 @@ static int finish(cli_probe_job *j)
     int rc = build_cluster(j, &text);
     if (!rc)
         rc = fit_collectives(j);
+    if (!rc)
+        fit_mpi_model(j);
     if (!rc)
         rc = cli_probe_write_files(j, text);
     if (!rc)

@@ -18,10 +18,12 @@
  * is not. Buffers: GPU memory when a CUDA-aware MPI and a GPU are both present (compiled only
  * with MESHPLAN_HAVE_CUDA, never exercised on the machines this was written on), else host.
  */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/cli_probe.h"
@@ -31,7 +33,7 @@
 #include <mpi-ext.h> /* Open MPI: MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support */
 #endif
 
-enum { TAG_PP = 11, TAG_LAT = 12 };
+enum { TAG_PP = 11, TAG_LAT = 12, TAG_X = 13 };
 
 int cli_probe_mpi_init(int *rank, int *size)
 {
@@ -269,6 +271,14 @@ static void find_nodes(const cli_probe_cfg *cfg, layout *L, cli_probe_data *out)
                        CLI_PROBE_TOPO_CAP, MPI_CHAR, 0, L->leaders);
         }
     }
+    /* The physical host, whatever the test-only split: ranks per host and its cores. */
+    MPI_Comm host_comm;
+    int hsize = 1, cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, wr, MPI_INFO_NULL, &host_comm);
+    MPI_Comm_size(host_comm, &hsize);
+    MPI_Comm_free(&host_comm);
+    MPI_Allreduce(&hsize, &out->ranks_per_host_max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&cores, &out->cores_min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     out->nranks = ws;
     out->nnodes = nn;
     out->ranks_per_node_min = mn;
@@ -314,6 +324,97 @@ static void node_latencies(const cli_probe_cfg *cfg, layout *L, bufs *b, cli_pro
     free(row);
     if (wr == 0)
         out->node_latency_s = all;
+}
+
+/* ---- the MPI model's sweep ------------------------------------------------------------------ */
+
+/* The world all-reduce and the probes its MPI model is built from (cmd_probe.c fit_mpi_model),
+ * interleaved in one loop: per iteration, every all-reduce size, then every size of the
+ * exchange inside a node (each rank with its neighbour local rank ^ 1, every pair at once), the
+ * exchange between nodes (each rank with the same local rank on node ^ 1), MPI_Reduce_local
+ * (float sum) and memcpy, every rank at once after a barrier. Interleaving makes the held-out
+ * curve and its inputs share the same load from other processes. Exchange and local sizes:
+ * 64 B to --max-bytes by factors of 2 (the algorithms' steps move S, S/2, ..., S/p). A time
+ * per iteration is the slowest rank's; rank 0 gets per size the median, the fastest and the
+ * quartiles over the iterations. On GPU buffers the local probes are left out (the reduction
+ * runs in a kernel, not measured here). */
+enum { MS_AR, MS_XI, MS_XO, MS_RED, MS_CPY, MS_N };
+
+static void model_op(int c, MPI_Comm comm, int n, bufs *b, double S, int pi, int po)
+{
+    int cnt = (int)S, partner = c == MS_XI ? pi : po;
+    if (c == MS_AR)
+        run_coll(0, comm, n, b, S);
+    else if (c == MS_XI || c == MS_XO) {
+        if (partner >= 0)
+            MPI_Sendrecv(b->send, cnt, MPI_BYTE, partner, TAG_X, b->recv, cnt, MPI_BYTE, partner,
+                         TAG_X, comm, MPI_STATUS_IGNORE);
+    } else if (c == MS_RED)
+        MPI_Reduce_local(b->send, b->recv, cnt / 4, MPI_FLOAT, MPI_SUM);
+    else
+        memcpy(b->recv, b->send, (size_t)cnt);
+}
+
+static void spread(double *v, int m, cli_probe_curve *cv, int k)
+{
+    qsort(v, (size_t)m, sizeof v[0], cmp_double);
+    cv->time_s[k] = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    cv->min_s[k] = v[0];
+    cv->q1_s[k] = v[(m - 1) / 4];
+    cv->q3_s[k] = v[(3 * (m - 1)) / 4];
+}
+
+static void model_sweep(const cli_probe_cfg *cfg, layout *L, bufs *b, cli_probe_data *out)
+{
+    MPI_Comm comm = L->ordered;
+    int n, r, ppn = out->ranks_per_node, nn = out->nnodes;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &r);
+    cli_probe_curve *cv[MS_N] = {&out->ar_world, &out->xchg_intra, &out->xchg_inter,
+                                 &out->reduce_local, &out->copy_local};
+    double sizes[MS_N][CLI_PROBE_MAX_SIZES];
+    int ns[MS_N];
+    ns[MS_AR] = make_sizes(1024, cfg->max_bytes, 2, 4.0 * n, sizes[MS_AR]);
+    for (int c = 1; c < MS_N; c++)
+        ns[c] = make_sizes(64, cfg->max_bytes, 2, 4, sizes[c]);
+    if (ppn < 2)
+        ns[MS_XI] = 0;
+    if (nn < 2)
+        ns[MS_XO] = 0;
+    if (b->gpu)
+        ns[MS_RED] = ns[MS_CPY] = 0;
+    int local = r % ppn, node = r / ppn;
+    int pi = (local ^ 1) < ppn ? node * ppn + (local ^ 1) : -1;
+    int po = (node ^ 1) < nn ? (node ^ 1) * ppn + local : -1;
+    size_t cells = (size_t)cfg->iters * CLI_PROBE_MAX_SIZES;
+    double *it = calloc(MS_N * cells, sizeof *it), *mx = calloc(MS_N * cells, sizeof *mx);
+    for (int i = -cfg->warmup; i < cfg->iters && it && mx; i++)
+        for (int c = 0; c < MS_N; c++) {
+            /* One untimed run of the curve's first size: the first operation after switching
+             * kind ran 20-60 % slow in every curve here (code and buffers cold). */
+            MPI_Barrier(comm);
+            if (ns[c])
+                model_op(c, comm, n, b, sizes[c][0], pi, po);
+            for (int k = 0; k < ns[c]; k++) {
+                MPI_Barrier(comm);
+                double t0 = MPI_Wtime();
+                model_op(c, comm, n, b, sizes[c][k], pi, po);
+                if (i >= 0)
+                    it[c * cells + (size_t)k * cfg->iters + i] = MPI_Wtime() - t0;
+            }
+        }
+    if (it && mx)
+        MPI_Reduce(it, mx, (int)(MS_N * cells), MPI_DOUBLE, MPI_MAX, 0, comm);
+    for (int c = 0; r == 0 && it && mx && c < MS_N; c++) {
+        cv[c]->nsizes = ns[c];
+        cv[c]->nranks = c == MS_AR ? n : c == MS_RED || c == MS_CPY ? n : 2;
+        cv[c]->pairs = c == MS_XI ? n / 2 : c == MS_XO ? n / 2 : 0;
+        memcpy(cv[c]->bytes, sizes[c], sizeof sizes[c]);
+        for (int k = 0; k < ns[c]; k++)
+            spread(mx + c * cells + (size_t)k * cfg->iters, cfg->iters, cv[c], k);
+    }
+    free(it);
+    free(mx);
 }
 
 /* ---- the whole probe ----------------------------------------------------------------------- */
@@ -381,7 +482,7 @@ int cli_probe_mpi_run(const cli_probe_cfg *cfg, cli_probe_data *out)
         out->mpi_library[strcspn(out->mpi_library, "\n")] = 0;
         MPI_Allreduce(&b.gpu, &out->gpu_buffers, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         pingpongs(cfg, &L, &b, out);
-        coll_sweep(0, L.ordered, cfg, &b, &out->ar_world);
+        model_sweep(cfg, &L, &b, out);
         coll_sweep(1, L.ordered, cfg, &b, &out->ag_world);
         coll_sweep(2, L.ordered, cfg, &b, &out->a2a_world);
         if (out->ranks_per_node >= 2 && out->nnodes >= 2)

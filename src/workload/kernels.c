@@ -118,8 +118,8 @@ double mp_fsdp_copy_out_s(double params, double bytes_per_param, double mem_Bps)
  * h each), two residual adds (read 2h, write h each), the activation function (GELU: read f,
  * write f; SwiGLU: read 2f, write f), rotary embedding on Q and K (read and write), and dropout
  * (read h, write h, 1-byte mask) twice when on. Counted from the kernels Megatron-LM and PyTorch
- * run (fused norm, fused bias-activation); backward moves about twice as much (gradients in and
- * out plus saved inputs). f_act is the width whose activation runs here per token (0 for an MoE
+ * run (fused norm, fused bias-activation); the backward's count is mp_kernel_elem_bwd_bytes_per_token.
+ * f_act is the width whose activation runs here per token (0 for an MoE
  * layer, whose expert activations are counted with the routed tokens). */
 double mp_kernel_elem_fwd_bytes_per_token(const mp_model *m, const mp_attn_dims *ad, double f_act,
                                           int tp, int sp)
@@ -139,3 +139,37 @@ double mp_kernel_elem_fwd_bytes_per_token(const mp_model *m, const mp_attn_dims 
     return bytes;
 }
 
+
+/* Element-wise HBM traffic of the same kernels' backward per token, in bytes, kernel by kernel
+ * (each reads the output gradient and what its formula needs, writes the input gradient):
+ *   norm (apex fused LayerNorm / TE RMSNorm backward): read dy and the saved input, write dx:
+ *     3 per element (the weight-gradient partial sums are per column, not per token);
+ *   residual: the stream's gradient is the pass-through plus the branch's input gradient, one
+ *     add (read 2, write 1) per residual, as in forward;
+ *   activation: GELU (Megatron bias_gelu_back) reads dy and the saved input, writes dx: 3f;
+ *     SwiGLU (Megatron-Core fused swiglu backward) reads dy and both saved halves, writes both
+ *     halves' gradients: 5f;
+ *   rotary: the inverse rotation of dq and dk, read and write as in forward;
+ *   dropout: read dy and the 1-byte mask, write dx: the forward's bytes.
+ * For a GPT layer without SP at f/tp = h/2 that is 37h bytes against the forward's 32h (1.16x);
+ * the rule "backward = 2x forward" it replaces charged 64h, and on Korthikanti et al. 2022
+ * Table 4 (22B, TP 8, one layer: SP saves 0.5 ms of the 7.7 ms forward and 0.1 ms of the 11.9 ms
+ * backward) it made the unsharded norms and dropouts of a run without SP cost ~0.7 ms per layer
+ * too much (docs/stacks.md). */
+double mp_kernel_elem_bwd_bytes_per_token(const mp_model *m, const mp_attn_dims *ad, double f_act,
+                                          int tp, int sp)
+{
+    double h = (double)m->hidden, f = f_act / tp;
+    double qd = ad->q_width / tp, kd = ad->k_width / tp;
+    double hs = sp ? h / tp : h;
+    double elems = 2.0 * 3.0 * hs + 2.0 * 3.0 * hs + (m->glu ? 5.0 : 3.0) * f;
+    if (m->position == MP_POS_ROPE)
+        elems += ad->mla ? 2.0 * (double)m->qk_rope_head_dim * ((double)m->heads / tp + 1.0)
+                         : 2.0 * (qd + kd);
+    if (ad->mla)
+        elems += 3.0 * ((double)m->q_lora_rank + (double)m->kv_lora_rank);
+    double bytes = 2.0 * elems;
+    if (m->dropout)
+        bytes += 2.0 * (2.0 * 2.0 * hs + hs);
+    return bytes;
+}

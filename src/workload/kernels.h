@@ -26,4 +26,8 @@ double mp_kernel_grouped_gemm_s(const mp_kernel_rates *r, double rate, double G,
 double mp_kernel_elem_fwd_bytes_per_token(const mp_model *m, const mp_attn_dims *ad, double f_act,
                                           int tp, int sp);
 
+/* The same kernels' backward HBM bytes per token, counted kernel by kernel (kernels.c). */
+double mp_kernel_elem_bwd_bytes_per_token(const mp_model *m, const mp_attn_dims *ad, double f_act,
+                                          int tp, int sp);
+
 #endif

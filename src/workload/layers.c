@@ -116,7 +116,10 @@ static void dense_layer(const mp_workload *w, const mp_model *m, const mp_plan *
               + mp_kernel_gemm_s(r, R, T, h, f / tp, we);                              /* FC2 */
     l->attn_s = a->core_s;
     /* The stack's fusions scale the element-wise traffic (data/stacks.json). */
-    l->elem_s = opts->elementwise_bytes_frac * T * mp_kernel_elem_fwd_bytes_per_token(m, ad, f, tp, p->sp) / elem_Bps;
+    const double ef = opts->elementwise_bytes_frac * T / elem_Bps;
+    const double chain_fwd = ef * mp_kernel_elem_fwd_bytes_per_token(m, ad, f, tp, p->sp);
+    l->elem_s = chain_fwd;
+    const double chain_bwd = ef * mp_kernel_elem_bwd_bytes_per_token(m, ad, f, tp, p->sp);
     if (fp8) {
         /* Transformer Engine casts every fp8 GEMM input it cannot fuse into a preceding
          * LayerNorm (output projection, FC2): read 2 bytes, write the rowwise and the
@@ -126,6 +129,8 @@ static void dense_layer(const mp_workload *w, const mp_model *m, const mp_plan *
         double bwd_cast = a->out_elems + T * ((m->glu ? 2 : 1) * f / tp + h);
         fp8_casts(opts, fwd_cast, bwd_cast, 2.0 * T * h, w->layer[MP_LK_DENSE].params, elem_Bps, l);
     }
+    /* Backward: the chain counted kernel by kernel, the fp8 forward casts twice (as before). */
+    l->elem_bwd_s = chain_bwd + 2.0 * (l->elem_s - chain_fwd);
 }
 
 /* An MoE layer (Megatron-Core's MoE layer): attention + router + routed experts as grouped GEMMs
@@ -160,8 +165,9 @@ static void moe_layer(const mp_workload *w, const mp_model *m, const mp_plan *p,
      * (read h, write h/k); plus the router's fp32 logits, softmax/top-k and probabilities
      * (~4 passes over E floats per token). */
     double per_copy = 2.0 * (2.0 * h + (ep > 1 ? 4.0 * h : 0.0) + (m->glu ? 3.0 : 2.0) * fl + h + h / k);
-    l->elem_s = opts->elementwise_bytes_frac * T * mp_kernel_elem_fwd_bytes_per_token(m, ad, S * fe, tp, p->sp) / elem_Bps
-              + (Rt * per_copy + 16.0 * Tr * E) / elem_Bps;
+    const double ef = opts->elementwise_bytes_frac * T / elem_Bps;
+    const double chain_fwd = ef * mp_kernel_elem_fwd_bytes_per_token(m, ad, S * fe, tp, p->sp);
+    l->elem_s = chain_fwd + (Rt * per_copy + 16.0 * Tr * E) / elem_Bps;
     /* The dispatcher's per-copy bookkeeping (routing-map to index conversion, sorts and
      * scatters with indirection, the host sync for all-to-all split sizes), fitted: one
      * third in forward, like the other per-layer work (backward = 2x forward). */
@@ -176,6 +182,9 @@ static void moe_layer(const mp_workload *w, const mp_model *m, const mp_plan *p,
         const mp_wl_layer *km = &w->layer[MP_LK_MOE];
         fp8_casts(opts, fwd_cast, bwd_cast, T * h, km->params + km->expert_params, elem_Bps, l);
     }
+    /* Backward: the dense chain counted kernel by kernel; the permutation, router, dispatcher
+     * and fp8 casts twice their forward (as before). */
+    l->elem_bwd_s = ef * mp_kernel_elem_bwd_bytes_per_token(m, ad, S * fe, tp, p->sp) + 2.0 * (l->elem_s - chain_fwd);
 }
 
 /* Forward, backward and recompute of a layer from its forward pieces. fl: the model's FLOPs
@@ -194,7 +203,7 @@ static void passes(mp_wl_layer *l, mp_recompute rc, const mp_flops *fl, double e
 {
     const double attn_bwd = flash ? 2.5 : 2.0;
     l->fwd_s = l->gemm_s + l->attn_s + l->elem_s;
-    l->bwd_s = 2.0 * l->gemm_s + attn_bwd * l->attn_s + 2.0 * l->elem_s + l->bwd_extra_s;
+    l->bwd_s = 2.0 * l->gemm_s + attn_bwd * l->attn_s + l->elem_bwd_s + l->bwd_extra_s;
     l->bwd_weight_s = l->gemm_s; /* wgrad GEMMs: the forward GEMMs' FLOPs (Qi et al. 2023 Sec. 2) */
     if (frozen) {
         l->fwd_s += l->adapter_s + l->dequant_s;
@@ -350,7 +359,7 @@ static void copy_out(mp_workload *w, const mp_model *m, const mp_plan *p)
  * recompute), so the cache keeps it for the next plan of the same shape. */
 typedef struct {
     attn_part a;
-    double d[4], mo[4];        /* gemm_s, attn_s, elem_s, bwd_extra_s of a dense / MoE layer */
+    double d[5], mo[5];        /* gemm_s, attn_s, elem_s, bwd_extra_s, elem_bwd_s of a dense / MoE layer */
     double head_f, ce_s, proj; /* LM head GEMM, cross-entropy, MTP projection */
 } kernels;
 _Static_assert(sizeof(kernels) <= sizeof(((mp_wl_cache *)0)->kern[0].val), "kernels fit the cache");
@@ -363,18 +372,18 @@ static void price_kernels(mp_workload *w, const mp_model *m, const mp_plan *p,
     mp_wl_layer l = {0};
     attention(w, m, p, &k->a);
     dense_layer(w, m, p, opts, &k->a, &l);
-    k->d[0] = l.gemm_s, k->d[1] = l.attn_s, k->d[2] = l.elem_s, k->d[3] = l.bwd_extra_s;
+    k->d[0] = l.gemm_s, k->d[1] = l.attn_s, k->d[2] = l.elem_s, k->d[3] = l.bwd_extra_s, k->d[4] = l.elem_bwd_s;
     l = (mp_wl_layer){0};
     if (w->moe)
         moe_layer(w, m, p, opts, &k->a, &l);
-    k->mo[0] = l.gemm_s, k->mo[1] = l.attn_s, k->mo[2] = l.elem_s, k->mo[3] = l.bwd_extra_s;
+    k->mo[0] = l.gemm_s, k->mo[1] = l.attn_s, k->mo[2] = l.elem_s, k->mo[3] = l.bwd_extra_s, k->mo[4] = l.elem_bwd_s;
     k->head_f = mp_kernel_gemm_s(r, r->bf16_matmul_flops_per_s, T, V / tp, h, 2.0);
     k->ce_s = 24.0 * T * V / tp / r->elem_Bps;
     if (w->act_elem_bytes > 2.0) {
         /* fp32/tf32 training: every element-wise kernel moves 4-byte elements (the counts above
          * are for 16-bit ones) and the LM head runs at the training dtype's rate (kernels.c) */
         const double x = w->act_elem_bytes / 2.0;
-        k->d[2] *= x, k->mo[2] *= x;
+        k->d[2] *= x, k->mo[2] *= x, k->d[4] *= x, k->mo[4] *= x;
         k->head_f = mp_kernel_gemm_s(r, r->bf16_matmul_flops_per_s, T, V / tp, h, w->act_elem_bytes);
     }
     k->proj = m->mtp_layers > 0 ? mp_kernel_gemm_s(r, r->matmul_flops_per_s, T, h, 2.0 * h,
@@ -411,10 +420,10 @@ void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
     kernels_of(w, m, p, opts, cache, &k);
     layer_comm(w, m, p, &k.a);
     mp_wl_layer *d = &w->layer[MP_LK_DENSE], *mo = &w->layer[MP_LK_MOE];
-    d->gemm_s = k.d[0], d->attn_s = k.d[1], d->elem_s = k.d[2], d->bwd_extra_s = k.d[3];
+    d->gemm_s = k.d[0], d->attn_s = k.d[1], d->elem_s = k.d[2], d->bwd_extra_s = k.d[3], d->elem_bwd_s = k.d[4];
     const double every = p->recompute_every > 1 ? (double)p->recompute_every : 1.0;
     if (w->moe)
-        mo->gemm_s = k.mo[0], mo->attn_s = k.mo[1], mo->elem_s = k.mo[2], mo->bwd_extra_s = k.mo[3];
+        mo->gemm_s = k.mo[0], mo->attn_s = k.mo[1], mo->elem_s = k.mo[2], mo->bwd_extra_s = k.mo[3], mo->elem_bwd_s = k.mo[4];
     mp_wl_finetune_price(w, m, p);
     passes(d, p->recompute, &w->flops, every, p->flash, w->frozen);
     if (w->moe)
