@@ -67,11 +67,10 @@ static void comm(mp_doctor_report *r, const mp_cluster *c, const char *part, con
     int net = tier >= 1;
     snprintf(what, sizeof what, "%s on tier %d (%s)", label, tier, tier_name(c, tier));
     if (net)
-        snprintf(check, sizeof check, "%s slower than this fabric should deliver: check NCCL_IB_HCA, "
-                 "GPUDirect RDMA (NCCL_NET_GDR_LEVEL, NCCL_DEBUG=INFO transport lines) and run "
-                 "nccl-tests across nodes (meshplan calibrate)", label);
+        snprintf(check, sizeof check, "%.40s slower than the fabric should be: check NCCL_IB_HCA, GPUDirect "
+                 "RDMA (NCCL_NET_GDR_LEVEL, NCCL_DEBUG=INFO), nccl-tests across nodes", label);
     else
-        snprintf(check, sizeof check, "%s slower than NVLink should deliver: check nvidia-smi "
+        snprintf(check, sizeof check, "%.40s slower than NVLink should be: check nvidia-smi "
                  "nvlink --status, NCCL_P2P_LEVEL / NCCL_NVLS_ENABLE, and run all_reduce_perf in "
                  "one node", label);
     add(r, part, t, net ? PLAUS_NETWORK : PLAUS_SCALEUP, what, check);

@@ -3,6 +3,7 @@
  * (docs/plot.md "SVG metadata"), or cairo's image surface into a PNG. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,10 @@ static void mb_put(membuf *b, const char *s, size_t n)
 {
     if (b->oom)
         return;
+    if (n >= SIZE_MAX / 2 - b->n) { /* no size_t wrap in the sums below */
+        b->oom = 1;
+        return;
+    }
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 1 << 16;
         while (b->n + n + 1 > cap)

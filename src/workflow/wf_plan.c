@@ -266,7 +266,7 @@ static double sum_L(const mp_workflow *w, const wf_option *o)
 static double needed(const wf_ctx *x, double lam, double cap, wf_choice *ch)
 {
     const mp_workflow *w = x->w;
-    wf_llm_stat st[MP_WF_MAX_LLMS];
+    wf_llm_stat st[MP_WF_MAX_LLMS] = {0};
     for (int l = 0; l < w->nllms; l++) {
         double best = INFINITY, bl = INFINITY;
         for (int i = 0; i < x->lo[l].nopts; i++) {
@@ -318,7 +318,7 @@ static double needed(const wf_ctx *x, double lam, double cap, wf_choice *ch)
 static int fixed_choice(const wf_ctx *x, const double *g_l, double lam, wf_choice *ch)
 {
     const mp_workflow *w = x->w;
-    wf_llm_stat st[MP_WF_MAX_LLMS];
+    wf_llm_stat st[MP_WF_MAX_LLMS] = {0};
     for (int l = 0; l < w->nllms; l++) {
         double best = INFINITY;
         ch->o[l] = -1;
@@ -386,7 +386,7 @@ static int pred_fixed(const wf_ctx *x, const void *arg, double lam, wf_choice *c
 /* A choice held fixed: stable and within the SLO at lam. */
 static int pred_held(const wf_ctx *x, const void *arg, double lam, wf_choice *ch)
 {
-    wf_llm_stat st[MP_WF_MAX_LLMS];
+    wf_llm_stat st[MP_WF_MAX_LLMS] = {0};
     double mean, p99;
     *ch = *(const wf_choice *)arg;
     eval_all(x, ch, lam, st, &mean, &p99);
@@ -401,7 +401,7 @@ static void fill(const wf_ctx *x, const mp_cluster *c, int64_t gpus, const wf_ch
                  double lam, mp_wf_alloc *a)
 {
     const mp_workflow *w = x->w;
-    wf_llm_stat st[MP_WF_MAX_LLMS];
+    wf_llm_stat st[MP_WF_MAX_LLMS] = {0};
     memset(a, 0, sizeof *a);
     a->feasible = 1;
     a->requests_per_s = rps;
