@@ -1,6 +1,6 @@
 /* tests/test_mlperf.c — the MLPerf Inference v4.1 rows of validate (issues 20 and 21):
  *   - the built-in length samples of the OpenOrca and Mixtral-mix datasets (src/validate/
- *     mlperf_lengths.c) are the pairs of tests/data/mlperf_*_lengths.csv (SOURCES.md), their means
+ *     mlperf_lengths.c, embedded from data/lengths/NAME.csv) parse to the files' pairs, their means
  *     the ones the defaults table states, and the Mixtral sample's reference outputs within 5% of
  *     the 144.84 tokens per sample of its MLPerf accuracy target (a check of the sample);
  *   - a row naming the dataset without an input length gets the sample's mean, said in
@@ -51,8 +51,8 @@ static void check_sample(const char *dataset, const char *csv_path, double in_me
 static void test_length_samples(void **state)
 {
     (void)state;
-    check_sample("mlperf_openorca", MESHPLAN_SOURCE_DIR "/tests/data/mlperf_llama2_openorca_lengths.csv", 223.9);
-    check_sample("mlperf_mixtral_openorca_gsm8k_mbxp", MESHPLAN_SOURCE_DIR "/tests/data/mlperf_mixtral_lengths.csv", 403.2);
+    check_sample("mlperf_openorca", MESHPLAN_SOURCE_DIR "/data/lengths/mlperf_openorca.csv", 223.9);
+    check_sample("mlperf_mixtral_openorca_gsm8k_mbxp", MESHPLAN_SOURCE_DIR "/data/lengths/mlperf_mixtral_openorca_gsm8k_mbxp.csv", 403.2);
     mp_val_lengths t;
     assert_int_equal(mp_val_dataset_lengths("mlperf_mixtral_openorca_gsm8k_mbxp", &t), 1);
     /* mlcommons/inference language/mixtral-8x7b/README.md: tokens_per_sample 144.84 */
