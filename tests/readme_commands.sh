@@ -14,7 +14,8 @@
 # sanitizer build, ten times slower, sets 300). Lines starting with
 # "bash scripts/" or "bash fuzz/" and "build-fuzz/" are the set-up, the test suite itself,
 # Valgrind and fuzzing: CI (.ci/run) runs those; they are counted and listed, not run here.
-# Commands naming ../shared/ are skipped with a message when it is absent (a fresh clone).
+# Commands naming ../shared/ are skipped with a message when it is absent (a fresh clone), and so
+# are the lines that read a file a skipped line writes with -o.
 # Lines after "$ cmd" in a block are its sample output, not commands. The commands run with
 # /usr/bin first on PATH, as on the fresh Debian machine the README is written for (python3 is
 # then Debian's, with the python3-* packages scripts/setup.sh installs, not a pyenv or conda
@@ -68,7 +69,7 @@ while i < len(lines):
 PY
 
 export PATH="/usr/bin:$PATH"
-ran=0 failed=0 notrun=0 skipped=0
+ran=0 failed=0 notrun=0 skipped=0 skipped_outputs=""
 start=$(date +%s)
 while IFS= read -r cmd; do
     body=$(sed -E 's/^([A-Z_][A-Z0-9_]*=[^ ]*[[:space:]]+)*//' <<< "$cmd")
@@ -76,8 +77,14 @@ while IFS= read -r cmd; do
         "bash scripts/"*|"bash fuzz/"*|build-fuzz/*)
             notrun=$((notrun + 1)); echo "not run (CI runs it): $cmd"; continue ;;
     esac
-    if [[ "$cmd" == *"../shared/"* ]] && [ ! -e "$W/shared" ]; then
-        skipped=$((skipped + 1)); echo "skipped (no ../shared): $cmd"; continue
+    # ... and so are the lines that read what a skipped line would have written (its -o FILE).
+    needs_skipped=0
+    for f in $skipped_outputs; do [[ "$cmd" == *"$f"* ]] && needs_skipped=1; done
+    if { [[ "$cmd" == *"../shared/"* ]] && [ ! -e "$W/shared" ]; } || [ $needs_skipped -eq 1 ]; then
+        skipped=$((skipped + 1)); echo "skipped (no ../shared): $cmd"
+        o=$(sed -nE 's/.*(^| )-o +([^ ]+).*/\2/p' <<< "$cmd")
+        [ -n "$o" ] && skipped_outputs="$skipped_outputs $o"
+        continue
     fi
     run=$(sed -E 's#(^|[;&|(] *)meshplan #\1build/meshplan #g' <<< "$cmd")
     # In a sanitizer build Python loads the instrumented library with the runtimes preloaded.

@@ -295,7 +295,11 @@ static void test_validate_rows_name_their_stack(void **s)
     (void)s;
     const char *path = MESHPLAN_VALIDATION_DIR "/runs.csv";
     FILE *f = fopen(path, "rb");
-    assert_non_null(f);
+    if (!f) { /* a clone without ../shared beside it */
+        print_message("# %s absent (the published runs of ../shared): skipped\n", path);
+        skip();
+        return;
+    }
     static char buf[1 << 21];
     size_t len = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
