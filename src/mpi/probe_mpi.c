@@ -357,8 +357,7 @@ static void model_op(int c, MPI_Comm comm, int n, bufs *b, double S, int pi, int
 
 static void spread(double *v, int m, cli_probe_curve *cv, int k)
 {
-    qsort(v, (size_t)m, sizeof v[0], cmp_double);
-    cv->time_s[k] = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    cv->time_s[k] = median(v, m); /* sorts v: the fastest and the quartiles read from it */
     cv->min_s[k] = v[0];
     cv->q1_s[k] = v[(m - 1) / 4];
     cv->q3_s[k] = v[(3 * (m - 1)) / 4];
@@ -407,8 +406,9 @@ static void model_sweep(const cli_probe_cfg *cfg, layout *L, bufs *b, cli_probe_
         MPI_Reduce(it, mx, (int)(MS_N * cells), MPI_DOUBLE, MPI_MAX, 0, comm);
     for (int c = 0; r == 0 && it && mx && c < MS_N; c++) {
         cv[c]->nsizes = ns[c];
-        cv[c]->nranks = c == MS_AR ? n : c == MS_RED || c == MS_CPY ? n : 2;
-        cv[c]->pairs = c == MS_XI ? n / 2 : c == MS_XO ? n / 2 : 0;
+        int exchange = c == MS_XI || c == MS_XO; /* pairs of ranks; the others: every rank */
+        cv[c]->nranks = exchange ? 2 : n;
+        cv[c]->pairs = exchange ? n / 2 : 0;
         memcpy(cv[c]->bytes, sizes[c], sizeof sizes[c]);
         for (int k = 0; k < ns[c]; k++)
             spread(mx + c * cells + (size_t)k * cfg->iters, cfg->iters, cv[c], k);
