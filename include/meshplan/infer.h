@@ -143,6 +143,21 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
 int mp_infer_device_memory(const char *engine, const char *gpu, int multi_gpu, double *total_bytes,
                            double *non_torch_bytes, const char **source);
 
+/** The best GEMM rate of GPU g at dtype dt that the inference power model divides by, FLOP/s:
+ *  the catalog's measured rate, else 0.835 x the dense peak at dt (at bf16 where dt has no peak;
+ *  the mean measured share of the A100/H100 rows of validation/gpus.csv). g: a catalog GPU. */
+double mp_infer_best_gemm_flops(const mp_gpu *g, mp_dtype dt);
+
+/** The activity model's power of one GPU while kernels run (Hong & Kim 2010; docs/energy.md),
+ *  W: min(tdp_W, wait_W + (tdp_W - wait_W) * u + bytes / kernel_s * 8 * pj_per_bit * 1e-12),
+ *  u = min(1, flop / kernel_s / best_flops) (0 when best_flops <= 0). tdp_W, wait_W: the GPU's
+ *  power limit and active-idle power, W; best_flops: mp_infer_best_gemm_flops, FLOP/s;
+ *  pj_per_bit: HBM + on-chip access energy, pJ/bit; flop, bytes: per GPU over kernel_s seconds.
+ *  Returns wait_W when kernel_s <= 0. Used by mp_infer_phase_power_w and the serving
+ *  simulator's step power. */
+double mp_infer_kernel_power_w(double tdp_W, double wait_W, double best_flops, double pj_per_bit,
+                               double flop, double bytes, double kernel_s);
+
 /** Average power of one GPU over one inference phase (src/infer/power.c; docs/infer.md "Power").
  *  The phase splits into kernel_s (GPU-bound kernels at their roofline time: FLOP-, HBM- or
  *  link-bound), dispatch_s (eager steps: the CPU issuing the step's kernels one by one, the GPU
@@ -150,7 +165,7 @@ int mp_infer_device_memory(const char *engine, const char *gpu, int multi_gpu, d
  *  waits on: scheduler, sampler, detokenizer). While kernels run and through the dispatch window
  *  the GPU draws the activity model's kernel power
  *    P_k = min(TDP, P_wait + (TDP - P_wait) * u + bytes / kernel_s * 8 * E_bit),
- *  u = flop / kernel_s / best GEMM rate at dt (0.835 x peak when none is measured); through host_s
+ *  u = flop / kernel_s / mp_infer_best_gemm_flops(g, dt) (mp_infer_kernel_power_w); through host_s
  *  it waits at P_wait. g: the GPU (tdp_W > 0); wait_W: its active-idle power, W
  *  (mp_energy_gpu_points); pj_per_bit: HBM + on-chip access energy, pJ/bit (mp_energy_opts);
  *  flop, bytes: FLOPs and HBM bytes per GPU of the phase; times in s, each >= 0. Returns W; 0

@@ -29,6 +29,22 @@
  * FALLBACK_MATMUL_FRAC: the measured A100/H100 rows of validation/gpus.csv). */
 #define FALLBACK_MATMUL_FRAC 0.835
 
+double mp_infer_best_gemm_flops(const mp_gpu *g, mp_dtype dt)
+{
+    double peak = g->peak_flops_per_s[dt] > 0 ? g->peak_flops_per_s[dt] : g->peak_flops_per_s[MP_DT_BF16];
+    return g->measured_matmul_flops_per_s[dt] > 0 ? g->measured_matmul_flops_per_s[dt]
+                                                  : FALLBACK_MATMUL_FRAC * peak;
+}
+
+double mp_infer_kernel_power_w(double tdp_W, double wait_W, double best_flops, double pj_per_bit,
+                               double flop, double bytes, double kernel_s)
+{
+    if (!(kernel_s > 0))
+        return wait_W;
+    double u = best_flops > 0 ? fmin(1.0, flop / kernel_s / best_flops) : 0.0;
+    return fmin(tdp_W, wait_W + (tdp_W - wait_W) * u + bytes / kernel_s * 8.0 * pj_per_bit * 1e-12);
+}
+
 double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit, double flop,
                               double bytes, double kernel_s, double dispatch_s, double host_s,
                               mp_dtype dt)
@@ -39,13 +55,7 @@ double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit,
     const double total = kernel_s + dispatch_s + host_s;
     if (!(total > 0))
         return 0.0;
-    double peak = g->peak_flops_per_s[dt] > 0 ? g->peak_flops_per_s[dt] : g->peak_flops_per_s[MP_DT_BF16];
-    double best = g->measured_matmul_flops_per_s[dt] > 0 ? g->measured_matmul_flops_per_s[dt]
-                                                         : FALLBACK_MATMUL_FRAC * peak;
-    double p_k = wait_W;
-    if (kernel_s > 0) {
-        double u = best > 0 ? fmin(1.0, flop / kernel_s / best) : 0.0;
-        p_k = fmin(g->tdp_W, wait_W + (g->tdp_W - wait_W) * u + bytes / kernel_s * 8.0 * pj_per_bit * 1e-12);
-    }
+    double p_k = mp_infer_kernel_power_w(g->tdp_W, wait_W, mp_infer_best_gemm_flops(g, dt), pj_per_bit,
+                                         flop, bytes, kernel_s);
     return (p_k * (kernel_s + dispatch_s) + wait_W * host_s) / total;
 }

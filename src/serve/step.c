@@ -18,6 +18,7 @@
 
 #include "meshplan/coll.h"
 #include "meshplan/energy.h"
+#include "meshplan/infer.h"
 #include "meshplan/workload.h"
 #include "serve/serve_internal.h"
 
@@ -179,8 +180,7 @@ int sv_step_model_build(const mp_model *m, const mp_cluster *c, const mp_infer_p
     double idle_W;
     mp_energy_gpu_points(g, &idle_W, &sm->wait_W);
     sm->tdp_W = g->tdp_W;
-    double peak = g->peak_flops_per_s[dt] > 0 ? g->peak_flops_per_s[dt] : g->peak_flops_per_s[MP_DT_BF16];
-    sm->best_flops = g->measured_matmul_flops_per_s[dt] > 0 ? g->measured_matmul_flops_per_s[dt] : 0.835 * peak;
+    sm->best_flops = mp_infer_best_gemm_flops(g, dt);
     mp_energy_opts eo;
     mp_energy_opts_init(&eo);
     sm->pj_per_bit = eo.mem_pJ_per_bit;
@@ -233,11 +233,6 @@ double sv_step_time_s(const sv_step_model *sm, const sv_step_mix *x, double *flo
 
 double sv_step_power_w(const sv_step_model *sm, double t, double flop, double bytes)
 {
-    if (!(t > 0))
-        return sm->wait_W;
-    /* Linear activity model (Hong & Kim 2010; docs/energy.md), as src/infer/infer.c: active idle
-     * + the tensor cores' dynamic power in proportion to the FLOP rate over the best GEMM rate +
-     * HBM traffic x 8 bits x E_bit; at most the TDP */
-    double u = sm->best_flops > 0 ? fmin(1.0, flop / t / sm->best_flops) : 0.0;
-    return fmin(sm->tdp_W, sm->wait_W + (sm->tdp_W - sm->wait_W) * u + bytes / t * 8.0 * sm->pj_per_bit * 1e-12);
+    /* the inference model's kernel power (src/infer/power.c): a step's kernels back to back */
+    return mp_infer_kernel_power_w(sm->tdp_W, sm->wait_W, sm->best_flops, sm->pj_per_bit, flop, bytes, t);
 }
