@@ -233,7 +233,8 @@ static void test_pipeline_exact(void **state)
         ar[nar].bytes = s;
         assert_int_equal(mp_probe_mpi_allreduce_s(&truth_m, s, &ar[nar].time_s, NULL, NULL), MP_OK);
     }
-    mp_probe_mpi_inputs in = {MP_MPI_RULES_OPENMPI_TUNED, 2, 2, x, nx, NULL, 0, rd, nx, cp, nx};
+    mp_probe_mpi_inputs in = {MP_MPI_RULES_OPENMPI_TUNED, 2, 2, x, nx, NULL, 0, rd, nx, cp, nx,
+                              NULL, 0};
     mp_probe_mpi_model m;
     assert_int_equal(mp_probe_mpi_model_fit(&in, &m, NULL), MP_OK);
     assert_int_equal(m.intra.nregimes, 2);
@@ -249,6 +250,55 @@ static void test_pipeline_exact(void **state)
     in.ranks = 4;
     assert_int_equal(mp_probe_mpi_model_fit(&in, &m, &d), MP_ERR_INPUT);
     assert_non_null(strstr(d.text, "between nodes"));
+}
+
+/* The start-up cost from the chained exchange: every separately timed exchange pays D once on
+ * top of its step, the chain of K steps pays D once (4 ranks in 2 nodes of 2: masks 1, 2, 2, 1,
+ * so two steps inside the nodes and two between); the fit recovers D, and the all-reduce pays
+ * D once plus its steps (Rabenseifner: 2 steps of n/2 inside, 2 of n/4 between). */
+static void test_entry_from_chain(void **state)
+{
+    (void)state;
+    const double D = 42e-6, ai = 30e-6, bi = 2e9, ao = 35e-6, bo = 1.5e9;
+    const double ra = 1e-7, rb = 12e9, ca = 5e-8, cb = 15e9;
+    mp_probe_point xi[20], xo[20], ch[20], rd[20], cp[20];
+    int n = 0;
+    for (double s = 64; s <= 1048576; s *= 2, n++) {
+        double ti = ai + s / bi, to = ao + s / bo;
+        xi[n] = (mp_probe_point){s, D + ti};
+        xo[n] = (mp_probe_point){s, D + to};
+        ch[n] = (mp_probe_point){s, D + 2 * ti + 2 * to};
+        rd[n] = (mp_probe_point){s, ra + s / rb};
+        cp[n] = (mp_probe_point){s, ca + s / cb};
+    }
+    mp_probe_mpi_inputs in = {MP_MPI_RULES_OPENMPI_TUNED, 4, 2, xi, n, xo, n, rd, n, cp, n, ch, n};
+    mp_probe_mpi_model m;
+    assert_int_equal(mp_probe_mpi_model_fit(&in, &m, NULL), MP_OK);
+    assert_true(fabs(m.entry_s - D) < 1e-3 * D);
+    assert_int_equal(m.chain_points, n);
+    double t, s = 1048576;
+    mp_mpi_allreduce_algo a;
+    assert_int_equal(mp_probe_mpi_allreduce_s(&m, s, &t, &a, NULL), MP_OK);
+    assert_int_equal(a, MP_MPI_AR_RABENSEIFNER);
+    double want = ca + s / cb + D + 2 * (ai + s / 2 / bi) + ra + s / 2 / rb +
+                  2 * (ao + s / 4 / bo) + ra + s / 4 / rb;
+    assert_true(fabs(t - want) < 1e-6 * want);
+    /* Recursive doubling (4 KiB at 4 ranks): D once and two steps. */
+    s = 4096;
+    assert_int_equal(mp_probe_mpi_allreduce_s(&m, s, &t, &a, NULL), MP_OK);
+    assert_int_equal(a, MP_MPI_AR_RECURSIVE_DOUBLING);
+    want = ca + s / cb + D + ai + s / bi + ao + s / bo + 2 * (ra + s / rb);
+    assert_true(fabs(t - want) < 1e-6 * want);
+    /* Without the chain the model is the one before it: no start-up term. */
+    in.chain = NULL, in.nchain = 0;
+    assert_int_equal(mp_probe_mpi_model_fit(&in, &m, NULL), MP_OK);
+    assert_true(m.entry_s == 0 && m.chain_points == 0);
+    /* A chain point with a time not > 0 is refused, naming the chain. */
+    mp_diag d = {0};
+    in.chain = ch, in.nchain = n;
+    ch[3].time_s = 0;
+    assert_int_equal(mp_probe_mpi_model_fit(&in, &m, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "chained exchange"));
 }
 
 /* ---- recorded probe runs ------------------------------------------------------------------- */
@@ -267,38 +317,68 @@ static int load_points(json_t *arr, const char *key, mp_probe_point *p, int cap)
     return n;
 }
 
-/* Rebuild the model of a recorded `meshplan probe --json` report from its input curves, predict
- * its all-reduce curve; the figure must equal the report's. Returns the median error (%), or -1
- * when the report has no model. *judged: ranks <= cores of the machine it ran on. */
-static double check_report(const char *path, int *judged, int *ranks)
+/* The held-out figure of report r from its input curves (key "time_s": the medians; "min_s":
+ * the fastest iterations), as cmd_probe.c fit_mpi_model computes it: the chained exchange
+ * enters only when the report says the ranks were oversubscribed. */
+static double report_error(json_t *r, const char *key, int use_chain)
 {
-    json_error_t je;
-    json_t *r = json_load_file(path, 0, &je);
-    assert_non_null(r);
     json_t *mm = json_object_get(r, "mpi_model"), *in = json_object_get(mm, "inputs");
     assert_non_null(in);
-    mp_probe_point xi[40], xo[40], rd[40], cp[40], ar[40];
-    int nxi = 0, nxo = 0;
+    mp_probe_point xi[40], xo[40], rd[40], cp[40], ar[40], ch[40];
+    int nxi = 0, nxo = 0, nch = 0;
+    if (use_chain && json_object_get(in, "exchange_chain") &&
+        json_is_true(json_object_get(r, "oversubscribed")))
+        nch = load_points(json_object_get(in, "exchange_chain"), key, ch, 40); /* run08 on */
     if (json_object_get(in, "exchange_intra_node"))
-        nxi = load_points(json_object_get(in, "exchange_intra_node"), "time_s", xi, 40);
+        nxi = load_points(json_object_get(in, "exchange_intra_node"), key, xi, 40);
     if (json_object_get(in, "exchange_inter_node"))
-        nxo = load_points(json_object_get(in, "exchange_inter_node"), "time_s", xo, 40);
-    int nrd = load_points(json_object_get(in, "reduce_local"), "time_s", rd, 40);
-    int ncp = load_points(json_object_get(in, "copy"), "time_s", cp, 40);
+        nxo = load_points(json_object_get(in, "exchange_inter_node"), key, xo, 40);
+    int nrd = load_points(json_object_get(in, "reduce_local"), key, rd, 40);
+    int ncp = load_points(json_object_get(in, "copy"), key, cp, 40);
     json_t *a = json_object_get(mm, "all_reduce");
-    int nar = load_points(json_object_get(a, "points"), "time_s", ar, 40);
-    *ranks = (int)json_integer_value(json_object_get(r, "ranks"));
+    int nar = load_points(json_object_get(a, "points"), key, ar, 40);
+    int ranks = (int)json_integer_value(json_object_get(r, "ranks"));
     mp_probe_mpi_inputs pin = {
-        mp_probe_mpi_rules_for(json_string_value(json_object_get(r, "mpi_library"))), *ranks,
+        mp_probe_mpi_rules_for(json_string_value(json_object_get(r, "mpi_library"))), ranks,
         json_integer_value(json_object_get(r, "ranks_per_node")), xi, nxi, xo, nxo, rd, nrd, cp,
-        ncp};
+        ncp, ch, nch};
     mp_probe_mpi_model m;
     mp_diag d = {0};
     assert_int_equal(mp_probe_mpi_model_fit(&pin, &m, &d), MP_OK);
     double med, mx;
     assert_int_equal(mp_probe_mpi_allreduce_error(&m, ar, nar, NULL, NULL, &med, &mx, &d), MP_OK);
+    return med;
+}
+
+/* Rebuild the model of a recorded `meshplan probe --json` report from its input curves, predict
+ * its all-reduce curve; the figures (median iterations, and fastest where recorded) must equal
+ * the report's. Returns the median error (%); *fastest the fastest iterations' (the median's
+ * when not recorded). *judged: ranks <= cores of the machine it ran on, not under ASan. */
+static double check_report(const char *path, int *judged, int *ranks, double *fastest)
+{
+    json_error_t je;
+    json_t *r = json_load_file(path, 0, &je);
+    assert_non_null(r);
+    json_t *a = json_object_get(json_object_get(r, "mpi_model"), "all_reduce");
+    double med = report_error(r, "time_s", 1);
     double reported = json_number_value(json_object_get(a, "median_abs_error_pct"));
     assert_true(fabs(med - reported) < 0.01); /* the report's figure, from its inputs alone */
+    *fastest = med;
+    if (json_object_get(a, "median_abs_error_pct_fastest")) {
+        *fastest = report_error(r, "min_s", 1);
+        reported = json_number_value(json_object_get(a, "median_abs_error_pct_fastest"));
+        assert_true(fabs(*fastest - reported) < 0.01);
+    }
+    *ranks = (int)json_integer_value(json_object_get(r, "ranks"));
+    /* Oversubscribed with the chained exchange recorded (run08 on): its start-up cost must cut
+     * the error of the model without it (every recorded run: 50-77 % -> 7-32 %). */
+    if (json_is_true(json_object_get(r, "oversubscribed")) &&
+        json_object_get(json_object_get(json_object_get(r, "mpi_model"), "inputs"),
+                        "exchange_chain")) {
+        double without = report_error(r, "time_s", 0);
+        printf("  %s: without the chained exchange's start-up cost %.1f%%\n", path, without);
+        assert_true(med < without);
+    }
     /* Judged unless the ranks outnumbered the cores of their host (time-slicing). */
     *judged = json_is_false(json_object_get(r, "oversubscribed")) &&
               !json_is_true(json_object_get(r, "address_sanitizer"));
@@ -318,11 +398,13 @@ static void test_recorded_runs(void **state)
             break;
         fclose(f);
         int judged, ranks;
-        double med = check_report(path, &judged, &ranks);
-        printf("recorded run%02d: %d ranks, held-out median |error| %.1f%%%s\n", i, ranks, med,
-               judged ? "" : " (oversubscribed: not judged)");
+        double fastest, med = check_report(path, &judged, &ranks, &fastest);
+        printf("recorded run%02d: %d ranks, held-out median |error| %.1f%% (fastest iterations "
+               "%.1f%%)%s\n", i, ranks, med, fastest, judged ? "" : " (oversubscribed: not judged)");
+        /* The criterion of tests/probe_e2e.sh: the median iterations or the fastest (load only
+         * adds time: Chen & Revels 2016). */
         if (judged) {
-            assert_true(med < 10.0);
+            assert_true(fmin(med, fastest) < 10.0);
             judged_n++;
         }
     }
@@ -330,9 +412,9 @@ static void test_recorded_runs(void **state)
     const char *extra = getenv("MESHPLAN_PROBE_REPORT");
     if (extra) {
         int judged, ranks;
-        double med = check_report(extra, &judged, &ranks);
-        printf("%s: %d ranks, held-out median |error| %.1f%%%s\n", extra, ranks, med,
-               judged ? "" : " (oversubscribed)");
+        double fastest, med = check_report(extra, &judged, &ranks, &fastest);
+        printf("%s: %d ranks, held-out median |error| %.1f%% (fastest %.1f%%)%s\n", extra, ranks,
+               med, fastest, judged ? "" : " (oversubscribed)");
     }
 }
 
@@ -342,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_regimes_exact_two),  cmocka_unit_test(test_regimes_exact_three),
         cmocka_unit_test(test_regimes_no_spurious_split), cmocka_unit_test(test_decision_rules),
         cmocka_unit_test(test_allreduce_closed_forms), cmocka_unit_test(test_pipeline_exact),
+        cmocka_unit_test(test_entry_from_chain),
         cmocka_unit_test(test_recorded_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -149,6 +149,13 @@ typedef struct {
     mp_probe_regimes inter;   /* the same between nodes (nregimes 0 when one node) */
     mp_probe_ab_fit reduce;   /* MPI_Reduce_local of S bytes (float sum): the gamma term */
     mp_probe_ab_fit copy;     /* memcpy of S bytes: the out-of-place copy every algorithm starts with */
+    /* The start-up cost every separately timed operation pays once (the barrier's exit skew,
+     * the partners' first scheduling; Hoefler, Schneider & Lumsdaine 2010): the exchange
+     * curves above each include it, an algorithm's later steps, run back to back, do not. From
+     * the chained exchange (mp_probe_mpi_entry_s); 0 when that was not measured. Seconds; may
+     * be negative (chained steps dearer than separate ones). */
+    double entry_s;
+    int chain_points;         /* the chained exchange's sizes it came from (0: not measured) */
 } mp_probe_mpi_model;
 
 /** The decision rules of the library named by MPI_Get_library_version's text: "MPICH" (also
@@ -169,8 +176,9 @@ const char *mp_mpi_rules_name(mp_mpi_rules r);
 
 /** The time of an all-reduce of `bytes` (> 0) under m: the algorithm of m->rules, costed step
  *  by step (Thakur, Rabenseifner & Gropp 2005, section 4.4; ring: Patarasuk & Yuan 2009) with
- *  each step's exchange priced at its own message size by the regimes of the tier it crosses,
- *  each step's reduction by m->reduce, plus the initial copy. *algo (may be NULL) gets the
+ *  each step's exchange priced at its own message size by the regimes of the tier it crosses
+ *  less m->entry_s (floored at 0), each step's reduction by m->reduce, plus the initial copy
+ *  and m->entry_s once. *algo (may be NULL) gets the
  *  algorithm. Errors: MP_ERR_INPUT (ranks < 2, ranks_per_node not dividing ranks, no intra
  *  regimes when a node holds 2 ranks or more, no inter regimes across nodes, bytes not > 0). */
 mp_status mp_probe_mpi_allreduce_s(const mp_probe_mpi_model *m, double bytes, double *time_s,
@@ -188,11 +196,27 @@ typedef struct {
     int nreduce;
     const mp_probe_point *copy;   /* memcpy */
     int ncopy;
+    /* The chained exchange (NULL, 0: not measured; entry_s is then 0): per size S, the time of
+     * the 2 lg p2 exchanges of S bytes (p2 the largest power of two <= ranks) with partners
+     * rank ^ mask, mask = 1, 2, ..., p2/2, then p2/2, ..., 1, back to back after one barrier:
+     * the partner sequence of Rabenseifner's algorithm (recursive doubling runs its first
+     * half), as probe_mpi.c chain_op measures it. */
+    const mp_probe_point *chain;
+    int nchain;
 } mp_probe_mpi_inputs;
 
+/** The start-up cost of m (see mp_probe_mpi_model.entry_s) from the chained exchange c[0..n)
+ *  (see mp_probe_mpi_inputs.chain), m's exchange regimes fitted: an operation of L exchanges
+ *  back to back costs entry + L steps, a separate exchange entry + 1 step, so at each size
+ *  entry = (sum over the chain's K steps of m's exchange time - the chain's time) / (K - 1);
+ *  the median over the sizes (the skew is per call, not per byte). 0 when n < 1. */
+double mp_probe_mpi_entry_s(const mp_probe_mpi_model *m, const mp_probe_point *c, int n);
+
 /** Fit *out from in: the exchanges in up to MP_PROBE_MAX_REGIMES regimes, the reduction and the
- *  copy as one alpha-beta line each (mp_probe_fit_regimes with 1 regime). Errors: MP_ERR_INPUT
- *  (a curve the fit refuses, naming it; a curve missing that the ranks need). */
+ *  copy as one alpha-beta line each (mp_probe_fit_regimes with 1 regime), the start-up cost
+ *  from the chained exchange when given (mp_probe_mpi_entry_s). Errors: MP_ERR_INPUT (a curve
+ *  the fit refuses, naming it; a curve missing that the ranks need; a chained-exchange point
+ *  with bytes < 0, a time not > 0, or sizes not growing). */
 mp_status mp_probe_mpi_model_fit(const mp_probe_mpi_inputs *in, mp_probe_mpi_model *out,
                                  mp_diag *diag);
 

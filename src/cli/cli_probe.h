@@ -61,6 +61,9 @@ typedef struct {
      * model_sweep): MPI_Sendrecv exchanges with every pair at once inside a node and between
      * nodes, MPI_Reduce_local (float sum) and memcpy of S bytes on every rank at once. */
     cli_probe_curve xchg_intra, xchg_inter, reduce_local, copy_local;
+    /* The chained exchange (probe_mpi.c chain_op): the all-reduce algorithms' partner sequence,
+     * one exchange of S bytes per step, back to back after one barrier; pairs = its steps. */
+    cli_probe_curve xchg_chain;
     /* Node-pair small-message latency (8 B, one way), nnodes x nnodes, 0 on the diagonal; NULL
      * when not measured (fewer than 3 nodes, more than CLI_PROBE_SWITCH_MAX_NODES). */
     double *node_latency_s;

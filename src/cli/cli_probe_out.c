@@ -160,11 +160,15 @@ static json_t *mpi_model_json(const cli_probe_job *j)
         json_object_set_new(in, "exchange_intra_node", spread_json(&d->xchg_intra));
     if (d->xchg_inter.nsizes)
         json_object_set_new(in, "exchange_inter_node", spread_json(&d->xchg_inter));
+    if (d->xchg_chain.nsizes) {
+        json_object_set_new(in, "exchange_chain", spread_json(&d->xchg_chain));
+        json_object_set_new(in, "exchange_chain_steps", json_integer(d->xchg_chain.pairs));
+    }
     json_object_set_new(in, "reduce_local", spread_json(&d->reduce_local));
     json_object_set_new(in, "copy", spread_json(&d->copy_local));
     json_t *o = json_pack("{s:s,s:s,s:i,s:i}", "rules", mp_mpi_rules_name(j->mm.rules),
                           "held_out", "the all-reduce curve: no all-reduce time enters the model "
-                          "(fitted on the exchange, reduce_local and copy probes only)", "ranks",
+                          "(fitted on the exchange, chained exchange, reduce_local and copy probes only)", "ranks",
                           (int)j->mm.ranks, "ranks_per_node", (int)j->mm.ranks_per_node);
     if (j->mm.intra.nregimes)
         json_object_set_new(o, "exchange_intra_node", regimes_json(&j->mm.intra));
@@ -172,6 +176,9 @@ static json_t *mpi_model_json(const cli_probe_job *j)
         json_object_set_new(o, "exchange_inter_node", regimes_json(&j->mm.inter));
     json_object_set_new(o, "reduce_local", ab_json_inf(&j->mm.reduce));
     json_object_set_new(o, "copy", ab_json_inf(&j->mm.copy));
+    json_object_set_new(o, "entry_s", json_real(j->mm.entry_s));
+    json_object_set_new(o, "entry_s_fastest", json_real(j->mm_min.entry_s));
+    json_object_set_new(o, "entry_from_chain_points", json_integer(j->mm.chain_points));
     json_object_set_new(o, "inputs", in);
     json_object_set_new(o, "all_reduce", json_pack(
         "{s:o,s:f,s:f,s:f,s:f}", "points", pts, "median_abs_error_pct", j->mm_err_pct,

@@ -293,17 +293,23 @@ static int as_points(const cli_probe_curve *c, int use_min, mp_probe_point *p)
     return c->nsizes;
 }
 
-/* The MPI model from the exchange and local probes alone (median or fastest times). */
+/* The MPI model from the exchange and local probes alone (median or fastest times). The
+ * chained exchange's start-up cost enters only when the ranks time-slice (more on a host than
+ * it has cores): there it is a scheduling cost of 10-45 us that the all-reduce's back-to-back
+ * steps do not pay again; with a core per rank it measured 0.1-1.5 us and subtracting it per
+ * step made the 2-rank prediction worse in most runs (docs/probe.md, "The MPI model"). */
 static int build_mpi_model(const cli_probe_data *d, int use_min, mp_probe_mpi_model *m,
                            mp_diag *dg)
 {
+    int sliced = d->ranks_per_host_max > d->cores_min;
     mp_probe_point xi[CLI_PROBE_MAX_SIZES], xo[CLI_PROBE_MAX_SIZES], rd[CLI_PROBE_MAX_SIZES],
-        cp[CLI_PROBE_MAX_SIZES];
+        cp[CLI_PROBE_MAX_SIZES], ch[CLI_PROBE_MAX_SIZES];
     mp_probe_mpi_inputs in = {mp_probe_mpi_rules_for(d->mpi_library), d->nranks,
                               d->ranks_per_node, xi, as_points(&d->xchg_intra, use_min, xi), xo,
                               as_points(&d->xchg_inter, use_min, xo), rd,
                               as_points(&d->reduce_local, use_min, rd), cp,
-                              as_points(&d->copy_local, use_min, cp)};
+                              as_points(&d->copy_local, use_min, cp), ch,
+                              sliced ? as_points(&d->xchg_chain, use_min, ch) : 0};
     return mp_probe_mpi_model_fit(&in, m, dg) == MP_OK ? 0 : -1;
 }
 

@@ -338,14 +338,35 @@ static void node_latencies(const cli_probe_cfg *cfg, layout *L, bufs *b, cli_pro
  * per iteration is the slowest rank's; rank 0 gets per size the median, the fastest and the
  * quartiles over the iterations. On GPU buffers the local probes are left out (the reduction
  * runs in a kernel, not measured here). */
-enum { MS_AR, MS_XI, MS_XO, MS_RED, MS_CPY, MS_N };
+enum { MS_AR, MS_XI, MS_XO, MS_CHN, MS_RED, MS_CPY, MS_N };
+
+/* The chained exchange (MS_CHN): the partner sequence of recursive halving then doubling
+ * (Rabenseifner; recursive doubling runs its first half), every step S bytes, back to back:
+ * rank r < p2 (the largest power of two <= ranks) exchanges with r ^ mask for mask = 1, 2, ...,
+ * p2/2, then p2/2, ..., 1; ranks beyond p2 take no part. */
+static void chain_op(MPI_Comm comm, int r, int p2, bufs *b, int cnt)
+{
+    if (r >= p2)
+        return;
+    for (int up = 1; up >= 0; up--)
+        for (int k = 0, mask = up ? 1 : p2 / 2; k < 30 && mask >= 1 && mask < p2;
+             k++, mask = up ? mask * 2 : mask / 2)
+            MPI_Sendrecv(b->send, cnt, MPI_BYTE, r ^ mask, TAG_X, b->recv, cnt, MPI_BYTE,
+                         r ^ mask, TAG_X, comm, MPI_STATUS_IGNORE);
+}
 
 static void model_op(int c, MPI_Comm comm, int n, bufs *b, double S, int pi, int po)
 {
     int cnt = (int)S, partner = c == MS_XI ? pi : po;
     if (c == MS_AR)
         run_coll(0, comm, n, b, S);
-    else if (c == MS_XI || c == MS_XO) {
+    else if (c == MS_CHN) {
+        int r, p2 = 1;
+        MPI_Comm_rank(comm, &r);
+        while (p2 * 2 <= n)
+            p2 *= 2;
+        chain_op(comm, r, p2, b, cnt);
+    } else if (c == MS_XI || c == MS_XO) {
         if (partner >= 0)
             MPI_Sendrecv(b->send, cnt, MPI_BYTE, partner, TAG_X, b->recv, cnt, MPI_BYTE, partner,
                          TAG_X, comm, MPI_STATUS_IGNORE);
@@ -370,7 +391,7 @@ static void model_sweep(const cli_probe_cfg *cfg, layout *L, bufs *b, cli_probe_
     MPI_Comm_size(comm, &n);
     MPI_Comm_rank(comm, &r);
     cli_probe_curve *cv[MS_N] = {&out->ar_world, &out->xchg_intra, &out->xchg_inter,
-                                 &out->reduce_local, &out->copy_local};
+                                 &out->xchg_chain, &out->reduce_local, &out->copy_local};
     double sizes[MS_N][CLI_PROBE_MAX_SIZES];
     int ns[MS_N];
     ns[MS_AR] = make_sizes(1024, cfg->max_bytes, 2, 4.0 * n, sizes[MS_AR]);
@@ -409,6 +430,9 @@ static void model_sweep(const cli_probe_cfg *cfg, layout *L, bufs *b, cli_probe_
         int exchange = c == MS_XI || c == MS_XO; /* pairs of ranks; the others: every rank */
         cv[c]->nranks = exchange ? 2 : n;
         cv[c]->pairs = exchange ? n / 2 : 0;
+        if (c == MS_CHN) /* the chain's steps: 2 lg p2 */
+            for (int p2 = 1; p2 * 2 <= n; p2 *= 2)
+                cv[c]->pairs += 2;
         memcpy(cv[c]->bytes, sizes[c], sizeof sizes[c]);
         for (int k = 0; k < ns[c]; k++)
             spread(mx + c * cells + (size_t)k * cfg->iters, cfg->iters, cv[c], k);

@@ -257,6 +257,34 @@ static double xchg(const mp_probe_mpi_model *m, double bytes, int64_t mask)
     return mp_probe_regimes_time_s(inside ? &m->intra : &m->inter, bytes);
 }
 
+/* One step of an algorithm, run back to back after the previous one: the exchange less the
+ * start-up cost that its separately timed probe paid and a chained step does not
+ * (mp_probe_mpi_entry_s; the operation pays it once, in mp_probe_mpi_allreduce_s). */
+static double step(const mp_probe_mpi_model *m, double bytes, int64_t mask)
+{
+    return fmax(0.0, xchg(m, bytes, mask) - m->entry_s);
+}
+
+double mp_probe_mpi_entry_s(const mp_probe_mpi_model *m, const mp_probe_point *c, int n)
+{
+    double d[256];
+    int64_t p2 = 1;
+    while (p2 * 2 <= m->ranks)
+        p2 *= 2;
+    if (!c || n < 1 || p2 < 2)
+        return 0;
+    n = n > 256 ? 256 : n;
+    for (int i = 0; i < n; i++) {
+        /* The chain's steps: masks 1 .. p2/2 and back, each at the chain's size. */
+        double sum = 0;
+        int k = 0;
+        for (int64_t mask = 1; mask < p2; mask <<= 1, k += 2)
+            sum += 2 * xchg(m, c[i].bytes, mask);
+        d[i] = (sum - c[i].time_s) / (k - 1);
+    }
+    return median_inplace(d, n);
+}
+
 /* Recursive doubling (Thakur et al. 2005 section 4.4: lg p (alpha + n beta + n gamma)), as
  * ompi_coll_base_allreduce_intra_recursivedoubling runs it: copy, a fold step for the ranks
  * beyond the largest power of two (exchange + reduce), lg p2 exchange + reduce steps of the
@@ -265,11 +293,11 @@ static double t_recursive_doubling(const mp_probe_mpi_model *m, double n, int64_
 {
     double t = ab_time(&m->copy, n);
     if (rem)
-        t += xchg(m, n, 1) + ab_time(&m->reduce, n);
+        t += step(m, n, 1) + ab_time(&m->reduce, n);
     for (int64_t mask = 1; mask < p2; mask <<= 1)
-        t += xchg(m, n, mask) + ab_time(&m->reduce, n);
+        t += step(m, n, mask) + ab_time(&m->reduce, n);
     if (rem)
-        t += xchg(m, n, 1);
+        t += step(m, n, 1);
     return t;
 }
 
@@ -281,13 +309,13 @@ static double t_rabenseifner(const mp_probe_mpi_model *m, double n, int64_t p2, 
 {
     double t = ab_time(&m->copy, n);
     if (rem)
-        t += xchg(m, n, 1) + ab_time(&m->reduce, n);
+        t += step(m, n, 1) + ab_time(&m->reduce, n);
     for (int64_t mask = 1; mask < p2; mask <<= 1) {
         double s = n / (2.0 * (double)mask);
-        t += 2 * xchg(m, s, mask) + ab_time(&m->reduce, s);
+        t += 2 * step(m, s, mask) + ab_time(&m->reduce, s);
     }
     if (rem)
-        t += xchg(m, n, 1);
+        t += step(m, n, 1);
     return t;
 }
 
@@ -298,7 +326,7 @@ static double t_rabenseifner(const mp_probe_mpi_model *m, double n, int64_t p2, 
 static double t_ring(const mp_probe_mpi_model *m, double n)
 {
     double p = (double)m->ranks, s = n / p;
-    double x = xchg(m, s, m->ranks); /* mask = ranks: crosses iff there is more than one node */
+    double x = step(m, s, m->ranks); /* mask = ranks: crosses iff there is more than one node */
     return ab_time(&m->copy, n) + (p - 1) * (2 * x + ab_time(&m->reduce, s));
 }
 
@@ -310,7 +338,7 @@ static double t_reduce_bcast(const mp_probe_mpi_model *m, double n)
 {
     double t = ab_time(&m->copy, n);
     for (int64_t mask = 1; mask < m->ranks; mask <<= 1)
-        t += 2 * xchg(m, n, mask) + ab_time(&m->reduce, n);
+        t += 2 * step(m, n, mask) + ab_time(&m->reduce, n);
     return t;
 }
 
@@ -342,6 +370,7 @@ mp_status mp_probe_mpi_allreduce_s(const mp_probe_mpi_model *m, double bytes, do
     case MP_MPI_AR_REDUCE_BCAST: *time_s = t_reduce_bcast(m, bytes); break;
     default: *time_s = t_ring(m, bytes); break; /* segmented ring with segment 0 = ring */
     }
+    *time_s += m->entry_s; /* once per operation: its steps then run back to back */
     if (algo)
         *algo = a;
     return MP_OK;
@@ -384,6 +413,15 @@ mp_status mp_probe_mpi_model_fit(const mp_probe_mpi_inputs *in, mp_probe_mpi_mod
                     (long long)in->ranks, (long long)in->ranks_per_node,
                     !in->nintra ? "inside a node" : "between nodes");
         st = MP_ERR_INPUT;
+    }
+    if (st == MP_OK && in->nchain) {
+        if ((st = check_points(in->chain, in->nchain, 1, diag)) != MP_OK)
+            mp_diag_add(diag, "MPI model: the chained exchange curve (%d points) is not usable",
+                        in->nchain);
+        else {
+            out->entry_s = mp_probe_mpi_entry_s(out, in->chain, in->nchain);
+            out->chain_points = in->nchain;
+        }
     }
     return st;
 }
