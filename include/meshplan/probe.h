@@ -92,6 +92,7 @@ mp_status mp_probe_switch_groups(const double *lat_s, int n, double ratio, int *
 /* ---- MPI's own all-reduce, predicted from point-to-point and local probes (docs/probe.md) ---- */
 
 #define MP_PROBE_MAX_REGIMES 3
+#define MP_PROBE_MAX_CHAIN 64 /* sizes of the chained exchange (mp_probe_mpi_model) */
 
 /** A point-to-point curve in protocol regimes (an MPI transport switches protocol with size:
  *  eager, then rendezvous, then single-copy or pipelined fragments): regime k holds the sizes
@@ -151,11 +152,14 @@ typedef struct {
     mp_probe_ab_fit copy;     /* memcpy of S bytes: the out-of-place copy every algorithm starts with */
     /* The start-up cost every separately timed operation pays once (the barrier's exit skew,
      * the partners' first scheduling; Hoefler, Schneider & Lumsdaine 2010): the exchange
-     * curves above each include it, an algorithm's later steps, run back to back, do not. From
-     * the chained exchange (mp_probe_mpi_entry_s); 0 when that was not measured. Seconds; may
-     * be negative (chained steps dearer than separate ones). */
+     * curves above each include it, an algorithm's later steps, run back to back, do not.
+     * Measured per size from the chained exchange (mp_probe_mpi_entry_at_s): entry_at_s[i] at
+     * chain_bytes[i], i < chain_points; entry_s is their median (a summary; the cost used when
+     * chain_points is 0, then normally 0). Seconds; negative where chained steps cost more
+     * than separate ones (oversubscribed ranks at large sizes: docs/probe.md). */
     double entry_s;
-    int chain_points;         /* the chained exchange's sizes it came from (0: not measured) */
+    int chain_points;         /* 0: the chained exchange was not measured or not used */
+    double chain_bytes[MP_PROBE_MAX_CHAIN], entry_at_s[MP_PROBE_MAX_CHAIN];
 } mp_probe_mpi_model;
 
 /** The decision rules of the library named by MPI_Get_library_version's text: "MPICH" (also
@@ -177,8 +181,9 @@ const char *mp_mpi_rules_name(mp_mpi_rules r);
 /** The time of an all-reduce of `bytes` (> 0) under m: the algorithm of m->rules, costed step
  *  by step (Thakur, Rabenseifner & Gropp 2005, section 4.4; ring: Patarasuk & Yuan 2009) with
  *  each step's exchange priced at its own message size by the regimes of the tier it crosses
- *  less m->entry_s (floored at 0), each step's reduction by m->reduce, plus the initial copy
- *  and m->entry_s once. *algo (may be NULL) gets the
+ *  less the start-up cost at its size (mp_probe_mpi_entry_at_s; the step floored at 0), each
+ *  step's reduction by m->reduce, plus the initial copy and the start-up cost at the first
+ *  step's size once. *algo (may be NULL) gets the
  *  algorithm. Errors: MP_ERR_INPUT (ranks < 2, ranks_per_node not dividing ranks, no intra
  *  regimes when a node holds 2 ranks or more, no inter regimes across nodes, bytes not > 0). */
 mp_status mp_probe_mpi_allreduce_s(const mp_probe_mpi_model *m, double bytes, double *time_s,
@@ -205,18 +210,25 @@ typedef struct {
     int nchain;
 } mp_probe_mpi_inputs;
 
-/** The start-up cost of m (see mp_probe_mpi_model.entry_s) from the chained exchange c[0..n)
- *  (see mp_probe_mpi_inputs.chain), m's exchange regimes fitted: an operation of L exchanges
- *  back to back costs entry + L steps, a separate exchange entry + 1 step, so at each size
- *  entry = (sum over the chain's K steps of m's exchange time - the chain's time) / (K - 1);
- *  the median over the sizes (the skew is per call, not per byte). 0 when n < 1. */
-double mp_probe_mpi_entry_s(const mp_probe_mpi_model *m, const mp_probe_point *c, int n);
+/** The start-up cost of m at each size of the chained exchange c[0..n) (see
+ *  mp_probe_mpi_inputs.chain; n <= MP_PROBE_MAX_CHAIN), m's exchange regimes fitted: an
+ *  operation of L exchanges back to back costs entry + L steps, a separate exchange entry + 1
+ *  step, so at size S entry(S) = (sum over the chain's K steps of m's exchange time at S - the
+ *  chain's time at S) / (K - 1). Sets m->chain_points, chain_bytes, entry_at_s and entry_s
+ *  (their median); with n < 1 or fewer than 2 ranks, all 0. */
+void mp_probe_mpi_set_entry(mp_probe_mpi_model *m, const mp_probe_point *c, int n);
+
+/** m's start-up cost for an operation whose steps are of `bytes`: entry_at_s interpolated
+ *  linearly in log(bytes) between the chain's sizes (the nearest end outside them); entry_s
+ *  when chain_points is 0. */
+double mp_probe_mpi_entry_at_s(const mp_probe_mpi_model *m, double bytes);
 
 /** Fit *out from in: the exchanges in up to MP_PROBE_MAX_REGIMES regimes, the reduction and the
  *  copy as one alpha-beta line each (mp_probe_fit_regimes with 1 regime), the start-up cost
- *  from the chained exchange when given (mp_probe_mpi_entry_s). Errors: MP_ERR_INPUT (a curve
- *  the fit refuses, naming it; a curve missing that the ranks need; a chained-exchange point
- *  with bytes < 0, a time not > 0, or sizes not growing). */
+ *  from the chained exchange when given (mp_probe_mpi_set_entry). Errors: MP_ERR_INPUT (a curve
+ *  the fit refuses, naming it; a curve missing that the ranks need; a chained-exchange curve
+ *  of fewer than 2 or more than MP_PROBE_MAX_CHAIN points, a point with bytes < 0, a time not
+ *  > 0, or sizes not growing). */
 mp_status mp_probe_mpi_model_fit(const mp_probe_mpi_inputs *in, mp_probe_mpi_model *out,
                                  mp_diag *diag);
 

@@ -259,30 +259,52 @@ static double xchg(const mp_probe_mpi_model *m, double bytes, int64_t mask)
 
 /* One step of an algorithm, run back to back after the previous one: the exchange less the
  * start-up cost that its separately timed probe paid and a chained step does not
- * (mp_probe_mpi_entry_s; the operation pays it once, in mp_probe_mpi_allreduce_s). */
+ * (mp_probe_mpi_set_entry; the operation pays it once, in mp_probe_mpi_allreduce_s). */
 static double step(const mp_probe_mpi_model *m, double bytes, int64_t mask)
 {
-    return fmax(0.0, xchg(m, bytes, mask) - m->entry_s);
+    return fmax(0.0, xchg(m, bytes, mask) - mp_probe_mpi_entry_at_s(m, bytes));
 }
 
-double mp_probe_mpi_entry_s(const mp_probe_mpi_model *m, const mp_probe_point *c, int n)
+void mp_probe_mpi_set_entry(mp_probe_mpi_model *m, const mp_probe_point *c, int n)
 {
-    double d[256];
+    double d[MP_PROBE_MAX_CHAIN];
     int64_t p2 = 1;
     while (p2 * 2 <= m->ranks)
         p2 *= 2;
+    m->entry_s = 0;
+    m->chain_points = 0;
     if (!c || n < 1 || p2 < 2)
-        return 0;
-    n = n > 256 ? 256 : n;
+        return;
+    n = n > MP_PROBE_MAX_CHAIN ? MP_PROBE_MAX_CHAIN : n;
     for (int i = 0; i < n; i++) {
         /* The chain's steps: masks 1 .. p2/2 and back, each at the chain's size. */
         double sum = 0;
         int k = 0;
         for (int64_t mask = 1; mask < p2; mask <<= 1, k += 2)
             sum += 2 * xchg(m, c[i].bytes, mask);
-        d[i] = (sum - c[i].time_s) / (k - 1);
+        m->chain_bytes[i] = c[i].bytes;
+        m->entry_at_s[i] = d[i] = (sum - c[i].time_s) / (k - 1);
     }
-    return median_inplace(d, n);
+    m->entry_s = median_inplace(d, n);
+    m->chain_points = n;
+}
+
+double mp_probe_mpi_entry_at_s(const mp_probe_mpi_model *m, double bytes)
+{
+    int n = m->chain_points;
+    if (n < 1)
+        return m->entry_s;
+    if (n == 1 || !(bytes > m->chain_bytes[0]))
+        return m->entry_at_s[0];
+    if (!(bytes < m->chain_bytes[n - 1]))
+        return m->entry_at_s[n - 1];
+    int i = 1;
+    while (bytes > m->chain_bytes[i])
+        i++;
+    /* Linear in log(bytes) between the measured sizes i - 1 and i (bytes > 0 here). */
+    double lo = m->chain_bytes[i - 1] > 0 ? log(m->chain_bytes[i - 1]) : log(bytes);
+    double w = (log(bytes) - lo) / (log(m->chain_bytes[i]) - lo);
+    return m->entry_at_s[i - 1] + w * (m->entry_at_s[i] - m->entry_at_s[i - 1]);
 }
 
 /* Recursive doubling (Thakur et al. 2005 section 4.4: lg p (alpha + n beta + n gamma)), as
@@ -370,7 +392,12 @@ mp_status mp_probe_mpi_allreduce_s(const mp_probe_mpi_model *m, double bytes, do
     case MP_MPI_AR_REDUCE_BCAST: *time_s = t_reduce_bcast(m, bytes); break;
     default: *time_s = t_ring(m, bytes); break; /* segmented ring with segment 0 = ring */
     }
-    *time_s += m->entry_s; /* once per operation: its steps then run back to back */
+    /* The start-up cost once per operation, at its first step's size: the fold step's and
+     * recursive doubling's whole buffer, Rabenseifner's half, the ring's block. */
+    double first = a == MP_MPI_AR_RABENSEIFNER && p == p2 ? bytes / 2
+                 : a == MP_MPI_AR_RING || a == MP_MPI_AR_SEGMENTED_RING ? bytes / (double)p
+                 : bytes;
+    *time_s += mp_probe_mpi_entry_at_s(m, first);
     if (algo)
         *algo = a;
     return MP_OK;
@@ -415,12 +442,13 @@ mp_status mp_probe_mpi_model_fit(const mp_probe_mpi_inputs *in, mp_probe_mpi_mod
         st = MP_ERR_INPUT;
     }
     if (st == MP_OK && in->nchain) {
-        if ((st = check_points(in->chain, in->nchain, 1, diag)) != MP_OK)
-            mp_diag_add(diag, "MPI model: the chained exchange curve (%d points) is not usable",
-                        in->nchain);
-        else {
-            out->entry_s = mp_probe_mpi_entry_s(out, in->chain, in->nchain);
-            out->chain_points = in->nchain;
+        if (in->nchain > MP_PROBE_MAX_CHAIN ||
+            (st = check_points(in->chain, in->nchain, 1, diag)) != MP_OK) {
+            mp_diag_add(diag, "MPI model: the chained exchange curve (%d points) is not usable: "
+                        "expected 2 to %d points", in->nchain, MP_PROBE_MAX_CHAIN);
+            st = MP_ERR_INPUT;
+        } else {
+            mp_probe_mpi_set_entry(out, in->chain, in->nchain);
         }
     }
     return st;
