@@ -408,7 +408,8 @@ static void test_recorded_runs(void **state)
         int judged, ranks;
         double fastest, med = check_report(path, &judged, &ranks, &fastest);
         printf("recorded run%02d: %d ranks, held-out median |error| %.1f%% (fastest iterations "
-               "%.1f%%)%s\n", i, ranks, med, fastest, judged ? "" : " (oversubscribed: not judged)");
+               "%.1f%%)%s\n", i, ranks, med, fastest,
+               judged ? "" : " (oversubscribed: not judged)");
         /* The criterion of tests/probe_e2e.sh: the median iterations or the fastest (load only
          * adds time: Chen & Revels 2016). */
         if (judged) {

@@ -168,8 +168,9 @@ static json_t *mpi_model_json(const cli_probe_job *j)
     json_object_set_new(in, "copy", spread_json(&d->copy_local));
     json_t *o = json_pack("{s:s,s:s,s:i,s:i}", "rules", mp_mpi_rules_name(j->mm.rules),
                           "held_out", "the all-reduce curve: no all-reduce time enters the model "
-                          "(fitted on the exchange, chained exchange, reduce_local and copy probes only)", "ranks",
-                          (int)j->mm.ranks, "ranks_per_node", (int)j->mm.ranks_per_node);
+                          "(fitted on the exchange, chained exchange, reduce_local and copy "
+                          "probes only)", "ranks", (int)j->mm.ranks, "ranks_per_node",
+                          (int)j->mm.ranks_per_node);
     if (j->mm.intra.nregimes)
         json_object_set_new(o, "exchange_intra_node", regimes_json(&j->mm.intra));
     if (j->mm.inter.nregimes)

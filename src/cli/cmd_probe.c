@@ -295,9 +295,10 @@ static int as_points(const cli_probe_curve *c, int use_min, mp_probe_point *p)
 
 /* The MPI model from the exchange and local probes alone (median or fastest times). The
  * chained exchange's start-up cost enters only when the ranks time-slice (more on a host than
- * it has cores): there it is a scheduling cost of 10-45 us that the all-reduce's back-to-back
- * steps do not pay again; with a core per rank it measured 0.1-1.5 us and subtracting it per
- * step made the 2-rank prediction worse in most runs (docs/probe.md, "The MPI model"). */
+ * it has cores): there it is a scheduling cost of 10-47 us that the all-reduce's back-to-back
+ * steps do not pay again; with a core per rank it measured 0.0-1.5 us, and subtracting it per
+ * step gained nothing over TCP and made every shared-memory run worse (docs/probe.md,
+ * "Oversubscribed"). */
 static int build_mpi_model(const cli_probe_data *d, int use_min, mp_probe_mpi_model *m,
                            mp_diag *dg)
 {
