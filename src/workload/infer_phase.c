@@ -45,32 +45,6 @@ double mp_wl_kv_bytes_per_token_gpu(const mp_model *m, double kv_bytes, int tp, 
     return (ad.k_width + ad.v_width) / kvh * local * layers * kv_bytes;
 }
 
-/* Imperfect overlap of a GEMM's operand stream with its MMAs: t = max(m, c) + A x min(m, c), m the
- * HBM time of its operands, c its FLOP time. A = 0.75 is read off DeepGEMM's published FP8 GEMM
- * timings on H800 (deepseek-ai/DeepGEMM README, initial release, Feb 2025, NVCC 12.8: 18 shapes at
- * M = 64, 128, 4096; tests/data/deepgemm_h800_fp8.csv): taking each shape's M = 4096 time as
- * compute plus A x its memory time and m at the measured STREAM bandwidth of that HBM3 (H100 SXM
- * 3.04 TB/s, data/gpus.json), the twelve M = 64 and 128 timings are met with a median log error of
- * 0.00 at A = 0.75 (-0.27 at A = 0, the ideal roofline; +0.05 at A = 1, the sum); fitted to that
- * kernel measurement only, no validation row (docs/infer.md). At the token counts of serving
- * steps (M = 100-2000) the weight stream and the MMAs are of the same order and the ideal
- * roofline's max() under-prices them by up to 1.75x; at prefill's M of thousands the term is a few
- * per cent. Inference GEMMs only: the training estimator's rates were calibrated with the ideal
- * roofline (docs/model.md) and keep it. */
-#define GEMM_OVERLAP 0.75
-/* The smallest M of those timings. Below it decode runs the small-batch kernels (split-K GEMV,
- * mma.sync m16n8k16, see gemm()), whose measured single-stream decode streams the weights at
- * full speed (the H20 case in tests/test_infer.c): the share rises linearly from 0 at M = 0 to A
- * at M = 64 (ASSUMED shape between the two measured ends; it keeps the step time continuous and
- * increasing in M). */
-#define GEMM_OVERLAP_FULL_M 64.0
-
-static double overlap(double M, double m_s, double c_s)
-{
-    double a = GEMM_OVERLAP * fmin(1.0, M / GEMM_OVERLAP_FULL_M);
-    return fmax(m_s, c_s) + a * fmin(m_s, c_s);
-}
-
 /* One GEMM [M,K]x[K,N]: its time, and whether FLOPs (not HBM) bound it, added to out. */
 static double gemm(mp_wl_infer *o, double rate, double M, double N, double K, double e)
 {
@@ -92,7 +66,7 @@ static double gemm(mp_wl_infer *o, double rate, double M, double N, double K, do
         fr.mem_Bps = INFINITY;
         flop_s = mp_kernel_gemm_s(&fr, rate, M, N, K, e);
     }
-    double t = overlap(M, mem_s, flop_s);
+    double t = mp_kernel_overlap_s(M, mem_s, flop_s);
     if (flop_s > mem_s)
         o->compute_bound_s += t;
     else
@@ -172,7 +146,7 @@ static double experts(mp_wl_infer *o, const mp_model *m, const mp_wl_infer_shape
     const double rate = o->rates.matmul_flops_per_s, M = copies / local;
     double flop_s = mp_kernel_grouped_gemm_s(&fr, rate, local, M, (mats - 1.0) * f, h, s->weight_bytes) +
                     mp_kernel_grouped_gemm_s(&fr, rate, local, M, h, f, s->weight_bytes);
-    double mem_s = bytes / o->rates.mem_Bps, t = overlap(M, mem_s, flop_s); /* the rule of gemm(), M per expert */
+    double mem_s = bytes / o->rates.mem_Bps, t = mp_kernel_overlap_s(M, mem_s, flop_s); /* the rule of gemm(), M per expert */
     o->flop += 2.0 * copies * mats * h * f;
     if (flop_s > mem_s)
         o->compute_bound_s += t;
