@@ -45,8 +45,8 @@ static int gpu_counts(mp_api_req *q, int64_t *counts, int cap)
     return n;
 }
 
-/* The search options of cli_search_opts, from the request. */
-static void search_opts(mp_api_req *q, const mp_model *m, mp_search_opts *o)
+/* The search options of cli_search_opts, from the request (api_internal.h). */
+void mp_api_search_opts(mp_api_req *q, const mp_model *m, int top_max, mp_search_opts *o)
 {
     mp_search_opts_init(o);
     const char *s = mp_api_str(q, "fix");
@@ -78,7 +78,7 @@ static void search_opts(mp_api_req *q, const mp_model *m, mp_search_opts *o)
         mp_api_missing(q, "price_gpu_hour", "USD per GPU-hour, for objective cost");
     if (o->objective == MP_OBJ_ENERGY)
         o->energy = energy_hook; /* facility energy per step (docs/energy.md) */
-    if (mp_api_int(q, "top", 1, MP_SEARCH_MAX_TOP, &x))
+    if (mp_api_int(q, "top", 1, top_max, &x))
         o->top_n = (int)x;
     if (mp_api_int(q, "threads", 1, 4096, &x))
         o->threads = (int)x;
@@ -119,7 +119,7 @@ mp_status mp_api_search_json(const char *request, size_t len, char **out, mp_dia
         mp_api_missing(&q, "gpu", "a catalog GPU key");
     if ((st = mp_api_req_status(&q)) != MP_OK || (st = mp_api_model(&q, &m)) != MP_OK)
         goto done;
-    search_opts(&q, &m, &o);
+    mp_api_search_opts(&q, &m, MP_SEARCH_MAX_TOP, &o);
     if ((st = mp_api_req_status(&q)) != MP_OK)
         goto done;
     if (!(clusters = calloc((size_t)n, sizeof *clusters))) {
