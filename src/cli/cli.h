@@ -210,6 +210,8 @@ int cli_rl_job(const cli_args *a, mp_model *m, mp_cluster *cl, mp_rl_config *k);
 void cli_print_rl_keys(FILE *f);
 /** The inference plan keys (`meshplan infer --plan`), from the library's table (cmd_infer.c). */
 void cli_print_infer_keys(FILE *f);
+/* serve's and serve-search's --plan keys: infer's and the scheduler's (cli_serve.c). */
+void cli_print_serve_keys(FILE *f);
 
 /* Islands joined by WAN links (cli_islands.c). */
 /** 1 if --cluster names a shipped preset or file holding an islands description. */
