@@ -124,5 +124,16 @@ check "--cluster with a mistyped --gpu suggests the key" 2 err 'gpu = "h100-sxm5
 run predict --model llama3-8b --gpu h100-sxm5-80g --gpus 8 --plan tp=8,gb=8
 check "--gpu alone still suggests it" 2 err "did you mean h100-sxm5-80gb"
 
+# --- conflicting options: -o and its alias --output (w4 new-user pass) ---------------------------
+run trace --model llama3-8b --gpu $H --gpus 8 --plan tp=8,gb=8 -o "$TMP/a.json" --output "$TMP/b.json"
+check "trace -o A --output B is refused, naming both" 2 err \
+    "trace: -o \"$TMP/a.json\" and --output \"$TMP/b.json\" are the same option: expected one output file"
+[ -e "$TMP/a.json" ] || [ -e "$TMP/b.json" ] && { echo "FAIL - trace wrote a file"; FAILED=$((FAILED + 1)); }
+run plot memory --model llama3-8b --gpu $H --gpus 8 --plan tp=8,gb=8 -o "$TMP/a.svg" --output "$TMP/b.svg"
+check "plot -o A --output B is refused" 2 err "plot: -o \"$TMP/a.svg\" and --output \"$TMP/b.svg\" are the same option"
+[ -s "$TMP/out" ] && { echo "FAIL - plot printed on stdout"; FAILED=$((FAILED + 1)); }
+run plot memory --model llama3-8b --gpu $H --gpus 8 --plan tp=8,gb=8 --output "$TMP/b.svg"
+check "plot --output alone still works" 0 err "wrote $TMP/b.svg"
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -119,6 +119,10 @@ const char *cli_opt(const cli_args *a, const char *name);
 int cli_flag(const cli_args *a, const char *name);
 /** Every value of a repeated option, in order; returns the count (<= cap). */
 int cli_opt_all(const cli_args *a, const char *name, const char **out, int cap);
+/** The output file of a command whose -o has the alias --output, into *path (NULL when neither
+ *  is given). Both given is refused, naming the two values (cmd names the command). 0 or
+ *  EXIT_INPUT after printing. */
+int cli_output_path(const cli_args *a, const char *cmd, const char **path);
 
 /** Print "meshplan: <fmt with a>" to stderr and return EXIT_INPUT. */
 int cli_fail(const char *fmt, const char *a);

@@ -18,6 +18,18 @@ int cli_fail(const char *fmt, const char *a)
     return EXIT_INPUT;
 }
 
+int cli_output_path(const cli_args *a, const char *cmd, const char **path)
+{
+    const char *o = cli_opt(a, "-o"), *out = cli_opt(a, "--output");
+    *path = o ? o : out;
+    if (o && out) {
+        fprintf(stderr, "meshplan: %s: -o \"%s\" and --output \"%s\" are the same option: "
+                        "expected one output file\n", cmd, o, out);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
 int cli_exit_for(mp_status st)
 {
     switch (st) {
