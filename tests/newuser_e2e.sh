@@ -135,5 +135,19 @@ check "plot -o A --output B is refused" 2 err "plot: -o \"$TMP/a.svg\" and --out
 run plot memory --model llama3-8b --gpu $H --gpus 8 --plan tp=8,gb=8 --output "$TMP/b.svg"
 check "plot --output alone still works" 0 err "wrote $TMP/b.svg"
 
+# --- serve --trace: a path it cannot write is refused before the simulation prints anything -----
+run serve --model llama3-8b --gpu $H --plan tp=1 --rate 10/s --requests 20 --trace "$TMP"
+check "serve --trace DIR is refused up front" 2 err "serve: trace = \"$TMP\": Is a directory: expected a file path it can write"
+[ -s "$TMP/out" ] && { echo "FAIL - serve printed a report before refusing --trace"; FAILED=$((FAILED + 1)); }
+run serve --model llama3-8b --gpu $H --plan tp=1 --rate 10/s --requests 20 --frontier
+check "serve --frontier without --slo is refused up front" 2 err "serve: --frontier needs --slo"
+[ -s "$TMP/out" ] && { echo "FAIL - serve printed a report before refusing --frontier"; FAILED=$((FAILED + 1)); }
+run serve --model llama3-70b --gpu $H --plan tp=1 --rate 10/s --requests 20 --trace "$TMP/none.json"
+check "serve: a plan that does not fit is an answer" 0 out "llama3-70b"
+[ -e "$TMP/none.json" ] && { echo "FAIL - serve left an empty trace for a plan that does not fit"; FAILED=$((FAILED + 1)); }
+run serve --model llama3-8b --gpu $H --plan tp=1 --rate 10/s --requests 20 --trace "$TMP/s.json"
+check "serve --trace FILE still writes it" 0 out "llama3-8b"
+python3 -m json.tool "$TMP/s.json" >/dev/null 2>&1 || { echo "FAIL - serve's trace does not parse"; FAILED=$((FAILED + 1)); }
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
