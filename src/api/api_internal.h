@@ -41,7 +41,8 @@ int mp_api_int(mp_api_req *q, const char *field, int64_t lo, int64_t hi, int64_t
 int mp_api_num(mp_api_req *q, const char *field, double lo, double hi, double *out);
 /** A boolean field into *out (unchanged when absent). */
 int mp_api_bool(mp_api_req *q, const char *field, int *out);
-/** Report a missing required field. */
+/** Report a missing required field (not when the field is there and an error was already
+ *  counted: its refusal names its value). */
 void mp_api_missing(mp_api_req *q, const char *field, const char *expected);
 
 /** "model": a catalog key or an inline model object (catalog schema or HF config.json). */

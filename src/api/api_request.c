@@ -138,6 +138,11 @@ int mp_api_bool(mp_api_req *q, const char *field, int *out)
 
 void mp_api_missing(mp_api_req *q, const char *field, const char *expected)
 {
+    /* A field that is there but was refused has been reported already, with its value: a second
+     * line calling it missing would be wrong ("gb = 0: expected ..." then "gb = (missing)"). */
+    const json_t *v = json_object_get(q->root, field);
+    if (v && !json_is_null(v) && q->r.errors > 0)
+        return;
     mp_jr_bad(&q->r, field, NULL, expected);
 }
 
