@@ -149,5 +149,20 @@ run serve --model llama3-8b --gpu $H --plan tp=1 --rate 10/s --requests 20 --tra
 check "serve --trace FILE still writes it" 0 out "llama3-8b"
 python3 -m json.tool "$TMP/s.json" >/dev/null 2>&1 || { echo "FAIL - serve's trace does not parse"; FAILED=$((FAILED + 1)); }
 
+# --- docs/cli.md quotes the code: every line of its C blocks is a line of src/cli/ --------------
+if python3 - "$ROOT" <<'PY'
+import glob, re, sys
+root = sys.argv[1]
+doc = open(root + "/docs/cli.md", encoding="utf-8").read()
+src = set(l.strip() for f in glob.glob(root + "/src/cli/*.[ch]") for l in open(f, encoding="utf-8"))
+bad = [t for blk in re.findall(r"```c\n(.*?)```", doc, re.S) for t in
+       (re.sub(r"\s*/\*.*\*/\s*$", "", l).strip() for l in blk.split("\n")) if t and t != "..." and t not in src]
+for t in bad:
+    print("#   not in src/cli: " + t)
+sys.exit(1 if bad else 0)
+PY
+then echo "ok - docs/cli.md's examples are lines of src/cli"; PASSED=$((PASSED + 1))
+else echo "FAIL - docs/cli.md quotes code that src/cli does not have"; FAILED=$((FAILED + 1)); fi
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
