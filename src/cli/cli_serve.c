@@ -34,6 +34,7 @@ void cli_serve_job_free(cli_serve_job *j)
     memset(j, 0, sizeof *j);
 }
 
+/* --lengths FILE.csv, or --arrivals trace:FILE.csv (trace 1); a refusal names the option. */
 static int load_csv(const char *path, cli_serve_job *j, int trace)
 {
     mp_diag d = {0};
@@ -44,6 +45,9 @@ static int load_csv(const char *path, cli_serve_job *j, int trace)
         st = mp_serve_csv_parse(buf, len, path, &j->in, &j->out, trace ? &j->arrival : NULL, &j->n, &d);
     free(buf);
     if (st != MP_OK) {
+        fprintf(stderr, "meshplan: %s = \"%s%s\": expected a readable CSV file of %s:\n",
+                trace ? "arrivals" : "lengths", trace ? "trace:" : "", path,
+                trace ? "input_len, output_len, arrival_s" : "input_len, output_len");
         cli_print_diag(&d);
         return cli_exit_for(st);
     }

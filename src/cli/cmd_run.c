@@ -131,7 +131,10 @@ static int run_load_faults(const char *spec, mp_fault_model *fm, char **buf, mp_
     }
     size_t len;
     mp_status st = cli_read_file(spec, buf, &len, d);
-    if (st == MP_OK)
+    if (st != MP_OK) /* the reason (d) follows, printed by the caller */
+        fprintf(stderr, "meshplan: failures = \"%s\": expected default or a readable failure-causes "
+                        "JSON file (docs/faults.md):\n", spec);
+    else
         st = mp_fault_model_from_json(*buf, len, spec, fm, d);
     return cli_exit_for(st);
 }
