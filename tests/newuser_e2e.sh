@@ -149,6 +149,13 @@ run serve --model llama3-8b --gpu $H --plan tp=1 --rate 10/s --requests 20 --tra
 check "serve --trace FILE still writes it" 0 out "llama3-8b"
 python3 -m json.tool "$TMP/s.json" >/dev/null 2>&1 || { echo "FAIL - serve's trace does not parse"; FAILED=$((FAILED + 1)); }
 
+# --- search --emit writes a config instead of the report: with --json or --csv it is refused ----
+run search --model llama3-8b --gpu $H --gpus 8 --gb 64 --emit megatron --json
+check "search --emit with --json is refused" 2 err "search: --emit megatron writes the best plan's launch config instead of the report"
+[ -s "$TMP/out" ] && { echo "FAIL - search --emit --json printed"; FAILED=$((FAILED + 1)); }
+run search --model llama3-8b --gpu $H --gpus 8 --gb 64 --emit torchtitan --csv
+check "search --emit with --csv is refused" 2 err "expected --emit, or --json / --csv, not both"
+
 # --- docs/cli.md quotes the code: every line of its C blocks is a line of src/cli/ --------------
 if python3 - "$ROOT" <<'PY'
 import glob, re, sys
