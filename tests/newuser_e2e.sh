@@ -156,6 +156,15 @@ check "search --emit with --json is refused" 2 err "search: --emit megatron writ
 run search --model llama3-8b --gpu $H --gpus 8 --gb 64 --emit torchtitan --csv
 check "search --emit with --csv is refused" 2 err "expected --emit, or --json / --csv, not both"
 
+# --- sweep -o: a path it cannot write is refused before any task runs (was: the whole sweep ran,
+# left DIR.ckpt beside the directory, then exit 1 "cannot write") ---------------------------------
+mkdir "$TMP/outdir"
+run sweep examples/sweeps/small.json -o "$TMP/outdir" --threads 1
+check "sweep -o DIR is refused up front" 2 err "sweep: -o \"$TMP/outdir\": a directory: expected the results CSV's file name"
+[ -e "$TMP/outdir.ckpt" ] && { echo "FAIL - sweep left a checkpoint beside the directory"; FAILED=$((FAILED + 1)); }
+run sweep examples/sweeps/small.json -o "$TMP/no-such-dir/r.csv" --threads 1
+check "sweep -o in a missing directory is refused up front" 2 err "cannot write beside it (No such file or directory)"
+
 # --- docs/cli.md quotes the code: every line of its C blocks is a line of src/cli/ --------------
 if python3 - "$ROOT" <<'PY'
 import glob, re, sys
