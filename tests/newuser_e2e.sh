@@ -160,10 +160,13 @@ check "search --emit with --csv is refused" 2 err "expected --emit, or --json / 
 # left DIR.ckpt beside the directory, then exit 1 "cannot write") ---------------------------------
 mkdir "$TMP/outdir"
 run sweep examples/sweeps/small.json -o "$TMP/outdir" --threads 1
-check "sweep -o DIR is refused up front" 2 err "sweep: -o \"$TMP/outdir\": a directory: expected the results CSV's file name"
+check "sweep -o DIR is refused up front" 2 err "sweep: -o \"$TMP/outdir\": a directory: expected a file name"
 [ -e "$TMP/outdir.ckpt" ] && { echo "FAIL - sweep left a checkpoint beside the directory"; FAILED=$((FAILED + 1)); }
 run sweep examples/sweeps/small.json -o "$TMP/no-such-dir/r.csv" --threads 1
-check "sweep -o in a missing directory is refused up front" 2 err "cannot write beside it (No such file or directory)"
+check "sweep -o in a missing directory is refused up front" 2 err "cannot be written (No such file or directory)"
+run calibrate tests/data/calibrate/bad_truncated_nccl.txt -o "$TMP/outdir"
+check "calibrate -o DIR is refused before the summary" 2 err "calibrate: -o \"$TMP/outdir\": a directory"
+[ -s "$TMP/out" ] && { echo "FAIL - calibrate printed its summary before refusing -o"; FAILED=$((FAILED + 1)); }
 
 # --- docs/cli.md quotes the code: every line of its C blocks is a line of src/cli/ --------------
 if python3 - "$ROOT" <<'PY'

@@ -123,6 +123,11 @@ int cli_opt_all(const cli_args *a, const char *name, const char **out, int cap);
  *  is given). Both given is refused, naming the two values (cmd names the command). 0 or
  *  EXIT_INPUT after printing. */
 int cli_output_path(const cli_args *a, const char *cmd, const char **path);
+/** A file the command will write later, checked now so that a long run does not end in "cannot
+ *  write" (and prints nothing first): refused when it is a directory or cannot be created (it is
+ *  opened for appending, so an existing file is kept, and removed again when it was not there).
+ *  cmd and opt name the command and the option in the message. 0 or EXIT_INPUT after printing. */
+int cli_check_output(const char *cmd, const char *opt, const char *path);
 
 /** Print "meshplan: <fmt with a>" to stderr and return EXIT_INPUT. */
 int cli_fail(const char *fmt, const char *a);

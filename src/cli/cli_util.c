@@ -30,6 +30,26 @@ int cli_output_path(const cli_args *a, const char *cmd, const char **path)
     return 0;
 }
 
+int cli_check_output(const char *cmd, const char *opt, const char *path)
+{
+    struct stat sb;
+    int existed = stat(path, &sb) == 0;
+    if (existed && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "meshplan: %s: %s \"%s\": a directory: expected a file name\n", cmd, opt, path);
+        return EXIT_INPUT;
+    }
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "meshplan: %s: %s \"%s\": cannot be written (%s): expected a file in a "
+                        "directory this user can write\n", cmd, opt, path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    fclose(f);
+    if (!existed)
+        remove(path);
+    return 0;
+}
+
 int cli_exit_for(mp_status st)
 {
     switch (st) {

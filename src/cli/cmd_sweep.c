@@ -3,12 +3,10 @@
  * `mpirun -n N` (src/mpi/sweep_mpi.c). Rank 0 loads the checkpoint, records each finished task in it
  * as it arrives, and writes the CSV sorted by task at the end; only rank 0 prints. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -158,32 +156,6 @@ static int open_checkpoint(const cli_args *a, const mp_sweep *s, sweep_sink *k, 
     return 0;
 }
 
-/* -o must name a file the sweep can write, checked before any task runs (a long sweep must not
- * end in "cannot write", nor leave its checkpoint beside a directory): not a directory, and its
- * .tmp (write_output's) can be created beside it. 0 or EXIT_INPUT after printing. */
-static int check_output(const char *path)
-{
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "meshplan: sweep: -o \"%s\": a directory: expected the results CSV's file "
-                        "name\n", path);
-        return EXIT_INPUT;
-    }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int existed = stat(tmp, &sb) == 0;
-    FILE *f = fopen(tmp, "a");
-    if (!f) {
-        fprintf(stderr, "meshplan: sweep: -o \"%s\": cannot write beside it (%s): expected a file "
-                        "in a directory this user can write\n", path, strerror(errno));
-        return EXIT_INPUT;
-    }
-    fclose(f);
-    if (!existed)
-        remove(tmp);
-    return 0;
-}
-
 static int write_output(const char *path, const sweep_sink *k)
 {
     char tmp[4096];
@@ -266,7 +238,7 @@ static int sweep_main(const cli_args *a, int rank, int size)
         if (!k.results || !k.done || !k.evaluated_per_rank || !k.tasks_per_rank)
             rc = EXIT_INTERNAL;
         if (!rc)
-            rc = check_output(cli_opt(a, "-o"));
+            rc = cli_check_output("sweep", "-o", cli_opt(a, "-o")); /* before any task runs */
         if (!rc)
             rc = open_checkpoint(a, s, &k, &pending, &npending, &resumed);
         const char *sa = getenv("MESHPLAN_SWEEP_STOP_AFTER");
