@@ -168,6 +168,12 @@ run calibrate tests/data/calibrate/bad_truncated_nccl.txt -o "$TMP/outdir"
 check "calibrate -o DIR is refused before the summary" 2 err "calibrate: -o \"$TMP/outdir\": a directory"
 [ -s "$TMP/out" ] && { echo "FAIL - calibrate printed its summary before refusing -o"; FAILED=$((FAILED + 1)); }
 
+# --- run: a rental price beside capital per GPU is a conflict (was: the price silently ignored) -
+run run --model llama3-8b --gpu $H --gpus 8 --plan gb=8 --tokens 1e9 --capex-per-gpu 30000 --price-gpu-hour 2
+check "run --capex-per-gpu with --price-gpu-hour is refused" 2 err "run: --price-gpu-hour 2 (rental) and --capex-per-gpu (capital + energy) are two ways to pay"
+run run --model llama3-8b --gpu $H --gpus 8 --plan gb=8 --tokens 1e9 --capex-per-gpu 30000
+check "run --capex-per-gpu alone still prices capital + energy" 0 out "capital"
+
 # --- docs/cli.md quotes the code: every line of its C blocks is a line of src/cli/ --------------
 if python3 - "$ROOT" <<'PY'
 import glob, re, sys

@@ -161,6 +161,9 @@ static void test_bad_requests(void **state)
                  MP_ERR_INPUT, "sizes", "8:4");
     assert_error("run", "{" JOB ",\"plan\":\"tp=8\"}", MP_ERR_INPUT, "tokens", "(missing)");
     assert_error("nope", "{}", MP_ERR_NOT_FOUND, "command", "nope");
+    /* a rental price beside capital per GPU: one way to pay (was: the price silently ignored) */
+    assert_error("run", "{" JOB ",\"plan\":\"tp=8\",\"tokens\":1e12,\"capex_per_gpu\":30000,\"price_gpu_hour\":2}",
+                 MP_ERR_INPUT, "price_gpu_hour", "2");
     /* A field given but refused is one message naming its value, not also "(missing)" (found by
      * a new user: search gb=0 answered "gb = 0: expected ..." and "gb = (missing)"). */
     static const struct { const char *cmd, *req, *field, *value; } once[] = {

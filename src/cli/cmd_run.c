@@ -113,6 +113,11 @@ static int run_read_opts(const cli_args *a, mp_run_opts *o, double *gbps)
         (rc = cli_opt_real(a, "--repair-h", 0, 1e6, &o->repair_h)) ||
         (rc = cli_opt_real(a, "--failure-scale", 0, 1e6, &o->failure_scale)))
         return rc;
+    /* capital per GPU replaces the rental price (mp_cost_opts): both is a conflict, not a choice
+     * to make silently */
+    if (cli_opt(a, "--price-gpu-hour") && o->cost.capex_per_gpu_usd > 0)
+        return cli_fail("run: --price-gpu-hour %s (rental) and --capex-per-gpu (capital + energy) are "
+                        "two ways to pay: expected one of them", cli_opt(a, "--price-gpu-hour"));
     o->checkpoint_Bps = *gbps * 1e9;
     o->async_checkpoint = cli_flag(a, "--async-checkpoint");
     if ((v = cli_opt(a, "--spare-nodes")) && strcmp(v, "auto") &&
