@@ -306,6 +306,19 @@ mp_status mp_energy_step(const mp_cluster *c, const mp_plan *p, const mp_estimat
     return MP_OK;
 }
 
+mp_status mp_energy_step_facility_J(void *ctx, const mp_model *m, const mp_cluster *c,
+                                    const mp_plan *p, const mp_estimate *e,
+                                    double *joules_per_step)
+{
+    (void)ctx;
+    (void)m;
+    mp_power pw;
+    mp_status st = mp_energy_step(c, p, e, NULL, NULL, &pw, NULL);
+    if (st == MP_OK)
+        *joules_per_step = pw.energy_J_per_step_facility;
+    return st;
+}
+
 void mp_energy_run(const mp_power *pw, double pue, double running_s, double stalled_s,
                    double wall_s, double spare_nodes, mp_run_energy *out)
 {
