@@ -223,6 +223,33 @@ static void test_vllm_capacity_thresholds(void **state)
     mp_validation_free(&v);
 }
 
+/* The one best-GEMM-rate rule (src/catalog/gemm_rate.c), step by step on a made-up GPU: measured
+ * wins; fp8 measured only at bf16 takes bf16's measured share at the fp8 peak; nothing measured
+ * gives 0.835 x peak; a dtype without a peak runs at the 16-bit rate. The catalog's MI300X: fp8 at
+ * 668.4 / 1307.4 of 2614.9 TFLOP/s = 1336.8 (the roofline, the training energy and the inference
+ * power all price it so). */
+static void test_best_gemm_rule(void **state)
+{
+    (void)state;
+    mp_gpu g;
+    memset(&g, 0, sizeof g);
+    g.peak_flops_per_s[MP_DT_BF16] = 1000e12;
+    g.peak_flops_per_s[MP_DT_FP8] = 2000e12;
+    assert_close(mp_gpu_best_gemm_flops(&g, MP_DT_BF16), 835e12, 1e-12);
+    assert_close(mp_gpu_best_gemm_flops(&g, MP_DT_FP8), 1670e12, 1e-12);
+    assert_close(mp_gpu_best_gemm_flops(&g, MP_DT_FP32), 835e12, 1e-12); /* no fp32 peak: bf16's rate */
+    g.measured_matmul_flops_per_s[MP_DT_BF16] = 600e12;
+    assert_close(mp_gpu_best_gemm_flops(&g, MP_DT_BF16), 600e12, 1e-12);
+    assert_close(mp_gpu_best_gemm_flops(&g, MP_DT_FP8), 1200e12, 1e-12);
+    g.measured_matmul_flops_per_s[MP_DT_FP8] = 1400e12;
+    assert_close(mp_gpu_best_gemm_flops(&g, MP_DT_FP8), 1400e12, 1e-12);
+    assert_true(mp_gpu_best_gemm_flops(&g, MP_DT_COUNT) == 0.0);
+    const mp_gpu *mi = mp_catalog_gpu(g_cat, "mi300x");
+    assert_non_null(mi);
+    assert_close(mp_gpu_best_gemm_flops(mi, MP_DT_FP8), 2614.9e12 * 668.4 / 1307.4, 1e-9);
+    assert_true(mp_infer_best_gemm_flops(mi, MP_DT_FP8) == mp_gpu_best_gemm_flops(mi, MP_DT_FP8));
+}
+
 /* The expected longest of n lognormal lengths (src/infer/lengths.c) against closed forms: with no
  * cut, n = 1 is the mean M e^(s^2/2) and n = 2 is 2 M e^(s^2/2) Phi(s / sqrt 2) (the largest of
  * two i.i.d. lognormals); n = 1 with a cut C is M e^(s^2/2) Phi(z - s) + C (1 - Phi(z)),
@@ -288,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_energy_per_token_falls_with_batch),
         cmocka_unit_test(test_mlenergy_thresholds),
         cmocka_unit_test(test_vllm_capacity_thresholds),
+        cmocka_unit_test(test_best_gemm_rule),
         cmocka_unit_test(test_expected_longest_by_hand),
         cmocka_unit_test(test_static_batch_plan),
     };

@@ -161,8 +161,8 @@ double mp_infer_expected_longest(double median_tokens, double sigma, double cap_
 double mp_infer_cut_share(double median_tokens, double sigma, double cap_tokens);
 
 /** The best GEMM rate of GPU g at dtype dt that the inference power model divides by, FLOP/s:
- *  the catalog's measured rate, else 0.835 x the dense peak at dt (at bf16 where dt has no peak;
- *  the mean measured share of the A100/H100 rows of validation/gpus.csv). g: a catalog GPU. */
+ *  mp_gpu_best_gemm_flops(g, dt), the catalog's one rule (src/catalog/gemm_rate.c; kept under
+ *  this name for its callers). g: a catalog GPU. */
 double mp_infer_best_gemm_flops(const mp_gpu *g, mp_dtype dt);
 
 /** The activity model's power of one GPU while kernels run (Hong & Kim 2010; docs/energy.md),
