@@ -196,6 +196,19 @@ static int row_config(const mp_catalog *cat, rrow *r, const mp_model **m, mp_clu
         double s = note_num(n, "staleness");
         k->staleness = strstr(n, "staleness") ? fmin(1.0, s) : 0.5;
         k->partial_rollout = strstr(n, "partial") && k->staleness > 0 ? 1 : 0;
+        /* the trainer's chunks per sync: trigger_parameter_sync_step from the notes, else the
+         * README's rule for comparing with colocated runs, prompts / (require_batches x
+         * ppo_mini_batch_size); neither stated: one chunk per mini-batch */
+        double trig = note_num(n, "trigger_sync"), rb = note_num(n, "require_batches");
+        if (trig >= 1)
+            k->sync_chunks = (int64_t)trig;
+        else if (rb >= 1 && mini > 0) {
+            char t[96];
+            k->sync_chunks = (int64_t)fmax(1.0, floor((double)k->prompts / (rb * mini)));
+            snprintf(t, sizeof t, "trigger = prompts / (require_batches x ppo_mini_batch) = %lld",
+                     (long long)k->sync_chunks);
+            note(r, t);
+        }
     }
     if (!strcmp(r->cell[RC_METRIC], "weight_sync_s"))
         k->sync = strstr(n, "checkpoint-engine on") ? MP_RL_SYNC_BUCKETED : MP_RL_SYNC_PER_TENSOR;
