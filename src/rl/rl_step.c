@@ -295,8 +295,12 @@ mp_status mp_rl_estimate(const mp_model *m, const mp_cluster *c, const mp_rl_con
     assume(r, "rollout engine %s tp %d, %lld in flight per engine; prompts prefilled once per group (prefix caching)",
            mp_engine_name((mp_engine_id)k->rollout.engine), k->rollout.tp, (long long)r->rollout.max_in_flight);
     assume(r, "rollout power: midway between active idle and TDP (decode is HBM-bound; ASSUMED)");
-    if (k->placement == MP_RL_FULLY_ASYNC)
+    if (k->placement == MP_RL_FULLY_ASYNC) {
         assume(r, "fully_async: old log-probs from the rollout engine (no trainer pass)");
+        assume(r, "fully_async: trainer takes %lld chunks per sync%s at staleness %.2f: bubble (1/n - staleness)+ x "
+               "min(rollout, train)", (long long)(k->sync_chunks > 0 ? k->sync_chunks : mini),
+               k->sync_chunks > 0 ? "" : " (one per mini-batch)", k->staleness);
+    }
     if (k->algorithm == MP_RL_PPO)
         assume(r, "PPO critic the size of the actor (its forward and update on the train pool)");
     assume(r, "reward rule-based, %.1f ms of CPU per response, one worker per train GPU", 1e3 * k->reward_s_per_response);
