@@ -403,6 +403,11 @@ static void model_sweep(const cli_probe_cfg *cfg, layout *L, bufs *b, cli_probe_
         ns[MS_XO] = 0;
     if (b->gpu)
         ns[MS_RED] = ns[MS_CPY] = 0;
+    /* The chained exchange only where the model uses it: ranks time-sliced (more on a host
+     * than it has cores; every rank has both figures from find_nodes' all-reduces). Elsewhere
+     * the sweep stays as it was, so its -n 2 figures are the ones recorded before it. */
+    if (out->ranks_per_host_max <= out->cores_min)
+        ns[MS_CHN] = 0;
     int local = r % ppn, node = r / ppn;
     int pi = (local ^ 1) < ppn ? node * ppn + (local ^ 1) : -1;
     int po = (node ^ 1) < nn ? (node ^ 1) * ppn + local : -1;
