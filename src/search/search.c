@@ -541,12 +541,67 @@ static int memory_fit(tstate *t, const mp_plan *p, double *headroom)
     return t->e->feasible ? 1 : 0;
 }
 
+/* The feasible micro-batches of a line are a prefix of mbs[0..nmb) (memory is non-decreasing in
+ * mb: space.c); those below *lo are known to fit (head_headroom: mbs[0]'s headroom when *lo is 1,
+ * else NaN). Finds the prefix's end into *lo with memory_fit (the reference estimator: every
+ * verdict counted is its own), counting the plans found over memory in *checked_over. Returns 0,
+ * or -1 if an estimate failed.
+ *
+ * The probes are placed by interpolation instead of bisection: between the breakpoints of the
+ * in-flight count the memory is affine in mb (every activation and logit term is linear in the
+ * micro-batch's tokens, the model states do not depend on it; space.c), so the secant through
+ * the two latest (mb, headroom) points, starting from (0, capacity - model states) — the
+ * headroom no micro-batch can exceed — predicts the first mb over memory, and the probe lands
+ * on the predicted boundary (usually one probe on each side of it, against ceil(log2(n + 1))
+ * bisecting). The prediction only chooses which micro-batch to ask about, so the count is the
+ * bisection's whatever it predicts; after three probes the rest bisects (a bounded worst case). */
+static int fit_prefix(tstate *t, const mp_plan *p, const int64_t *mbs, int nmb, int *lo_io,
+                      double head_headroom, uint64_t *checked_over)
+{
+    int lo = *lo_io, hi = nmb; /* from hi on, known not to fit */
+    /* The two latest points (x0, y0), (x1, y1): mb and headroom. */
+    double x0 = 0.0, y0 = t->sub_capacity - t->sub_states, x1 = NAN, y1 = NAN;
+    if (lo == 1 && isfinite(head_headroom))
+        x1 = (double)mbs[0], y1 = head_headroom;
+    mp_plan q = *p;
+    for (int probes = 0; lo < hi; probes++) {
+        int mid = lo + (hi - lo) / 2;
+        if (probes < 3 && isfinite(x1) && isfinite(y0) && (y1 - y0) * (x1 - x0) < 0) {
+            /* The secant's root: the mb where the headroom reaches 0. */
+            const double root = x1 - y1 * (x1 - x0) / (y1 - y0);
+            int b = lo; /* predicted first index over memory */
+            while (b < hi && (double)mbs[b] <= root)
+                b++;
+            /* Ask about the side of the boundary not yet known: the predicted first mb over
+             * memory, or the last one predicted to fit when that is the end of the line. */
+            mid = b < hi ? b : hi - 1;
+        }
+        double headroom;
+        q.mb = mbs[mid];
+        int fit = memory_fit(t, &q, &headroom);
+        if (fit < 0)
+            return -1;
+        if (fit) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+            (*checked_over)++;
+        }
+        if (isfinite(headroom))
+            x0 = x1, y0 = y1, x1 = (double)mbs[mid], y1 = headroom;
+        if (!isfinite(x0))
+            x0 = 0.0, y0 = t->sub_capacity - t->sub_states;
+    }
+    *lo_io = lo;
+    return 0;
+}
+
 /* The tail of a line (sp_walker.tail): micro-batches mbs[0..nmb) of the line headed by p, nvar
  * plans each. Proven unable to matter when the bound at mbs[0] (the least: it grows with mb)
  * scores worse than everything kept and is dominated on the frontiers at the largest headroom
  * the subtree's model states leave, or failing that at mbs[0]'s own (memory grows with mb:
  * space.c). Then only memory is computed, to count the feasible plans: they are a prefix of
- * the micro-batches (the same monotonicity), found by bisection. Plans the bound skips are
+ * the micro-batches (the same monotonicity), found by fit_prefix. Plans the bound skips are
  * counted in feasible and bound_skipped, those over memory in over_memory (memory_checked for
  * the heads whose memory was computed, over_memory_proven for the rest). */
 static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, uint64_t nvar)
@@ -572,6 +627,8 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
         lb = fmax(lb, sb_line_lb_s(&t->bound, mbs[0], mbs[nmb - 1], p->recompute, lo_s, hi_s));
     }
     int lo = 0; /* micro-batches below lo are known to fit */
+    int have_head = 0;
+    double head_headroom = 0;
     if (!cannot_matter(t, lb, tps, t->sub_capacity - t->sub_states)) {
         double headroom = 0;
         if (!cannot_matter(t, lb, tps, -INFINITY))
@@ -590,24 +647,12 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
         if (!cannot_matter(t, lb, tps, headroom))
             return 0;
         lo = 1;
+        have_head = 1;
+        head_headroom = headroom;
     }
-    int hi = nmb; /* micro-batches from hi on are known not to fit */
-    mp_plan q = *p;
     uint64_t checked_over = 0;
-    while (lo < hi) {
-        const int mid = lo + (hi - lo) / 2;
-        double headroom;
-        q.mb = mbs[mid];
-        int fit = memory_fit(t, &q, &headroom);
-        if (fit < 0)
-            return 0; /* nothing counted yet: the walk evaluates them and reports the failure */
-        if (fit) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-            checked_over++;
-        }
-    }
+    if (fit_prefix(t, p, mbs, nmb, &lo, have_head ? head_headroom : NAN, &checked_over) != 0)
+        return 0; /* nothing counted yet: the walk evaluates them and reports the failure */
     const uint64_t feas = (uint64_t)lo * nvar, over = (uint64_t)(nmb - lo) * nvar;
     t->counts.feasible += feas;
     t->counts.bound_skipped += feas;
