@@ -118,6 +118,14 @@ typedef struct {
      * given for every stack (bench/fit_calibration's grid). The profile's kernels and overlaps
      * apply either way. */
     int stack_fractions;
+    /* 1: e already holds this call's memory: it was last filled (with these options) for a plan
+     * that differs from p only in its CP algorithm and rank order, which change no memory (they
+     * are read only where the collectives are placed and priced: the workload's groups and
+     * src/workload/comm.c). The memory, the states' memory fields, verdict, feasible and
+     * peak_moment are kept, not recomputed; everything else is computed as usual, so the
+     * estimate is the one a call with 0 gives (tests/test_estimate_fast.c). For the search's
+     * communication variants of a line. Default 0. */
+    int memory_kept;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);

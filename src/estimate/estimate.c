@@ -44,6 +44,7 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
     o->skip_per_stage = 0;
     o->memory_only = 0;
     o->stack_fractions = 1;
+    o->memory_kept = 0;
 }
 
 /* What the workload is priced with: the stack's fitted fractions (or the caller's), its
@@ -84,7 +85,12 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         mp_estimate_opts_init(&defaults);
         opts = &defaults;
     }
+    mp_est_memory_part kept;
+    if (opts->memory_kept)
+        mp_est_memory_save(e, &kept);
     memset(e, 0, offsetof(mp_estimate, per_stage));
+    if (opts->memory_kept)
+        mp_est_memory_restore(&kept, e);
     if (mp_plan_check_init(p, diag) != MP_OK)
         return MP_ERR_INPUT;
     e->tp_tier = e->cp_tier = e->pp_tier = e->dp_tier = -1;
@@ -108,7 +114,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     e->layers_per_stage_max = w.layers_per_stage_max;
     e->expert_params_per_gpu = w.expert_params_per_gpu;
     /* Memory first: a plan over memory need not be timed when only feasibility is asked. */
-    mp_est_memory(&w, m, c, p, opts, e);
+    if (!opts->memory_kept)
+        mp_est_memory(&w, m, c, p, opts, e);
     if ((!e->feasible && opts->feasibility_only) || opts->memory_only) {
         mp_est_explain(&w, c, p, opts, e);
         if (!isfinite(e->memory.total)) {

@@ -277,6 +277,10 @@ typedef struct {
      * collectives recur across the plans of one cluster; workload.h mp_wl_cache). */
     mp_estimate_opts eo;
     mp_wl_cache *cache;
+    /* eo with memory_kept, for a communication variant when e_line: e holds the estimate of
+     * its line's head or of one of its variants (memory computed). */
+    mp_estimate_opts eo_var;
+    int e_line;
     /* The per-subtree bound (bound.c): the model states and capacity the last line head
      * reported (the same for its whole subtree), the memory-only options, and the bound of the
      * group of the plan key bkey (computed once per group). */
@@ -333,19 +337,24 @@ static void heap_push(tstate *t, const mp_search_entry *en)
     }
 }
 
-static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capacity)
+/* Evaluate plan p with options eo (the thread's, or eo_var for a communication variant whose
+ * line's memory t->e holds) and keep what the search reports. */
+static int visit_with(tstate *t, const mp_plan *p, double *states, double *capacity,
+                      const mp_estimate_opts *eo)
 {
-    tstate *t = (tstate *)w;
     const search_ctx *sc = t->sc;
     mp_estimate *e = t->e;
     t->last_fit = -1;
     if (states)
         t->have_states = 0;
-    if (mp_estimate_plan(sc->m, t->c, p, &t->eo, e, NULL) != MP_OK) {
+    if (mp_estimate_plan(sc->m, t->c, p, eo, e, NULL) != MP_OK) {
+        t->e_line = 0;
         t->counts.evaluated++;
         t->counts.failed++;
         return -1;
     }
+    if (states)
+        t->e_line = 1; /* a line's head: e holds the memory its variants share */
     /* evaluated counts the plans fully timed; one found over memory before its timing
      * (feasibility_only) is counted apart, in memory_checked. */
     const int untimed = !e->feasible && t->eo.feasibility_only;
@@ -417,6 +426,20 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
     return 1;
 }
 
+static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capacity)
+{
+    tstate *t = (tstate *)w;
+    return visit_with(t, p, states, capacity, &t->eo);
+}
+
+/* A communication variant of the line whose head (or an earlier variant) t->e holds, evaluated
+ * with that memory kept (mp_estimate_opts.memory_kept: the CP algorithm and the rank order
+ * change no memory). */
+static int visit_variant(tstate *t, const mp_plan *p)
+{
+    return visit_with(t, p, NULL, NULL, t->e_line ? &t->eo_var : &t->eo);
+}
+
 /* A frontier point dominates every plan with throughput at most x and second coordinate at most
  * y, one of them strictly less (the staircase: among points at least as fast as x, the last
  * has the largest y). */
@@ -480,7 +503,7 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     const search_ctx *sc = t->sc;
     const mp_search_opts *o = sc->o;
     if (!w->prune || t->last_fit < 0)
-        return ts_visit(w, p, NULL, NULL);
+        return visit_variant(t, p);
     if (t->last_fit == 0) {
         t->counts.over_memory++;
         t->counts.over_memory_proven++;
@@ -488,7 +511,7 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     }
     if (o->objective == MP_OBJ_ENERGY || sc->eo->comm_compute_slowdown_frac != 0.0 ||
         t->nheap < sc->k || !t->have_b)
-        return ts_visit(w, p, NULL, NULL);
+        return visit_variant(t, p);
     if (cannot_matter(t, t->last_lb_step, t->last_tokens_per_step, t->last_headroom)) {
         t->counts.feasible++;
         t->order_skipped++;
@@ -496,7 +519,7 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     }
     int keep_fit = t->last_fit;
     double keep[3] = {t->last_headroom, t->last_lb_step, t->last_tokens_per_step};
-    int r = ts_visit(w, p, NULL, NULL);
+    int r = visit_variant(t, p);
     /* The next variant still refers to the default-order plan of the line. */
     t->last_fit = keep_fit;
     t->last_headroom = keep[0];
@@ -534,6 +557,7 @@ static double comm_at(tstate *t, const mp_plan *p, int64_t mb)
 /* Memory alone of plan p (memory_only): 1 fits, 0 over memory, -1 failed; *headroom. */
 static int memory_fit(tstate *t, const mp_plan *p, double *headroom)
 {
+    t->e_line = 0; /* e now holds another plan */
     if (mp_estimate_plan(t->sc->m, t->c, p, &t->eo_mem, t->e, NULL) != MP_OK ||
         !isfinite(t->e->memory.total))
         return -1;
@@ -1043,6 +1067,8 @@ static tstate *tstates_create(const search_ctx *sc, const mp_estimate_opts *hot,
         ts[i].eo.feasibility_only = o->prune ? 1 : 0;
         ts[i].eo_mem = ts[i].eo;
         ts[i].eo_mem.memory_only = 1;
+        ts[i].eo_var = ts[i].eo;
+        ts[i].eo_var.memory_kept = 1;
         sb_workload_opts(&ts[i].eo, &ts[i].wo);
         if (ts[i].cache) {
             mp_wl_cache_init(ts[i].cache);
