@@ -88,7 +88,8 @@ typedef struct {
                                         forward + backward, beyond the bytes and FLOPs counted:
                                         the token dispatcher's bookkeeping (fitted, see
                                         docs/model.md "Calibration"), >= 0 */
-    /* 1: leave the bottleneck and reasons texts empty (every number is still computed). For
+    /* 1: leave the bottleneck, reasons and peak_moment texts empty (every number is still
+     * computed; each text's first byte is 0, the bytes after it are not cleared). For
      * callers that evaluate millions of plans and re-evaluate the few they report (the search);
      * formatting them is over half of an evaluation. Default 0. */
     int skip_text;

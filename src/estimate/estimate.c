@@ -77,6 +77,34 @@ static void effective_plan(const mp_plan *p, const mp_cluster *c, mp_plan *q)
         q->flash = 0;
 }
 
+/* Zero the fields before the per-stage table. With skip_text the texts (peak_moment, reasons,
+ * bottleneck: 1.2 of the 2.1 KB) are only emptied, their first byte set: the hot loop never
+ * writes them, and clearing them was a sixth of a memory-only estimate's instructions. */
+static void clear_estimate(mp_estimate *e, int skip_text)
+{
+    if (!skip_text) {
+        memset(e, 0, offsetof(mp_estimate, per_stage));
+        return;
+    }
+    char *b = (char *)e;
+    const size_t peak = offsetof(mp_estimate, peak_moment), rs = offsetof(mp_estimate, reasons), rs_end = rs + sizeof e->reasons,
+                 bn = offsetof(mp_estimate, bottleneck), bn_end = bn + sizeof e->bottleneck,
+                 end = offsetof(mp_estimate, per_stage);
+    _Static_assert(offsetof(mp_estimate, peak_moment) + sizeof ((mp_estimate *)0)->peak_moment <=
+                       offsetof(mp_estimate, nreasons) &&
+                   offsetof(mp_estimate, nreasons) < offsetof(mp_estimate, reasons) &&
+                   offsetof(mp_estimate, reasons) < offsetof(mp_estimate, bottleneck),
+                   "mp_estimate's texts in this order");
+    memset(b, 0, peak);
+    memset(b + peak + sizeof e->peak_moment, 0, rs - (peak + sizeof e->peak_moment)); /* nreasons */
+    memset(b + rs_end, 0, bn - rs_end);
+    memset(b + bn_end, 0, end - bn_end);
+    e->peak_moment[0] = '\0';
+    for (int k = 0; k < 4; k++)
+        e->reasons[k][0] = '\0';
+    e->bottleneck[0] = '\0';
+}
+
 mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                            const mp_estimate_opts *opts, mp_estimate *e, mp_diag *diag)
 {
@@ -88,7 +116,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     mp_est_memory_part kept;
     if (opts->memory_kept)
         mp_est_memory_save(e, &kept);
-    memset(e, 0, offsetof(mp_estimate, per_stage));
+    clear_estimate(e, opts->skip_text);
     if (opts->memory_kept)
         mp_est_memory_restore(&kept, e);
     if (mp_plan_check_init(p, diag) != MP_OK)
