@@ -152,11 +152,12 @@ static void test_mlperf_figures(void **state)
     }
     double ma = median(all, na);
     printf("mlperf_v4.1 all           n %2zu  median |error| %5.1f%%  max %5.1f%%\n", na, ma, mx);
-    /* as measured at this commit (docs/infer.md): throughput 15.8, latency mean 77.8, p99 80.1,
-     * all 61.4, max 91.4 (was 39.5 median, 8460 max with the generic 1024-token input) */
-    assert_true(med[0] <= 17.0);
-    assert_true(med[1] <= 82.0 && med[2] <= 85.0);
-    assert_true(ma <= 65.0 && mx <= 100.0);
+    /* as measured at this commit (docs/infer.md "MLPerf v4.1"): throughput 5.2, latency mean
+     * 43.6, p99 52.4, all 15.1, max 81.9 (before the GEMM overlap rule and the 600 s Server runs:
+     * 15.9, 77.8, 80.1, 61.4, 91.4; with the generic 1024-token input: 39.5 median, 8460 max) */
+    assert_true(med[0] <= 7.0);
+    assert_true(med[1] <= 48.0 && med[2] <= 57.0);
+    assert_true(ma <= 17.0 && mx <= 90.0);
     mp_validation_free(&v);
 }
 

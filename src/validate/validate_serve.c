@@ -11,7 +11,13 @@
  *     not state its input mean (else scaled to it), outputs scaled to the row's output mean (the
  *     sample's outputs are reference answers' lengths, not the served model's; the scaling keeps
  *     their spread);
- *   - SERVE_REQUESTS requests, Poisson arrivals, seed 1, the first 10% left out;
+ *   - as many requests as MLPerf's own Server run issues at the rate: rate x min_duration (600 s;
+ *     at least SERVE_REQUESTS_MIN, at most SERVE_REQUESTS_MAX), Poisson arrivals, seed 1, the
+ *     first 10% (60 s) left out. A run must be long against a request's life for the decode
+ *     batch to reach its fixed point (concurrency = token rate x TPOT, Little's law): at 90-97%
+ *     of capacity a request lives 30-40 s (291 tokens at 0.1-0.15 s), so the 3000 requests
+ *     simulated before (30 s of arrivals at 101/s) ended while the batch was still ramping up
+ *     and gave TPOT and TTFT a third to a half of the steady figures;
  *   - the engine's own batch cap and chunk (data/engines.json) unless the row states a batch
  *     (then the cap).
  *   - throughput as MLPerf's loadgen reports it for a VALID Server run: completed samples over the
@@ -32,7 +38,8 @@
 #include "meshplan/serve.h"
 #include "validate/validate_internal.h"
 
-#define SERVE_REQUESTS 3000
+#define SERVE_REQUESTS_MIN 3000
+#define SERVE_REQUESTS_MAX 250000
 #define MLPERF_SERVER_MIN_S 600.0 /* mlperf.conf *.Server.min_duration = 600000 ms */
 
 /* "TTFT p99 2 s, TPOT p99 200 ms" (also "ttft_p99=2s,tpot_p99=200ms"): the two bounds, s. */
@@ -69,6 +76,7 @@ typedef struct {
     mp_serve_dist ttft, tpot, e2e;
     double out_tps, rps, in_tps;
     int table;
+    int64_t requests;
 } serve_memo;
 static _Thread_local serve_memo memo;
 
@@ -108,6 +116,13 @@ static double loadgen_scale(const mp_serve_result *r, double ttft, double tpot, 
     double drain = fmax(0.0, r->span_s - r->arrivals_span_s);
     double scheduled = (double)r->measured / r->arrivals_span_s;
     return scheduled * MLPERF_SERVER_MIN_S / (MLPERF_SERVER_MIN_S + drain) / r->requests_per_s;
+}
+
+/* The requests of a simulated Server run at rate (see the header). */
+static int64_t run_requests(double rate)
+{
+    double n = ceil(rate * MLPERF_SERVER_MIN_S);
+    return n < SERVE_REQUESTS_MIN ? SERVE_REQUESTS_MIN : n > SERVE_REQUESTS_MAX ? SERVE_REQUESTS_MAX : (int64_t)n;
 }
 
 /* Simulate at rate; 0, or 1 with why. */
@@ -160,7 +175,7 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
         o.plan = *p;
         o.in = p->in;
         o.out = p->out;
-        o.requests = SERVE_REQUESTS;
+        o.requests = run_requests(rate);
         int table = length_table(row, p, &o);
         if (batch_stated)
             o.max_seqs = p->batch;
@@ -177,6 +192,7 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
             mp_infer_plan q = *p;
             q.batch = 64;
             double start = mp_infer_estimate(m, c, &q, &ir, &d) == MP_OK && ir.requests_per_s > 0 ? 0.1 * ir.requests_per_s : 1.0;
+            o.requests = run_requests(10.0 * start); /* about the rate the search ends near */
             mp_diag d2 = {0};
             o.slo_ttft_s = ttft;
             o.slo_tpot_s = tpot;
@@ -194,6 +210,7 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
         snprintf(memo.key, sizeof memo.key, "%s", key);
         memo.rate = rate;
         memo.table = table;
+        memo.requests = o.requests;
         memo.ttft = r->ttft_s;
         memo.tpot = r->tpot_s;
         memo.e2e = r->e2e_s;
@@ -223,7 +240,7 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
         return snprintf(why, nwhy, "metric %.40s is not predicted for server rows", metric), 0;
     *pred = map[i].v;
     char note[160];
-    snprintf(note, sizeof note, "serve: Poisson, %d requests, lengths %s, rate %.4g/s%s", SERVE_REQUESTS,
+    snprintf(note, sizeof note, "serve: Poisson, %lld requests, lengths %s, rate %.4g/s%s", (long long)memo.requests,
              memo.table ? "from the dataset's sample, out scaled" : "fixed at in/out",
              memo.rate, rate_cell && *rate_cell ? "" : " (highest meeting the SLO)");
     mp_val_infer_note(row, note);

@@ -49,7 +49,7 @@ double mp_wl_kv_bytes_per_token_gpu(const mp_model *m, double kv_bytes, int tp, 
 static double gemm(mp_wl_infer *o, double rate, double M, double N, double K, double e)
 {
     double mem_s = e * (M * K + K * N + M * N) / o->rates.mem_Bps;
-    double t;
+    double flop_s;
     if (M < 128) {
         /* A skinny GEMM (decode: M = sequences) is split along K over every SM (stream-K, Osama
          * et al. 2023, PPoPP), so no wave quantisation. Its rows are padded to the M of the
@@ -59,12 +59,15 @@ static double gemm(mp_wl_infer *o, double rate, double M, double N, double K, do
          * large-M kernels use: a warp-group tile of 64 rows would waste 63/64 of the tensor-core
          * work at batch 1 and make one-sequence decode compute-bound on a GPU of low dense peak
          * (H20), where measured single-stream decode runs at weight-streaming speed. */
-        double flop_s = M > 0 && N > 0 && K > 0 ? 2.0 * 16.0 * ceil(M / 16.0) * N * K / rate : 0.0;
-        t = flop_s > mem_s ? flop_s : mem_s;
+        flop_s = M > 0 && N > 0 && K > 0 ? 2.0 * 16.0 * ceil(M / 16.0) * N * K / rate : 0.0;
     } else {
-        t = mp_kernel_gemm_s(&o->rates, rate, M, N, K, e);
+        /* kernels.c's wave-quantised FLOP time (its HBM term left out: infinite bandwidth) */
+        mp_kernel_rates fr = o->rates;
+        fr.mem_Bps = INFINITY;
+        flop_s = mp_kernel_gemm_s(&fr, rate, M, N, K, e);
     }
-    if (t > mem_s * (1.0 + 1e-12))
+    double t = mp_kernel_overlap_s(M, mem_s, flop_s);
+    if (flop_s > mem_s)
         o->compute_bound_s += t;
     else
         o->memory_bound_s += t;
@@ -143,13 +146,13 @@ static double experts(mp_wl_infer *o, const mp_model *m, const mp_wl_infer_shape
     const double rate = o->rates.matmul_flops_per_s, M = copies / local;
     double flop_s = mp_kernel_grouped_gemm_s(&fr, rate, local, M, (mats - 1.0) * f, h, s->weight_bytes) +
                     mp_kernel_grouped_gemm_s(&fr, rate, local, M, h, f, s->weight_bytes);
-    double mem_s = bytes / o->rates.mem_Bps;
+    double mem_s = bytes / o->rates.mem_Bps, t = mp_kernel_overlap_s(M, mem_s, flop_s); /* the rule of gemm(), M per expert */
     o->flop += 2.0 * copies * mats * h * f;
     if (flop_s > mem_s)
-        o->compute_bound_s += flop_s;
+        o->compute_bound_s += t;
     else
-        o->memory_bound_s += mem_s;
-    return flop_s > mem_s ? flop_s : mem_s;
+        o->memory_bound_s += t;
+    return t;
 }
 
 /* One transformer layer (dense or MoE) of T tokens; adds its parts to o. */

@@ -106,6 +106,13 @@ double mp_kernel_grouped_gemm_s(const mp_kernel_rates *r, double rate, double G,
     return flop_s > mem_s ? flop_s : mem_s;
 }
 
+/* Imperfect overlap of a GEMM's operand stream with its MMAs (the constants' source: kernels.h). */
+double mp_kernel_overlap_s(double M, double mem_s, double flop_s)
+{
+    double a = MP_KERNEL_GEMM_OVERLAP * fmin(1.0, fmax(0.0, M) / MP_KERNEL_GEMM_OVERLAP_FULL_M);
+    return fmax(mem_s, flop_s) + a * fmin(mem_s, flop_s);
+}
+
 double mp_fsdp_copy_out_s(double params, double bytes_per_param, double mem_Bps)
 {
     if (!(params > 0) || !(bytes_per_param > 0) || !(mem_Bps > 0) || !isfinite(params) ||
