@@ -100,6 +100,27 @@ static void test_help_per_command(void **state)
     free(r);
 }
 
+/* A command's help lists the keys its --plan takes (found by a new user: serve, serve-search and
+ * lora take the inference plan but listed the training keys, zero= and the like, which their
+ * --plan refuses). */
+static void test_plan_keys_per_command(void **state)
+{
+    (void)state;
+    static const struct { const char *cmd; int infer, serve, train; } c[] = {
+        {"predict", 0, 0, 1}, {"search", 0, 0, 1}, {"infer", 1, 0, 0}, {"lora", 1, 0, 0},
+        {"serve", 1, 1, 0},   {"serve-search", 1, 1, 0}, {"rl", 1, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char *h = help_of(command(c[i].cmd));
+        if (!!strstr(h, "inference plan keys") != c[i].infer || !!strstr(h, "\n  max_seqs ") != c[i].serve ||
+            !!strstr(h, "\n  zero ") != c[i].train)
+            fail_msg("%s --help: inference keys %d (want %d), scheduler keys %d (want %d), training keys %d "
+                     "(want %d)", c[i].cmd, !!strstr(h, "inference plan keys"), c[i].infer,
+                     !!strstr(h, "\n  max_seqs "), c[i].serve, !!strstr(h, "\n  zero "), c[i].train);
+        free(h);
+    }
+}
+
 /* The defaults run's help states are the library's (mp_run_opts_init and the energy and cost
  * defaults it takes): the help says "(default X)" with X as %g prints it. */
 static void test_run_help_defaults(void **state)
@@ -258,6 +279,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_option_in_its_help),
         cmocka_unit_test(test_help_per_command),
+        cmocka_unit_test(test_plan_keys_per_command),
         cmocka_unit_test(test_run_help_defaults),
         cmocka_unit_test(test_opt_equals_value),
         cmocka_unit_test(test_suggestions),

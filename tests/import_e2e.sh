@@ -126,5 +126,13 @@ check "an encoder-decoder (T5) refused" 2 "encoder-decoder" import "$D/hf_t5-v1_
 check "Megatron's T5 script refused" 2 "pretrain_t5.py trains an encoder-decoder" import "$D/megatron_t5_220m.sh"
 check "import with no file" 2 "expected one FILE" import
 
+# A mistyped torchtitan override is listed as not understood (was swallowed by a "parallelism."
+# prefix and priced as tp=1 without a word); a real one still sets its degree.
+check "a mistyped --parallelism override is listed" 0 \
+    "keys not understood (1): parallelism.tensor_paralel_degree (command line: --parallelism.tensor_paralel_degree)" \
+    import "$D/torchtitan_llama3_8b.toml" --parallelism.tensor_paralel_degree 8
+check "the real --parallelism override sets tp" 0 "tp=8" \
+    import "$D/torchtitan_llama3_8b.toml" --parallelism.tensor_parallel_degree 8
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

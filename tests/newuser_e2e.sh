@@ -124,5 +124,70 @@ check "--cluster with a mistyped --gpu suggests the key" 2 err 'gpu = "h100-sxm5
 run predict --model llama3-8b --gpu h100-sxm5-80g --gpus 8 --plan tp=8,gb=8
 check "--gpu alone still suggests it" 2 err "did you mean h100-sxm5-80gb"
 
+# --- conflicting options: -o and its alias --output (w4 new-user pass) ---------------------------
+run trace --model llama3-8b --gpu $H --gpus 8 --plan tp=8,gb=8 -o "$TMP/a.json" --output "$TMP/b.json"
+check "trace -o A --output B is refused, naming both" 2 err \
+    "trace: -o \"$TMP/a.json\" and --output \"$TMP/b.json\" are the same option: expected one output file"
+[ -e "$TMP/a.json" ] || [ -e "$TMP/b.json" ] && { echo "FAIL - trace wrote a file"; FAILED=$((FAILED + 1)); }
+run plot memory --model llama3-8b --gpu $H --gpus 8 --plan tp=8,gb=8 -o "$TMP/a.svg" --output "$TMP/b.svg"
+check "plot -o A --output B is refused" 2 err "plot: -o \"$TMP/a.svg\" and --output \"$TMP/b.svg\" are the same option"
+[ -s "$TMP/out" ] && { echo "FAIL - plot printed on stdout"; FAILED=$((FAILED + 1)); }
+run plot memory --model llama3-8b --gpu $H --gpus 8 --plan tp=8,gb=8 --output "$TMP/b.svg"
+check "plot --output alone still works" 0 err "wrote $TMP/b.svg"
+
+# --- serve --trace: a path it cannot write is refused before the simulation prints anything -----
+run serve --model llama3-8b --gpu $H --plan tp=1 --rate 10/s --requests 20 --trace "$TMP"
+check "serve --trace DIR is refused up front" 2 err "serve: trace = \"$TMP\": Is a directory: expected a file path it can write"
+[ -s "$TMP/out" ] && { echo "FAIL - serve printed a report before refusing --trace"; FAILED=$((FAILED + 1)); }
+run serve --model llama3-8b --gpu $H --plan tp=1 --rate 10/s --requests 20 --frontier
+check "serve --frontier without --slo is refused up front" 2 err "serve: --frontier needs --slo"
+[ -s "$TMP/out" ] && { echo "FAIL - serve printed a report before refusing --frontier"; FAILED=$((FAILED + 1)); }
+run serve --model llama3-70b --gpu $H --plan tp=1 --rate 10/s --requests 20 --trace "$TMP/none.json"
+check "serve: a plan that does not fit is an answer" 0 out "llama3-70b"
+[ -e "$TMP/none.json" ] && { echo "FAIL - serve left an empty trace for a plan that does not fit"; FAILED=$((FAILED + 1)); }
+run serve --model llama3-8b --gpu $H --plan tp=1 --rate 10/s --requests 20 --trace "$TMP/s.json"
+check "serve --trace FILE still writes it" 0 out "llama3-8b"
+python3 -m json.tool "$TMP/s.json" >/dev/null 2>&1 || { echo "FAIL - serve's trace does not parse"; FAILED=$((FAILED + 1)); }
+
+# --- search --emit writes a config instead of the report: with --json or --csv it is refused ----
+run search --model llama3-8b --gpu $H --gpus 8 --gb 64 --emit megatron --json
+check "search --emit with --json is refused" 2 err "search: --emit megatron writes the best plan's launch config instead of the report"
+[ -s "$TMP/out" ] && { echo "FAIL - search --emit --json printed"; FAILED=$((FAILED + 1)); }
+run search --model llama3-8b --gpu $H --gpus 8 --gb 64 --emit torchtitan --csv
+check "search --emit with --csv is refused" 2 err "expected --emit, or --json / --csv, not both"
+
+# --- sweep -o: a path it cannot write is refused before any task runs (was: the whole sweep ran,
+# left DIR.ckpt beside the directory, then exit 1 "cannot write") ---------------------------------
+mkdir "$TMP/outdir"
+run sweep examples/sweeps/small.json -o "$TMP/outdir" --threads 1
+check "sweep -o DIR is refused up front" 2 err "sweep: -o \"$TMP/outdir\": a directory: expected a file name"
+[ -e "$TMP/outdir.ckpt" ] && { echo "FAIL - sweep left a checkpoint beside the directory"; FAILED=$((FAILED + 1)); }
+run sweep examples/sweeps/small.json -o "$TMP/no-such-dir/r.csv" --threads 1
+check "sweep -o in a missing directory is refused up front" 2 err "cannot be written (No such file or directory)"
+run calibrate tests/data/calibrate/bad_truncated_nccl.txt -o "$TMP/outdir"
+check "calibrate -o DIR is refused before the summary" 2 err "calibrate: -o \"$TMP/outdir\": a directory"
+[ -s "$TMP/out" ] && { echo "FAIL - calibrate printed its summary before refusing -o"; FAILED=$((FAILED + 1)); }
+
+# --- run: a rental price beside capital per GPU is a conflict (was: the price silently ignored) -
+run run --model llama3-8b --gpu $H --gpus 8 --plan gb=8 --tokens 1e9 --capex-per-gpu 30000 --price-gpu-hour 2
+check "run --capex-per-gpu with --price-gpu-hour is refused" 2 err "run: --price-gpu-hour 2 (rental) and --capex-per-gpu (capital + energy) are two ways to pay"
+run run --model llama3-8b --gpu $H --gpus 8 --plan gb=8 --tokens 1e9 --capex-per-gpu 30000
+check "run --capex-per-gpu alone still prices capital + energy" 0 out "capital"
+
+# --- docs/cli.md quotes the code: every line of its C blocks is a line of src/cli/ --------------
+if python3 - "$ROOT" <<'PY'
+import glob, re, sys
+root = sys.argv[1]
+doc = open(root + "/docs/cli.md", encoding="utf-8").read()
+src = set(l.strip() for f in glob.glob(root + "/src/cli/*.[ch]") for l in open(f, encoding="utf-8"))
+bad = [t for blk in re.findall(r"```c\n(.*?)```", doc, re.S) for t in
+       (re.sub(r"\s*/\*.*\*/\s*$", "", l).strip() for l in blk.split("\n")) if t and t != "..." and t not in src]
+for t in bad:
+    print("#   not in src/cli: " + t)
+sys.exit(1 if bad else 0)
+PY
+then echo "ok - docs/cli.md's examples are lines of src/cli"; PASSED=$((PASSED + 1))
+else echo "FAIL - docs/cli.md quotes code that src/cli does not have"; FAILED=$((FAILED + 1)); fi
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -27,9 +27,13 @@ README="$SRC/README.md"
 W=$(mktemp -d /tmp/meshplan-readme.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 mkdir "$W/repo"
+# In a git checkout the files git ignores (a README line's own outputs from an earlier run) are
+# not linked: a command writing them must write the mirror's copy, never the checkout's.
+git -C "$SRC" rev-parse --is-inside-work-tree >/dev/null 2>&1 && GIT=1 || GIT=0
 for e in "$SRC"/* "$SRC"/.[!.]*; do
     [ -e "$e" ] || continue
     case "$(basename "$e")" in .git|.venv|build) continue ;; esac
+    [ $GIT -eq 1 ] && git -C "$SRC" check-ignore -q "$(basename "$e")" && continue
     ln -s "$e" "$W/repo/$(basename "$e")"
 done
 ln -s "$BUILD" "$W/repo/build"
@@ -104,5 +108,19 @@ while IFS= read -r cmd; do
         echo "ok (${t} s): $cmd"
     fi
 done < "$W/commands"
+# What the commands left in the repository root must be ignored by git, so that a user who ran
+# them (and `git add -A`) commits none of it (found by a new user: a sweep's CSV and checkpoint
+# had been committed).
+if [ $GIT -eq 1 ]; then
+    for e in "$W/repo"/* "$W/repo"/.[!.]*; do
+        [ -e "$e" ] && [ ! -L "$e" ] || continue
+        name=$(basename "$e")
+        [ -d "$e" ] && name="$name/" # as git sees a directory (.venv/), present in SRC or not
+        if ! git -C "$SRC" check-ignore -q --no-index "$name"; then
+            failed=$((failed + 1))
+            echo "FAIL: a README command leaves $name in the repository root, and .gitignore does not name it"
+        fi
+    done
+fi
 echo "readme: ran $ran command lines of README.md in $(( $(date +%s) - start )) s: $((ran - failed)) passed, $failed failed; $skipped skipped (no ../shared), $notrun not run (scripts CI runs)"
 [ $failed -eq 0 ]

@@ -161,6 +161,26 @@ static void test_bad_requests(void **state)
                  MP_ERR_INPUT, "sizes", "8:4");
     assert_error("run", "{" JOB ",\"plan\":\"tp=8\"}", MP_ERR_INPUT, "tokens", "(missing)");
     assert_error("nope", "{}", MP_ERR_NOT_FOUND, "command", "nope");
+    /* a rental price beside capital per GPU: one way to pay (was: the price silently ignored) */
+    assert_error("run", "{" JOB ",\"plan\":\"tp=8\",\"tokens\":1e12,\"capex_per_gpu\":30000,\"price_gpu_hour\":2}",
+                 MP_ERR_INPUT, "price_gpu_hour", "2");
+    /* A field given but refused is one message naming its value, not also "(missing)" (found by
+     * a new user: search gb=0 answered "gb = 0: expected ..." and "gb = (missing)"). */
+    static const struct { const char *cmd, *req, *field, *value; } once[] = {
+        {"search", "{\"model\":\"llama3-8b\",\"gpu\":\"h100-sxm5-80gb\",\"gpus\":8,\"gb\":0}", "gb", "0"},
+        {"run", "{" JOB ",\"plan\":\"tp=8\",\"tokens\":-5}", "tokens", "-5"},
+        {"predict", "{\"model\":\"llama3-8b\",\"gpu\":5,\"gpus\":8}", "gpu", "5"},
+        {"run", "{" JOB ",\"plan\":7,\"tokens\":1e12}", "plan", "7"},
+    };
+    for (size_t i = 0; i < sizeof once / sizeof once[0]; i++) {
+        assert_error(once[i].cmd, once[i].req, MP_ERR_INPUT, once[i].field, once[i].value);
+        json_t *e = call(once[i].cmd, once[i].req, MP_ERR_INPUT);
+        if (json_array_size(json_object_get(e, "messages")) != 1)
+            fail_msg("%s %s: %zu messages, expected 1:\n%s", once[i].cmd, once[i].req,
+                     json_array_size(json_object_get(e, "messages")),
+                     json_string_value(json_object_get(e, "message")));
+        json_decref(e);
+    }
     /* Oversized: more than MP_API_MAX_REQUEST_BYTES. */
     size_t n = MP_API_MAX_REQUEST_BYTES + 16;
     char *big = malloc(n + 1);

@@ -7,12 +7,13 @@
  *     the count: within 0.5%;
  *   - properties: a longer response tail (a larger max or sigma at the same mean) never
  *     shortens a synchronous step; async_one_step and fully_async never slower than
- *     disaggregated at the same split; one pool with no tail: step = rollout + passes + update
+ *     disaggregated at the same split (fully_async at every staleness and trigger); one pool with no tail: step = rollout + passes + update
  *     + sync + switch exactly, no tail wait; more rollout GPUs never lengthen the rollout;
  *   - bad input: placements and length specs refused with the field named; pools that do not add
  *     up to the job are refused;
  *   - rl-search over 64 GPUs: under 1 s of CPU time, best first, the dynamic reallocation gain
  *     >= 0 and never above the best static step, with its reason;
+ *   - golden: the fully_async streaming bubble (1/n - staleness)+ x min(rollout, train) by hand;
  *   - golden: the update's data-parallel imbalance (balance.c eq. 1) by hand, and its monotonicity;
  *   - validate on tests/data/rl_runs_small.csv: every row predicted, the pair derived, the
  *     per-tensor sync slower than the bucketed one;
@@ -209,7 +210,62 @@ static void test_async_never_slower(void **state)
                 fail_msg("%lld:%lld: %s step %g > disaggregated %g", (long long)rg, (long long)(32 - rg),
                          mp_rl_placement_name((mp_rl_placement)p), g_r2.step_s, g_r.step_s);
         }
+        /* fully_async at every staleness and chunking (verl trigger_parameter_sync_step) */
+        static const double stale[] = {0.0, 0.1, 0.5, 1.0};
+        static const int64_t chunks[] = {0, 1, 4, 16};
+        k.placement = MP_RL_FULLY_ASYNC;
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                k.staleness = stale[i];
+                k.sync_chunks = chunks[j];
+                estimate(m, &c, &k, &g_r2);
+                if (!(g_r2.step_s <= g_r.step_s * (1 + 1e-12)))
+                    fail_msg("%lld:%lld: fully_async staleness %g trigger %lld step %g > disaggregated %g",
+                             (long long)rg, (long long)(32 - rg), stale[i], (long long)chunks[j], g_r2.step_s,
+                             g_r.step_s);
+            }
+        k.staleness = 0;
+        k.sync_chunks = 0;
     }
+}
+
+/* The fully_async bubble by hand (rl_step.c stream_bubble; verl fully_async README "Supported
+ * Modes"): with T the train pool's work, step - sync - max(R, T) = (1/n - staleness)+ x min(R, T)
+ * for n trainer chunks per sync: staleness 0 -> min/n (the first chunk's wait and the last
+ * update's), staleness 0.1 with 4 chunks -> 0.15 min, staleness >= 1/n -> 0. */
+static void test_stream_bubble(void **state)
+{
+    (void)state;
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 16, &c);
+    const mp_model *m = model("qwen2.5-7b");
+    mp_rl_config k;
+    base_config(&k);
+    k.placement = MP_RL_FULLY_ASYNC;
+    k.rollout_gpus = 8;
+    k.train_gpus = 8;
+    k.mini_batches = 8;
+    static const struct { double s; int64_t n; double share; } g[] = {
+        {0.0, 4, 0.25}, {0.0, 0, 0.125}, {0.1, 4, 0.15}, {0.25, 4, 0.0}, {0.5, 16, 0.0}, {0.0, 1, 1.0}};
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        k.staleness = g[i].s;
+        k.sync_chunks = g[i].n;
+        estimate(m, &c, &k, &g_r);
+        double T = g_r.logprob_s + g_r.ref_s + g_r.reward_s + g_r.critic_s + g_r.train_s;
+        double bubble = g_r.step_s - g_r.weight_sync_s - fmax(g_r.rollout_s, T);
+        double want = g[i].share * fmin(g_r.rollout_s, T);
+        if (fabs(bubble - want) > 1e-9 * g_r.step_s)
+            fail_msg("staleness %g, trigger %lld: bubble %g s, expected %g s", g[i].s, (long long)g[i].n, bubble, want);
+    }
+    /* trigger is a placement key; 0 and fractions are refused */
+    mp_diag d = {0};
+    assert_int_equal(mp_rl_placement_parse("fully_async:rollout=8,train=8,staleness=0.5,trigger=4", &k, &d), MP_OK);
+    assert_true(k.sync_chunks == 4 && k.staleness == 0.5);
+    assert_int_equal(mp_rl_placement_parse("fully_async:trigger=0", &k, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "trigger"));
+    d = (mp_diag){0};
+    assert_int_equal(mp_rl_placement_parse("fully_async:trigger=2.5", &k, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "trigger"));
 }
 
 static void test_one_pool_no_tail_is_the_sum(void **state)
@@ -387,9 +443,13 @@ static void test_validate_rl_schema(void **state)
     /* regression guards on the median |error| per metric: the issue's bound for the weight sync
      * (25%); for the others the figures measured at this commit plus ~10% (docs/rl.md
      * "Validation": the rows' unstated mean response length dominates them), so a change that
-     * worsens a phase fails here */
+     * worsens a phase fails here. step_s 105 -> 120: the fully_async pipeline's bubble follows
+     * the README's chunks (trigger_parameter_sync_step), which lengthens the staleness-0 rows
+     * 049/051 (94% -> 109%, both at the median) while their update is over-predicted 4x by the
+     * default length; with the what-if lengths the same change brings them from -39% to -30%
+     * (docs/rl.md "Validation") */
     static const struct { const char *metric; double max_pct; } guard[] = {
-        {"weight_sync_s", 25.0}, {"step_s", 105.0}, {"rollout_s", 35.0}, {"logprob_s", 55.0},
+        {"weight_sync_s", 25.0}, {"step_s", 120.0}, {"rollout_s", 35.0}, {"logprob_s", 55.0},
         {"train_s", 260.0}, {"ref_s", 50.0}, {"speedup_vs_baseline", 60.0}};
     for (size_t g = 0; g < sizeof guard / sizeof guard[0]; g++) {
         double e[256];
@@ -473,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_event_loop_vs_naive),
         cmocka_unit_test(test_tail_never_shortens_sync_step),
         cmocka_unit_test(test_async_never_slower),
+        cmocka_unit_test(test_stream_bubble),
         cmocka_unit_test(test_one_pool_no_tail_is_the_sum),
         cmocka_unit_test(test_more_rollout_gpus_never_slower),
         cmocka_unit_test(test_bad_input),

@@ -87,6 +87,15 @@ mp_status mp_energy_step(const mp_cluster *c, const mp_plan *p, const mp_estimat
                          const mp_estimate_opts *eo, const mp_energy_opts *o, mp_power *out,
                          mp_diag *diag);
 
+/** Facility energy of one step, J (energy_J_per_step_facility of mp_energy_step with its
+ *  defaults: eo and o NULL) into *joules_per_step, in the form of search.h's mp_energy_fn: the
+ *  hook by which `meshplan search`, api.h's search and the sweep rank plans by energy
+ *  (objective energy). ctx and m are not read. Pure, so safe from several threads. Errors: those
+ *  of mp_energy_step (no diagnostics: the search counts the plan as failed). */
+mp_status mp_energy_step_facility_J(void *ctx, const mp_model *m, const mp_cluster *c,
+                                    const mp_plan *p, const mp_estimate *e,
+                                    double *joules_per_step);
+
 /** Energy of a whole run at the facility meter, J. running_s: time the job computes (useful and
  *  redone work), at the step's average power; stalled_s: checkpoint stalls, restarts and waits
  *  for spares, with every GPU at active idle and hosts at their training load; wall_s with

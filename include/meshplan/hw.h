@@ -44,6 +44,14 @@ typedef struct {
 
 typedef enum { MP_LINK_SCALEUP, MP_LINK_SCALEOUT, MP_LINK_WAN, MP_LINK_KIND_COUNT } mp_link_kind;
 
+/** The best GEMM rate of GPU g at dtype dt, FLOP/s: the one rule every cost model uses
+ *  (src/catalog/gemm_rate.c). A dtype without a peak on g runs at its 16-bit rate (bf16, else
+ *  fp16); then the catalog's measured rate at that dtype; fp8 measured only at 16 bits: that
+ *  measurement's share of the 16-bit peak, at the fp8 peak; otherwise 0.835 x the dense peak
+ *  (the mean measured share of the A100/H100 rows of validation/gpus.csv). g: a catalog GPU;
+ *  returns 0 for an invalid dt or a GPU with no peak. */
+double mp_gpu_best_gemm_flops(const mp_gpu *g, mp_dtype dt);
+
 /** One link type (catalog links.json). bw_Bps is per direction: per GPU for scale-up links
  *  (all of one GPU's NVLinks together), per port for NICs and WAN links. */
 typedef struct {

@@ -46,6 +46,11 @@ typedef struct {
     int64_t chunk;            /* tokens of one prefill chunk and of the engine's profile run
                                  (vLLM max_num_batched_tokens, SGLang chunked_prefill_size,
                                  TRT-LLM max_num_tokens), >= 1; 0 = the engine's default */
+    int64_t longest;          /* decode steps the batch runs: a static batch (HF generate, the
+                                 ML.ENERGY v1 benchmark) steps until its longest response stops,
+                                 every sequence computed through it; out is then the mean
+                                 response, the one the tokens are counted by. >= out; 0 = out
+                                 (every response out tokens long) */
 } mp_infer_plan;
 
 /** Defaults: tp pp ep 1, dp 0 (derived), batch 1, in 1024, out 128, bf16 weights and KV, vLLM,
@@ -143,9 +148,21 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
 int mp_infer_device_memory(const char *engine, const char *gpu, int multi_gpu, double *total_bytes,
                            double *non_torch_bytes, const char **source);
 
+/** The expected longest of n response lengths, tokens (src/infer/lengths.c, eq. 1): lengths
+ *  lognormal of median median_tokens (> 0) and shape sigma (> 0, the deviation of the log
+ *  length), cut at the generation limit cap_tokens (> 0); E[min(cap, max of n)] = the integral
+ *  over [0, cap] of 1 - F^n (David & Nagaraja 2003, Order Statistics, Sec. 3.1). n = 1 gives the
+ *  mean of the cut lengths. The decode steps of a static batch of n (plan key longest). Returns 0
+ *  for an argument out of range. */
+double mp_infer_expected_longest(double median_tokens, double sigma, double cap_tokens, int64_t n);
+
+/** The share of those lengths that reach the cut: 1 - F(cap_tokens); 0 for an argument out of
+ *  range. */
+double mp_infer_cut_share(double median_tokens, double sigma, double cap_tokens);
+
 /** The best GEMM rate of GPU g at dtype dt that the inference power model divides by, FLOP/s:
- *  the catalog's measured rate, else 0.835 x the dense peak at dt (at bf16 where dt has no peak;
- *  the mean measured share of the A100/H100 rows of validation/gpus.csv). g: a catalog GPU. */
+ *  mp_gpu_best_gemm_flops(g, dt), the catalog's one rule (src/catalog/gemm_rate.c; kept under
+ *  this name for its callers). g: a catalog GPU. */
 double mp_infer_best_gemm_flops(const mp_gpu *g, mp_dtype dt);
 
 /** The activity model's power of one GPU while kernels run (Hong & Kim 2010; docs/energy.md),

@@ -62,8 +62,9 @@ typedef struct {
 mp_status mp_rl_lengths_parse(const char *text, mp_rl_lengths *l, mp_diag *diag);
 
 /** Parse a placement: "colocated", "disaggregated:rollout=48,train=16", "async_one_step[:...]",
- *  "fully_async[:rollout=..,train=..,staleness=0.5]" into c's placement, rollout_gpus,
- *  train_gpus and staleness. MP_ERR_INPUT naming what is wrong. */
+ *  "fully_async[:rollout=..,train=..,staleness=0.5,trigger=4]" into c's placement,
+ *  rollout_gpus, train_gpus, staleness and sync_chunks (trigger). MP_ERR_INPUT naming what is
+ *  wrong. */
 struct mp_rl_config;
 mp_status mp_rl_placement_parse(const char *text, struct mp_rl_config *c, mp_diag *diag);
 
@@ -81,6 +82,11 @@ typedef struct mp_rl_config {
                                   placements -> half each (rounded to whole nodes) */
     double staleness;          /* fully_async: share of a step's samples that may come from the
                                   previous policy, [0, 1] (verl staleness_threshold) */
+    int64_t sync_chunks;       /* fully_async: trainer updates between two parameter syncs
+                                  (verl async_training.trigger_parameter_sync_step), each on a
+                                  chunk of prompts / sync_chunks prompts (require_batches x
+                                  ppo_mini_batch_size); 0 (default): one chunk per mini-batch;
+                                  [0, 2^20] */
     int partial_rollout;       /* 1: unfinished responses are paused at the sync and resumed
                                   after it (verl partial_rollout, Kimi k1.5 Sec. 2.6.2); -1: on
                                   for fully_async, off otherwise */

@@ -69,6 +69,13 @@ typedef struct {
     double ep_overlap_frac;           /* MoE all-to-all hidden behind other compute */
     double dp_overlap_frac;           /* share of the reduction window the DP buckets use */
     double zero3_prefetch_frac;       /* share of a neighbour's compute a ZeRO-3 gather hides behind */
+    int zero3_gather_per_tensor;      /* 1: ZeRO-3 issues one all-gather per parameter tensor of a
+                                         layer, each paying the collective's latency (DeepSpeed
+                                         2021); 0: one flat gather per layer (FSDP units) */
+    int zero3_recompute_gathers;      /* 1: with full recompute the checkpointed forward fetches
+                                         each layer's parameters again in backward (three gathers
+                                         per layer per micro-batch: DeepSpeed releases after every
+                                         sub-module's forward); 0: the backward gather serves it */
     double overlap_comm_sms;          /* SMs the communication kernels hold while overlapped:
                                          compute slows by overlap_comm_sms / the GPU's SMs
                                          for as long as hidden communication runs; >= 0 */

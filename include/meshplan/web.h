@@ -20,14 +20,19 @@
  *                                plan, `infer --plan`) -> the JSON of `infer --json`
  *                                (mp_report_infer_json)
  * Everything served is embedded in the binary (cmake/embed_files.cmake); no file is opened, so
- * no path can reach outside it. Models, GPUs, links and clusters are catalog keys or shipped
- * presets only (no file names).
+ * no path can reach outside it. Models, GPUs, links and clusters are keys of the server's catalog
+ * or shipped presets, or inline objects ("model": a model object, "cluster": a cluster
+ * description), never file names. The requests are read by the request layer's reader
+ * (src/api/api_request.c, as api.h's calls are) against the catalog passed here; a request
+ * brings no catalog of its own ("catalog" is an unknown field except in /api/infer), and
+ * /api/search takes no "threads", "no_prune" or "orders" (the server's to choose).
  *
  * Errors answer a JSON object {"error": "message", "field": "name"} ("field" when one field is
  * at fault; the message names the field, the value and what was expected):
- *   400 malformed JSON (with line and column), not an object, an unknown field, a wrong type, a
- *       value out of range, an unknown model / GPU / link / cluster, a plan that cannot be
- *       formed, a search space over MP_WEB_MAX_SEARCH_PLANS plans;
+ *   400 malformed JSON ("malformed JSON at line L, column C: ..."), not an object, an unknown
+ *       field, a wrong type, a value out of range, an unknown model / GPU / link / cluster, a
+ *       plan that cannot be formed (field: the plan key at fault, e.g. "plan.tp"), a search
+ *       space over MP_WEB_MAX_SEARCH_PLANS plans; /api/infer answers an unknown catalog key 404;
  *   404 an unknown path; 405 a method the path does not take; 413 a body over
  *   MP_WEB_MAX_BODY_BYTES; 500 out of memory or an internal error.
  * A plan that forms but does not fit is an answer (200, "feasible": false), as in the CLI. */

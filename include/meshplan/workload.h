@@ -189,6 +189,9 @@ typedef struct {
     double fp8_scale_bytes_per_elem;     /* [0, 8]: > 0 = dynamic fp8 scaling (torchao): an amax pass
                                             of this many bytes per cast element, the norm-adjacent
                                             inputs cast apart, weights recast every pass */
+    int zero3_gather_per_tensor;         /* 1: a dense layer's ZeRO-3 gather is one all-gather per
+                                            parameter tensor (the stack's zero3_gather_per_tensor,
+                                            meshplan/stack.h), each with its latency; 0: one */
 } mp_workload_opts;
 
 /** Most runs of like stages a workload keeps (mp_workload.run). */
@@ -319,7 +322,7 @@ typedef struct {
      * same for every micro-batch size of a plan. */
     struct {
         int set;
-        double key[24];
+        double key[25];
         mp_wl_coll coll[MP_WC_HSDP_AR - MP_WC_Z3_AG + 1];
     } dp[4];
     int groups_set;             /* the groups below are for the plan keys groups_key */

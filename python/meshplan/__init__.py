@@ -99,6 +99,12 @@ def call(command, **request):
         if isinstance(v, float) and not math.isfinite(v):
             raise InputError({"status": "bad input", "code": 1, "field": key, "value": repr(v),
                               "message": f"{command}: {key} = {v!r}: expected a finite number"})
+        # Nor does the library read an integer past 64 bits (jansson: "too big integer", again
+        # a ParseError naming no field): refuse it here too.
+        if isinstance(v, int) and not isinstance(v, bool) and not -2**63 <= v < 2**63:
+            raise InputError({"status": "bad input", "code": 1, "field": key, "value": str(v),
+                              "message": f"{command}: {key} = {v}: expected an integer within "
+                                         f"64 bits (every count meshplan takes is far smaller)"})
     status, text = _lib.call(command, json.dumps(req, allow_nan=False))
     answer = json.loads(text)
     if status != 0:

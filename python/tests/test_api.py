@@ -129,6 +129,18 @@ def test_non_finite_and_unknown_plan_key_name_field_and_value():
     assert (e.value.field, e.value.value) == ("tpp", "8")
 
 
+def test_integer_past_64_bits_names_field_and_value():
+    # Found by a new user: gpus=10**30 became jansson's "too big integer" (ParseError, field None).
+    with pytest.raises(meshplan.InputError) as e:
+        meshplan.predict("llama3-8b", gpu="h100-sxm5-80gb", gpus=10**30, plan="gb=8")
+    assert (e.value.field, e.value.value) == ("gpus", str(10**30))
+    assert not isinstance(e.value, meshplan.ParseError)
+    # within 64 bits the library's own range check answers, naming the range
+    with pytest.raises(meshplan.InputError) as e:
+        meshplan.predict("llama3-8b", gpu="h100-sxm5-80gb", gpus=2**62, plan="gb=8")
+    assert e.value.field == "gpus" and "[1, 16777216]" in str(e.value)
+
+
 def test_bad_file_is_parse_error(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text('{"hidden_size": 4096,')

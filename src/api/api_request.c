@@ -11,10 +11,11 @@
 #include "internal.h"
 #include "meshplan/api.h"
 
-mp_status mp_api_req_open(mp_api_req *q, const char *command, const char *request, size_t len,
-                          const char *const *known, mp_diag *diag)
+/* The request's text as one JSON object whose keys are all in known: 0, or the status after
+ * releasing q. */
+static mp_status read_object(mp_api_req *q, const char *command, const char *request, size_t len,
+                             const char *const *known, mp_diag *diag)
 {
-    memset(q, 0, sizeof *q);
     q->r.origin = command;
     q->r.diag = diag;
     q->r.nf = MP_OK;
@@ -43,11 +44,22 @@ mp_status mp_api_req_open(mp_api_req *q, const char *command, const char *reques
         mp_api_req_close(q);
         return MP_ERR_INPUT;
     }
-    mp_status st = mp_catalog_create(&q->cat, diag);
+    return MP_OK;
+}
+
+mp_status mp_api_req_open(mp_api_req *q, const char *command, const char *request, size_t len,
+                          const char *const *known, mp_diag *diag)
+{
+    memset(q, 0, sizeof *q);
+    mp_status st = read_object(q, command, request, len, known, diag);
+    if (st != MP_OK)
+        return st;
+    st = mp_catalog_create(&q->own, diag);
     if (st != MP_OK) {
         mp_api_req_close(q);
         return st == MP_ERR_NOMEM ? st : MP_ERR_INTERNAL;
     }
+    q->cat = q->own;
     const json_t *c = json_object_get(q->root, "catalog");
     if (c && !json_is_null(c)) {
         char *txt = json_is_object(c) ? json_dumps(c, JSON_COMPACT) : NULL;
@@ -56,7 +68,7 @@ mp_status mp_api_req_open(mp_api_req *q, const char *command, const char *reques
         else if (!txt)
             st = MP_ERR_NOMEM;
         else
-            st = mp_catalog_merge_json(q->cat, txt, strlen(txt), "request.catalog", diag);
+            st = mp_catalog_merge_json(q->own, txt, strlen(txt), "request.catalog", diag);
         free(txt);
         if (st == MP_OK && q->r.errors)
             st = MP_ERR_INPUT;
@@ -68,12 +80,24 @@ mp_status mp_api_req_open(mp_api_req *q, const char *command, const char *reques
     return MP_OK;
 }
 
+mp_status mp_api_req_open_on(mp_api_req *q, const mp_catalog *cat, const char *command,
+                             const char *request, size_t len, const char *const *known,
+                             mp_diag *diag)
+{
+    memset(q, 0, sizeof *q);
+    mp_status st = read_object(q, command, request, len, known, diag);
+    if (st == MP_OK)
+        q->cat = cat;
+    return st;
+}
+
 void mp_api_req_close(mp_api_req *q)
 {
     json_decref(q->root);
-    mp_catalog_destroy(q->cat);
+    mp_catalog_destroy(q->own);
     q->root = NULL;
     q->cat = NULL;
+    q->own = NULL;
 }
 
 mp_status mp_api_req_status(const mp_api_req *q)
@@ -114,6 +138,11 @@ int mp_api_bool(mp_api_req *q, const char *field, int *out)
 
 void mp_api_missing(mp_api_req *q, const char *field, const char *expected)
 {
+    /* A field that is there but was refused has been reported already, with its value: a second
+     * line calling it missing would be wrong ("gb = 0: expected ..." then "gb = (missing)"). */
+    const json_t *v = json_object_get(q->root, field);
+    if (v && !json_is_null(v) && q->r.errors > 0)
+        return;
     mp_jr_bad(&q->r, field, NULL, expected);
 }
 

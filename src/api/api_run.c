@@ -16,6 +16,9 @@ static void read_opts(mp_api_req *q, mp_run_opts *o)
         mp_api_missing(q, "tokens", "training tokens in [1, 1e18], e.g. 15.6e12");
     mp_api_num(q, "price_gpu_hour", 0, 1e4, &o->cost.price_gpu_hour_usd);
     mp_api_num(q, "capex_per_gpu", 0, 1e8, &o->cost.capex_per_gpu_usd);
+    if (json_object_get(q->root, "price_gpu_hour") && o->cost.capex_per_gpu_usd > 0)
+        mp_jr_bad(&q->r, "price_gpu_hour", json_object_get(q->root, "price_gpu_hour"),
+                  "no rental price with capex_per_gpu (capital + energy): one way to pay");
     mp_api_num(q, "amortization_years", 0.1, 100, &o->cost.amortization_years);
     mp_api_num(q, "price_kwh", 0, 100, &o->cost.price_kwh_usd);
     mp_api_num(q, "pue", 1, 5, &o->energy.pue);

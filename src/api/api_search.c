@@ -7,20 +7,6 @@
 #include "api_internal.h"
 #include "meshplan/api.h"
 
-/* The energy model (mp_energy_step with its defaults) as the search's energy hook, as the CLI
- * uses it: facility joules per step. Pure, so safe from several threads. */
-static mp_status energy_hook(void *ctx, const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                             const mp_estimate *e, double *joules_per_step)
-{
-    (void)ctx;
-    (void)m;
-    mp_power pw;
-    mp_status st = mp_energy_step(c, p, e, NULL, NULL, &pw, NULL);
-    if (st == MP_OK)
-        *joules_per_step = pw.energy_J_per_step_facility;
-    return st;
-}
-
 /* "gpus": an integer, or "A:B" (A, 2A, 4A, ... <= B) as `search --gpus A:B`. */
 static int gpu_counts(mp_api_req *q, int64_t *counts, int cap)
 {
@@ -45,8 +31,8 @@ static int gpu_counts(mp_api_req *q, int64_t *counts, int cap)
     return n;
 }
 
-/* The search options of cli_search_opts, from the request. */
-static void search_opts(mp_api_req *q, const mp_model *m, mp_search_opts *o)
+/* The search options of cli_search_opts, from the request (api_internal.h). */
+void mp_api_search_opts(mp_api_req *q, const mp_model *m, int top_max, mp_search_opts *o)
 {
     mp_search_opts_init(o);
     const char *s = mp_api_str(q, "fix");
@@ -77,8 +63,8 @@ static void search_opts(mp_api_req *q, const mp_model *m, mp_search_opts *o)
     if (o->objective == MP_OBJ_COST && !(o->price_per_gpu_hour > 0))
         mp_api_missing(q, "price_gpu_hour", "USD per GPU-hour, for objective cost");
     if (o->objective == MP_OBJ_ENERGY)
-        o->energy = energy_hook; /* facility energy per step (docs/energy.md) */
-    if (mp_api_int(q, "top", 1, MP_SEARCH_MAX_TOP, &x))
+        o->energy = mp_energy_step_facility_J; /* facility energy per step (docs/energy.md) */
+    if (mp_api_int(q, "top", 1, top_max, &x))
         o->top_n = (int)x;
     if (mp_api_int(q, "threads", 1, 4096, &x))
         o->threads = (int)x;
@@ -119,7 +105,7 @@ mp_status mp_api_search_json(const char *request, size_t len, char **out, mp_dia
         mp_api_missing(&q, "gpu", "a catalog GPU key");
     if ((st = mp_api_req_status(&q)) != MP_OK || (st = mp_api_model(&q, &m)) != MP_OK)
         goto done;
-    search_opts(&q, &m, &o);
+    mp_api_search_opts(&q, &m, MP_SEARCH_MAX_TOP, &o);
     if ((st = mp_api_req_status(&q)) != MP_OK)
         goto done;
     if (!(clusters = calloc((size_t)n, sizeof *clusters))) {

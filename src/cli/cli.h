@@ -119,6 +119,15 @@ const char *cli_opt(const cli_args *a, const char *name);
 int cli_flag(const cli_args *a, const char *name);
 /** Every value of a repeated option, in order; returns the count (<= cap). */
 int cli_opt_all(const cli_args *a, const char *name, const char **out, int cap);
+/** The output file of a command whose -o has the alias --output, into *path (NULL when neither
+ *  is given). Both given is refused, naming the two values (cmd names the command). 0 or
+ *  EXIT_INPUT after printing. */
+int cli_output_path(const cli_args *a, const char *cmd, const char **path);
+/** A file the command will write later, checked now so that a long run does not end in "cannot
+ *  write" (and prints nothing first): refused when it is a directory or cannot be created (it is
+ *  opened for appending, so an existing file is kept, and removed again when it was not there).
+ *  cmd and opt name the command and the option in the message. 0 or EXIT_INPUT after printing. */
+int cli_check_output(const char *cmd, const char *opt, const char *path);
 
 /** Print "meshplan: <fmt with a>" to stderr and return EXIT_INPUT. */
 int cli_fail(const char *fmt, const char *a);
@@ -210,6 +219,8 @@ int cli_rl_job(const cli_args *a, mp_model *m, mp_cluster *cl, mp_rl_config *k);
 void cli_print_rl_keys(FILE *f);
 /** The inference plan keys (`meshplan infer --plan`), from the library's table (cmd_infer.c). */
 void cli_print_infer_keys(FILE *f);
+/* serve's and serve-search's --plan keys: infer's and the scheduler's (cli_serve.c). */
+void cli_print_serve_keys(FILE *f);
 
 /* Islands joined by WAN links (cli_islands.c). */
 /** 1 if --cluster names a shipped preset or file holding an islands description. */

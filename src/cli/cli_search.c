@@ -58,20 +58,6 @@ int cli_search_clusters(const cli_args *a, const mp_catalog *cat, const long lon
     return 0;
 }
 
-/* The energy model (issue 6, mp_energy_step with its defaults) as the search's energy hook:
- * facility joules per step. Pure, so safe from several threads. */
-static mp_status energy_hook(void *ctx, const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                             const mp_estimate *e, double *joules_per_step)
-{
-    (void)ctx;
-    (void)m;
-    mp_power pw;
-    mp_status st = mp_energy_step(c, p, e, NULL, NULL, &pw, NULL);
-    if (st == MP_OK)
-        *joules_per_step = pw.energy_J_per_step_facility;
-    return st;
-}
-
 int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
 {
     int rc;
@@ -133,7 +119,7 @@ int cli_search_opts(const cli_args *a, const mp_model *m, mp_search_opts *o)
     if (o->objective == MP_OBJ_COST && !(o->price_per_gpu_hour > 0))
         return cli_fail("objective cost needs --price-gpu-hour (USD per GPU-hour)%s", "");
     if (o->objective == MP_OBJ_ENERGY) {
-        o->energy = energy_hook; /* facility energy per step (docs/energy.md) */
+        o->energy = mp_energy_step_facility_J; /* facility energy per step (docs/energy.md) */
         o->energy_ctx = NULL;
     }
     if ((s = cli_opt(a, "--top"))) {

@@ -1,12 +1,29 @@
 /* src/cli/cli_serve.c — what `meshplan serve` and `meshplan serve-search` share: the job (model
  * and cluster), and the serving options (--plan, --rate, --arrivals, --lengths, --requests,
  * --seed, --warmup, --slo, --price-gpu-hour) into mp_serve_opts, with the lengths or trace file
- * read into buffers the caller frees (cli_serve_job_free). */
+ * read into buffers the caller frees (cli_serve_job_free); and the plan keys their help lists. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+
+/* The keys of serve's --plan (mp_serve_plan_parse, serve.h): infer's table, then the scheduler's
+ * own five, with the ranges and defaults src/serve/parse.c and mp_serve_opts give them. */
+void cli_print_serve_keys(FILE *f)
+{
+    cli_print_infer_keys(f);
+    fputs("scheduler keys, also in --plan (docs/serve.md):\n"
+          "  max_seqs         1..2^24: sequences in a step per replica (vLLM max_num_seqs); default\n"
+          "                   the engine's max_batch\n"
+          "  chunk            1..2^24: token budget of a step (max_num_batched_tokens; here the\n"
+          "                   scheduler's, in place of infer's chunk above); default the engine's\n"
+          "  preempt          recompute|swap: what a preempted request does with its KV blocks;\n"
+          "                   default recompute\n"
+          "  attn_dp          0|1: attention data-parallel over the replica's ep GPUs (MoE); default 0\n"
+          "  imbalance        1..64: busiest GPU's routed tokens / mean (MoE); default the\n"
+          "                   workload's\n", f);
+}
 
 void cli_serve_job_free(cli_serve_job *j)
 {
@@ -17,6 +34,7 @@ void cli_serve_job_free(cli_serve_job *j)
     memset(j, 0, sizeof *j);
 }
 
+/* --lengths FILE.csv, or --arrivals trace:FILE.csv (trace 1); a refusal names the option. */
 static int load_csv(const char *path, cli_serve_job *j, int trace)
 {
     mp_diag d = {0};
@@ -27,6 +45,9 @@ static int load_csv(const char *path, cli_serve_job *j, int trace)
         st = mp_serve_csv_parse(buf, len, path, &j->in, &j->out, trace ? &j->arrival : NULL, &j->n, &d);
     free(buf);
     if (st != MP_OK) {
+        fprintf(stderr, "meshplan: %s = \"%s%s\": expected a readable CSV file of %s:\n",
+                trace ? "arrivals" : "lengths", trace ? "trace:" : "", path,
+                trace ? "input_len, output_len, arrival_s" : "input_len, output_len");
         cli_print_diag(&d);
         return cli_exit_for(st);
     }

@@ -255,6 +255,9 @@ static const struct {
     void (*print)(FILE *f);
 } own_plan_keys[] = {
     {"infer", cli_print_infer_keys},
+    {"lora", cli_print_infer_keys},
+    {"serve", cli_print_serve_keys},
+    {"serve-search", cli_print_serve_keys},
     {"rl", cli_print_rl_keys},
     {"rl-search", cli_print_rl_keys},
 };

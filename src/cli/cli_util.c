@@ -18,6 +18,38 @@ int cli_fail(const char *fmt, const char *a)
     return EXIT_INPUT;
 }
 
+int cli_output_path(const cli_args *a, const char *cmd, const char **path)
+{
+    const char *o = cli_opt(a, "-o"), *out = cli_opt(a, "--output");
+    *path = o ? o : out;
+    if (o && out) {
+        fprintf(stderr, "meshplan: %s: -o \"%s\" and --output \"%s\" are the same option: "
+                        "expected one output file\n", cmd, o, out);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
+int cli_check_output(const char *cmd, const char *opt, const char *path)
+{
+    struct stat sb;
+    int existed = stat(path, &sb) == 0;
+    if (existed && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "meshplan: %s: %s \"%s\": a directory: expected a file name\n", cmd, opt, path);
+        return EXIT_INPUT;
+    }
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "meshplan: %s: %s \"%s\": cannot be written (%s): expected a file in a "
+                        "directory this user can write\n", cmd, opt, path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    fclose(f);
+    if (!existed)
+        remove(path);
+    return 0;
+}
+
 int cli_exit_for(mp_status st)
 {
     switch (st) {

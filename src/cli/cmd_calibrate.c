@@ -513,6 +513,8 @@ int cmd_calibrate(int argc, char **argv)
         return rc;
     if (args.npositional < 1)
         return cli_fail("calibrate: expected at least one LOG file%s", "");
+    if (cli_opt(&args, "-o") && (rc = cli_check_output("calibrate", "-o", cli_opt(&args, "-o"))))
+        return rc; /* before the summary is printed */
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&args, &cat)))
         return rc;

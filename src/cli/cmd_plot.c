@@ -76,7 +76,8 @@ static int kind_options(const char *kind, const cli_option *const *tables, int n
 static int plot_options(const cli_args *a, const char *kind, mp_plot_opts *po, const char **path)
 {
     mp_plot_opts_init(po);
-    *path = cli_opt(a, "-o") ? cli_opt(a, "-o") : cli_opt(a, "--output");
+    if (cli_output_path(a, "plot", path))
+        return EXIT_INPUT;
     if (!*path) {
         fprintf(stderr, "meshplan: plot %s: -o FILE.svg or -o FILE.png is required\n", kind);
         return EXIT_INPUT;

@@ -31,7 +31,8 @@ const cli_command cli_cmd_rl = {
     "idle per pool, $ and J per step",
     NULL, 0, rl_opts,
     "Placements: colocated (time-sliced), disaggregated (two pools, synchronous), async_one_step\n"
-    "(rollout of step k+1 during update k), fully_async (streaming, partial rollouts, staleness).\n"
+    "(rollout of step k+1 during update k), fully_async (streaming, partial rollouts, staleness=S,\n"
+    "trigger=N: trainer updates per parameter sync).\n"
     "Equations and sources: docs/rl.md.\n",
     rl_run,
 };

@@ -113,6 +113,11 @@ static int run_read_opts(const cli_args *a, mp_run_opts *o, double *gbps)
         (rc = cli_opt_real(a, "--repair-h", 0, 1e6, &o->repair_h)) ||
         (rc = cli_opt_real(a, "--failure-scale", 0, 1e6, &o->failure_scale)))
         return rc;
+    /* capital per GPU replaces the rental price (mp_cost_opts): both is a conflict, not a choice
+     * to make silently */
+    if (cli_opt(a, "--price-gpu-hour") && o->cost.capex_per_gpu_usd > 0)
+        return cli_fail("run: --price-gpu-hour %s (rental) and --capex-per-gpu (capital + energy) are "
+                        "two ways to pay: expected one of them", cli_opt(a, "--price-gpu-hour"));
     o->checkpoint_Bps = *gbps * 1e9;
     o->async_checkpoint = cli_flag(a, "--async-checkpoint");
     if ((v = cli_opt(a, "--spare-nodes")) && strcmp(v, "auto") &&
@@ -131,7 +136,10 @@ static int run_load_faults(const char *spec, mp_fault_model *fm, char **buf, mp_
     }
     size_t len;
     mp_status st = cli_read_file(spec, buf, &len, d);
-    if (st == MP_OK)
+    if (st != MP_OK) /* the reason (d) follows, printed by the caller */
+        fprintf(stderr, "meshplan: failures = \"%s\": expected default or a readable failure-causes "
+                        "JSON file (docs/faults.md):\n", spec);
+    else
         st = mp_fault_model_from_json(*buf, len, spec, fm, d);
     return cli_exit_for(st);
 }

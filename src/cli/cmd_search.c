@@ -82,6 +82,9 @@ int cmd_search(int argc, char **argv)
         return rc;
     if (cli_flag(&a, "--json") && cli_flag(&a, "--csv"))
         return cli_fail("search: --json and --csv exclude each other%s", "");
+    if (cli_opt(&a, "--emit") && (cli_flag(&a, "--json") || cli_flag(&a, "--csv")))
+        return cli_fail("search: --emit %s writes the best plan's launch config instead of the report: "
+                        "expected --emit, or --json / --csv, not both", cli_opt(&a, "--emit"));
     long long counts[MP_SEARCH_MAX_CLUSTERS];
     int n = 0;
     if (!cli_opt(&a, "--gpus") && cli_opt(&a, "--cluster")) {

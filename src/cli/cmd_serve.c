@@ -2,6 +2,7 @@
  * continuous batching, chunked prefill, paged KV with preemption) on replicas or on separate
  * prefill and decode pools; TTFT / TPOT percentiles, throughput, goodput, KV use, energy and
  * cost; --trace writes the request timeline. The model: src/serve/, docs/serve.md. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,17 +92,19 @@ static void text(const cli_serve_job *j, const mp_serve_result *r)
         printf("  - %s\n", r->assumed[i]);
 }
 
-static int write_trace(const char *path, const mp_serve_result *r)
+/* The request timeline into f, opened on path before the simulation (so a path that cannot be
+ * written is refused before anything runs or prints); closes f. */
+static int write_trace(FILE *f, const char *path, const mp_serve_result *r)
 {
     char *t = mp_report_serve_trace(r);
+    int ok = t && fputs(t, f) >= 0;
+    if (fclose(f) != 0)
+        ok = 0;
     if (!t) {
+        remove(path);
         fprintf(stderr, "meshplan: serve: no timeline to write (out of memory)\n");
         return EXIT_INTERNAL;
     }
-    FILE *f = fopen(path, "w");
-    int ok = f && fputs(t, f) >= 0;
-    if (f && fclose(f) != 0)
-        ok = 0;
     free(t);
     if (!ok) {
         fprintf(stderr, "meshplan: serve: cannot write the trace to \"%s\"\n", path);
@@ -167,17 +170,28 @@ static int serve_run(int argc, char **argv)
         cli_serve_job_free(&j);
         return EXIT_INPUT;
     }
+    if (cli_flag(&a, "--frontier") && !(j.o.slo_ttft_s > 0) && !(j.o.slo_tpot_s > 0)) {
+        cli_serve_job_free(&j);
+        return cli_fail("serve: --frontier needs --slo (the frontier is the highest rate meeting it)%s", "");
+    }
+    FILE *tf = trace ? fopen(trace, "w") : NULL;
+    if (trace && !tf) {
+        fprintf(stderr, "meshplan: serve: trace = \"%s\": %s: expected a file path it can write\n", trace,
+                strerror(errno));
+        cli_serve_job_free(&j);
+        return EXIT_INPUT;
+    }
     j.o.keep_timeline = trace != NULL;
     cli_lora_serve *lora = NULL;
-    if ((rc = cli_lora_serve_setup(&a, &j, &lora))) {
-        cli_serve_job_free(&j);
-        return rc;
-    }
-    mp_serve_result *r = malloc(sizeof *r);
-    if (!r) {
+    mp_serve_result *r = NULL;
+    if ((rc = cli_lora_serve_setup(&a, &j, &lora)) || !(r = malloc(sizeof *r))) {
+        if (tf) {
+            fclose(tf);
+            remove(trace);
+        }
         cli_lora_serve_free(lora);
         cli_serve_job_free(&j);
-        return EXIT_INTERNAL;
+        return rc ? rc : EXIT_INTERNAL;
     }
     mp_status st = mp_serve_run(&j.model, &j.cluster, &j.o, r, &d);
     if (st != MP_OK) {
@@ -186,9 +200,7 @@ static int serve_run(int argc, char **argv)
         rc = cli_exit_for(st);
     } else {
         const int fr = cli_flag(&a, "--frontier") && r->feasible;
-        if (fr && !(j.o.slo_ttft_s > 0) && !(j.o.slo_tpot_s > 0))
-            rc = cli_fail("serve: --frontier needs --slo%s", "");
-        else if (cli_flag(&a, "--json")) {
+        if (cli_flag(&a, "--json")) {
             char *s = mp_report_serve_json(r);
             if (!s)
                 rc = EXIT_INTERNAL;
@@ -206,8 +218,12 @@ static int serve_run(int argc, char **argv)
             if (fr)
                 rc = frontier(&j, 0, NULL);
         }
-        if (!rc && trace && r->feasible)
-            rc = write_trace(trace, r);
+    }
+    if (tf && st == MP_OK && !rc && r->feasible) {
+        rc = write_trace(tf, trace, r);
+    } else if (tf) { /* nothing to write: no empty or partial file is left */
+        fclose(tf);
+        remove(trace);
     }
     mp_serve_result_free(r);
     free(r);

@@ -238,6 +238,8 @@ static int sweep_main(const cli_args *a, int rank, int size)
         if (!k.results || !k.done || !k.evaluated_per_rank || !k.tasks_per_rank)
             rc = EXIT_INTERNAL;
         if (!rc)
+            rc = cli_check_output("sweep", "-o", cli_opt(a, "-o")); /* before any task runs */
+        if (!rc)
             rc = open_checkpoint(a, s, &k, &pending, &npending, &resumed);
         const char *sa = getenv("MESHPLAN_SWEEP_STOP_AFTER");
         k.stop_after = sa ? atoll(sa) : 0;

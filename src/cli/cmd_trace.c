@@ -231,7 +231,9 @@ int cmd_trace(int argc, char **argv)
         return cli_fail("trace: --json and --csv exclude each other%s", "");
     const char *model = cli_opt(&args, "--model"), *gpu = cli_opt(&args, "--gpu");
     const char *gpus = cli_opt(&args, "--gpus"), *plan = cli_opt(&args, "--plan");
-    const char *outpath = cli_opt(&args, "-o") ? cli_opt(&args, "-o") : cli_opt(&args, "--output");
+    const char *outpath = NULL;
+    if ((rc = cli_output_path(&args, "trace", &outpath)))
+        return rc;
     long long ngpus = 0;
     (void)gpu;
     if (!gpus && !cli_opt(&args, "--cluster"))

@@ -162,7 +162,10 @@ static int workflow_run(int argc, char **argv)
     static mp_workflow w;
     static mp_wf_result res;
     mp_status st = cli_read_file(a.positional[0], &text, &len, &d);
-    if (st == MP_OK)
+    if (st != MP_OK) /* the reason (d) follows */
+        fprintf(stderr, "meshplan: workflow FILE.json = \"%s\": expected a readable workflow file "
+                        "(docs/workflow.md):\n", a.positional[0]);
+    else
         st = mp_workflow_parse(cat, text, len, a.positional[0], &w, &d);
     free(text);
     mp_catalog_destroy(cat);

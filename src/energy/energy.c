@@ -69,10 +69,9 @@ static const struct {
 #define UNSEEN_IDLE_FRAC (78.8 / 700.0)
 #define UNSEEN_WAIT_FRAC (0.5 * (142.5 / 700.0 + 53.0 / 300.0))
 
-/* Share of the dense peak the best GEMM reaches when none is measured, and of peak HBM bandwidth
- * when none is measured: the same fallbacks as src/estimate/estimate.c (MP_DEFAULT_MATMUL_FRAC,
- * MP_DEFAULT_HBM_FRAC), from the measured A100/H100 rows of validation/gpus.csv. */
-#define FALLBACK_MATMUL_FRAC 0.835
+/* Share of peak HBM bandwidth when none is measured: the same fallback as src/workload/kernels.c
+ * (MP_DEFAULT_HBM_FRAC), from the measured A100/H100 rows of validation/gpus.csv. The best GEMM
+ * rate is the catalog's one rule, mp_gpu_best_gemm_flops. */
 #define FALLBACK_HBM_FRAC 0.865
 
 /* Node overhead when the catalog has none: DGX H100's 4600 W over 8 x 700 W of GPUs (the
@@ -101,15 +100,6 @@ void mp_energy_opts_init(mp_energy_opts *o)
      * on-chip path (L2, crossbar, SM load/store) — the doubling is ASSUMED. */
     o->mem_pJ_per_bit = 8.0;
     o->node_overhead_W = 0.0;
-}
-
-static double matmul_rate(const mp_gpu *g, mp_dtype prec)
-{
-    mp_dtype half = g->peak_flops_per_s[MP_DT_BF16] > 0 ? MP_DT_BF16 : MP_DT_FP16;
-    mp_dtype d = g->peak_flops_per_s[prec] > 0 ? prec : half;
-    if (g->measured_matmul_flops_per_s[d] > 0)
-        return g->measured_matmul_flops_per_s[d];
-    return g->peak_flops_per_s[d] * FALLBACK_MATMUL_FRAC;
 }
 
 /* Scale-out switch ports per endpoint of a non-blocking fat tree of radix k (Al-Fares 2008). */
@@ -249,7 +239,7 @@ mp_status mp_energy_step(const mp_cluster *c, const mp_plan *p, const mp_estimat
     const double compute_s = mp_time_kind_s(t, MP_TIME_KIND_COMPUTE);
     const double flops_gpu = e->hardware_flops_per_step / (double)c->num_gpus;
     const double gemm_frac = fmin(1.0, fmax(0.0, eo->gemm_sustained_frac));
-    const double rate_best = matmul_rate(g, p->precision);
+    const double rate_best = mp_gpu_best_gemm_flops(g, p->precision);
     const double rate_sust = rate_best * gemm_frac;
     double ph_s[MP_PHASE_COUNT];
     ph_s[MP_PHASE_TENSOR] = rate_sust > 0 ? fmin(compute_s, flops_gpu / rate_sust) : 0.0;
@@ -304,6 +294,19 @@ mp_status mp_energy_step(const mp_cluster *c, const mp_plan *p, const mp_estimat
         return MP_ERR_RANGE;
     }
     return MP_OK;
+}
+
+mp_status mp_energy_step_facility_J(void *ctx, const mp_model *m, const mp_cluster *c,
+                                    const mp_plan *p, const mp_estimate *e,
+                                    double *joules_per_step)
+{
+    (void)ctx;
+    (void)m;
+    mp_power pw;
+    mp_status st = mp_energy_step(c, p, e, NULL, NULL, &pw, NULL);
+    if (st == MP_OK)
+        *joules_per_step = pw.energy_J_per_step_facility;
+    return st;
 }
 
 void mp_energy_run(const mp_power *pw, double pue, double running_s, double stalled_s,

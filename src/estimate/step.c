@@ -27,7 +27,17 @@ typedef struct {
  * each gather is prefetched behind the previous layer's compute (its copy-out included), so a
  * layer exposes what its neighbour's compute cannot hide. Expert weights of an MoE layer are
  * gathered over the expert-DP group. */
-static void z3_layer_exposure(const mp_workload *w, const mp_estimate_opts *o, double *dense_x,
+/* Gathers of one layer in its backward: the backward's own, and with full recompute on a stack
+ * that releases the parameters after every sub-module's forward (DeepSpeed) one more for the
+ * checkpointed forward run again (Rajbhandari et al. 2021, ZeRO-Infinity Sec. 4.1: with
+ * activation checkpointing the parameters are loaded three times per iteration, forward,
+ * recomputation and backward; FSDP's backward unshard serves its recompute, Zhao et al. 2023). */
+static double z3_bwd_gathers(const mp_plan *p, const mp_stack_profile *sk)
+{
+    return p->recompute == MP_RC_FULL && sk->zero3_recompute_gathers ? 2.0 : 1.0;
+}
+
+static void z3_layer_exposure(const mp_workload *w, const mp_estimate_opts *o, double bg, double *dense_x,
                               double *moe_x)
 {
     const mp_wl_coll *x = w->coll;
@@ -43,8 +53,8 @@ static void z3_layer_exposure(const mp_workload *w, const mp_estimate_opts *o, d
     double lbw = f * (d->bwd_s + d->copy_out_s + d->recompute_s + d->tp_fwd_s + d->tp_recompute_s);
     double mfw = f * (mo->fwd_s + mo->copy_out_s + mo->tp_fwd_s + mo->ep_fwd_s);
     double mbw = f * (mo->bwd_s + mo->copy_out_s + mo->recompute_s + mo->tp_fwd_s + mo->ep_bwd_s);
-    *dense_x = fmax(0.0, ag - lfw) + fmax(0.0, ag + rs - lbw);
-    *moe_x = fmax(0.0, mag - mfw) + fmax(0.0, mag + mrs - mbw);
+    *dense_x = fmax(0.0, ag - lfw) + fmax(0.0, bg * ag + rs - lbw);
+    *moe_x = fmax(0.0, mag - mfw) + fmax(0.0, bg * mag + mrs - mbw);
 }
 
 /* The exposure lengthens every micro-batch of the stage it runs on, so it is added per stage
@@ -75,7 +85,7 @@ static void find_slowest(const mp_workload *w, const mp_model *m, const mp_plan 
 {
     double zd = 0.0, zm = 0.0;
     if (p->zero == 3)
-        z3_layer_exposure(w, o, &zd, &zm);
+        z3_layer_exposure(w, o, z3_bwd_gathers(p, sk), &zd, &zm);
     *out = (slowest){.zd = zd, .zm = zm};
     const int nr = mp_workload_runs(w);
     const double hd = tp_hidden_layer(&w->layer[MP_LK_DENSE], p, sk);
@@ -139,7 +149,7 @@ static double bubble_s(const mp_plan *p, int pp, int v, double t_mb_all, double 
  * first gather and last reduce-scatter on top of a stall that already held every layer's
  * collectives counted them twice, so the exposed part exceeded the total (issue 15, defect 1;
  * tests/test_invariants.c). Then the root module's collectives beyond the head's compute. */
-static void zero3_dp(const mp_workload *w, const mp_estimate_opts *o, const slowest *sl,
+static void zero3_dp(const mp_workload *w, const mp_estimate_opts *o, double bg, const slowest *sl,
                      mp_estimate *e, double *total, double *exposed)
 {
     const mp_wl_coll *x = w->coll;
@@ -150,7 +160,7 @@ static void zero3_dp(const mp_workload *w, const mp_estimate_opts *o, const slow
     const double mrs = w->moe ? x[MP_WC_Z3_MOE_RS].time_s + x[MP_WC_Z3_EXPERT_RS].time_s : rs;
     e->parts.zero3_layer_gather_s = ag;
     e->parts.zero3_layer_reduce_s = rs;
-    double per_mb_total = nd * (2.0 * ag + rs) + nm * (2.0 * mag + mrs);
+    double per_mb_total = nd * ((1.0 + bg) * ag + rs) + nm * ((1.0 + bg) * mag + mrs);
     double stall = sl->z3_s - sl->t.total_s;
     /* the end layer: an MoE layer when the stage has one (as its gathers are the larger) */
     const int end_moe = nm > 0;
@@ -158,7 +168,7 @@ static void zero3_dp(const mp_workload *w, const mp_estimate_opts *o, const slow
     const double g = end_moe ? mag : ag, r = end_moe ? mrs : rs;
     const double bw = o->zero3_overlap_frac * (k->bwd_s + k->copy_out_s + k->recompute_s + k->tp_fwd_s +
                                                (end_moe ? k->ep_bwd_s : k->tp_recompute_s));
-    double end_s = g + fmax(0.0, g - bw) + r;
+    double end_s = g + fmax(0.0, bg * g - bw) + r;
     double with_neighbours = end_moe ? sl->zm : sl->zd;
     double per_mb_exposed = nd + nm > 0 ? stall - with_neighbours + end_s : 0.0;
     double eag = x[MP_WC_Z3_ROOT_AG].time_s, ers = x[MP_WC_Z3_ROOT_RS].time_s;
@@ -174,7 +184,8 @@ static void zero3_dp(const mp_workload *w, const mp_estimate_opts *o, const slow
  * the last micro-batch for gradient reduction (Li et al. 2020, PyTorch DDP bucketing; Megatron
  * overlap-grad-reduce), the forward of the first for parameter gathers. */
 static void dp_comm(const mp_workload *w, const mp_plan *p, const mp_estimate_opts *o,
-                    const slowest *sl, mp_estimate *e, double *total, double *exposed)
+                    const mp_stack_profile *sk, const slowest *sl, mp_estimate *e, double *total,
+                    double *exposed)
 {
     const mp_wl_coll *x = w->coll;
     const double M = w->microbatches;
@@ -200,7 +211,7 @@ static void dp_comm(const mp_workload *w, const mp_plan *p, const mp_estimate_op
         *total = nrs * rs + ag;
         *exposed = nrs * fmax(0.0, rs - bwd_window) + fmax(0.0, ag - fwd_window);
     } else {
-        zero3_dp(w, o, sl, e, total, exposed);
+        zero3_dp(w, o, z3_bwd_gathers(p, sk), sl, e, total, exposed);
     }
     *total += replicate_s;
     *exposed += replicate_s;
@@ -308,7 +319,7 @@ void mp_est_step(const mp_workload *w, const mp_model *m, const mp_cluster *c, c
     const double t_mb_all = sl.t.total_s + t_mb_pp;
     const double bubble = bubble_s(p, w->pp, w->vpp, t_mb_all, sl.t.weight_s);
     double dp_total = 0.0, dp_exposed = 0.0;
-    dp_comm(w, p, o, &sl, e, &dp_total, &dp_exposed);
+    dp_comm(w, p, o, sk, &sl, e, &dp_total, &dp_exposed);
     /* Optimizer: the update over the local shard, memory-bound (AdamW: read fp32 master, m, v,
      * grad and write master, m, v and the 16-bit weight: 30 bytes per parameter), per optimizer,
      * with Muon's Newton-Schulz and the offloaded step's exposed part (memory_states.c). */

@@ -94,8 +94,12 @@ static void list_unknown(imp_ctx *c)
             o->unknown_dropped++;
             continue;
         }
-        imp_fmt(o->unknown[o->nunknown++], sizeof o->unknown[0], "%.80s (line %d)", e->key,
-                 e->line);
+        if (e->line <= 0) /* an override given on the command line (fields.c says so too) */
+            imp_fmt(o->unknown[o->nunknown++], sizeof o->unknown[0], "%.80s (command line: --%.80s)",
+                    e->key, e->key);
+        else
+            imp_fmt(o->unknown[o->nunknown++], sizeof o->unknown[0], "%.80s (line %d)", e->key,
+                    e->line);
     }
 }
 

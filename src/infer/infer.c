@@ -35,6 +35,11 @@ static int resolve(const mp_model *m, const mp_cluster *c, mp_infer_plan *p, mp_
                     p->tp, p->pp, p->dp, (long long)c->num_gpus);
         bad++;
     }
+    if (p->longest && p->longest < p->out) {
+        mp_diag_add(d, "plan: longest=%lld: expected at least out=%lld (the batch steps until its longest response)",
+                    (long long)p->longest, (long long)p->out);
+        bad++;
+    }
     (void)m;
     return bad;
 }
@@ -79,6 +84,12 @@ static double activation_bytes_gpu(const mp_model *m, const mp_infer_plan *p, co
     double per_tok = 3.0 * m->hidden + fmax(attn, (m->glu ? 3.0 : 2.0) * f / p->tp);
     double logits = e->max_batch * (double)mp_model_padded_vocab(m, p->tp) / p->tp * 4.0;
     return chunk * per_tok * 2.0 + logits;
+}
+
+/* Decode steps the batch runs: out, or a static batch's longest response (plan key longest). */
+static int64_t decode_steps(const mp_infer_plan *p)
+{
+    return p->longest > p->out ? p->longest : p->out;
 }
 
 /* One phase's report from its stage: k stage-times (pipeline fill and micro-batches), m
@@ -140,8 +151,9 @@ static void memory(const mp_model *m, const mp_cluster *c, const mp_infer_plan *
     r->kv_pool_bytes = e->kv_budget_of_free ? frac * (r->capacity_bytes - rest) : frac * r->capacity_bytes - rest;
     if (r->kv_pool_bytes < 0)
         r->kv_pool_bytes = 0;
-    /* paged KV: whole blocks of block_tokens per sequence (Kwon et al. 2023, SOSP, Sec. 4.1) */
-    double seq_tok = (double)(p->in + p->out);
+    /* paged KV: whole blocks of block_tokens per sequence (Kwon et al. 2023, SOSP, Sec. 4.1); a
+     * static batch grows every sequence's cache to its longest response */
+    double seq_tok = (double)(p->in + decode_steps(p));
     double per_seq = ceil(seq_tok / e->block_tokens) * e->block_tokens * r->kv_bytes_per_token_gpu;
     r->max_concurrency = per_seq > 0 ? (int64_t)floor(r->kv_pool_bytes / per_seq) : 0;
     r->kv_bytes = (double)p->batch * per_seq;
@@ -192,7 +204,8 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
         bad++;
     s.phase = MP_WL_DECODE;
     s.new_tokens = 1;
-    s.context = (double)p->in + 0.5 * (double)p->out; /* the mean cached length over the decode */
+    const int64_t steps = decode_steps(p);
+    s.context = (double)p->in + 0.5 * (double)steps; /* the mean cached length over the decode */
     if (!bad && mp_workload_infer(m, c, &s, &dec, d) != MP_OK)
         bad++;
     if (bad)
@@ -221,7 +234,9 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
     phase_of(&dec, (double)p->pp, mbs, step_over, dispatch, g, dt, wait_W, eo.mem_pJ_per_bit, &r->decode);
     r->ttft_s = r->prefill.total_s;
     r->tpot_s = r->decode.total_s;
-    r->e2e_s = r->ttft_s + (double)(p->out - 1) * r->tpot_s;
+    /* a static batch computes every sequence until the longest stops (HF generate's loop); the
+     * tokens it delivers are the responses' own, batch x out */
+    r->e2e_s = r->ttft_s + (double)(steps - 1) * r->tpot_s;
     const double gpus = (double)p->tp * p->pp, toks = (double)p->batch * (double)p->out;
     r->output_tokens_per_s_per_replica = toks / r->e2e_s;
     r->output_tokens_per_s_per_gpu = r->output_tokens_per_s_per_replica / gpus;
@@ -234,7 +249,10 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
            e->key, e->version);
     assume(r, "fixed batch: all %lld prompts prefilled before the first decode step (TTFT is the last one's)",
            (long long)p->batch);
-    assume(r, "decode priced at the mean context in + out/2 = %.0f tokens", s.context);
+    if (steps > p->out)
+        assume(r, "static batch: %lld decode steps (its longest response), tokens counted at out = %lld per sequence",
+               (long long)steps, (long long)p->out);
+    assume(r, "decode priced at the mean context in + %s/2 = %.0f tokens", steps > p->out ? "longest" : "out", s.context);
     if (p->weights >= MP_WQ_INT8 || (fp8_w && dt != MP_DT_FP8))
         assume(r, "weights=%s weight-only: GEMMs at the %s rate, dequantization fused (not priced)",
                mp_infer_weights_name((mp_infer_weights)p->weights), mp_dtype_name(dt));

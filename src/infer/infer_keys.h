@@ -25,6 +25,8 @@
       "engine memory share (gpu_memory_utilization, mem_fraction_static, free fraction)")          \
     X(cuda_graphs, BOOL, cuda_graphs, 0, 1, MP_NOENUM, NULL, ALWAYS, "1", "decode under CUDA graphs") \
     X(chunk, INT, chunk, 1, 1 << 24, MP_NOENUM, NULL, IFSET, "the engine's",                        \
-      "prefill chunk and profile-run tokens (max_num_batched_tokens)")
+      "prefill chunk and profile-run tokens (max_num_batched_tokens)")                         \
+    X(longest, INT, longest, 1, 1 << 24, MP_NOENUM, NULL, IFSET, "out",                             \
+      "decode steps of a static batch: its longest response (HF generate; >= out)")
 
 #endif

@@ -25,16 +25,9 @@
 
 #include "meshplan/infer.h"
 
-/* Share of the dense peak the best GEMM reaches when none is measured (as src/energy/energy.c
- * FALLBACK_MATMUL_FRAC: the measured A100/H100 rows of validation/gpus.csv). */
-#define FALLBACK_MATMUL_FRAC 0.835
-
-double mp_infer_best_gemm_flops(const mp_gpu *g, mp_dtype dt)
-{
-    double peak = g->peak_flops_per_s[dt] > 0 ? g->peak_flops_per_s[dt] : g->peak_flops_per_s[MP_DT_BF16];
-    return g->measured_matmul_flops_per_s[dt] > 0 ? g->measured_matmul_flops_per_s[dt]
-                                                  : FALLBACK_MATMUL_FRAC * peak;
-}
+/* The catalog's one best-GEMM-rate rule (src/catalog/gemm_rate.c), under the name the inference
+ * power model and the serving simulator call. */
+double mp_infer_best_gemm_flops(const mp_gpu *g, mp_dtype dt) { return mp_gpu_best_gemm_flops(g, dt); }
 
 double mp_infer_kernel_power_w(double tdp_W, double wait_W, double best_flops, double pj_per_bit,
                                double flop, double bytes, double kernel_s)

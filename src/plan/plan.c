@@ -438,8 +438,12 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
              (long long)m->layers);
     if (p->vpp > 1 && p->pp == 1)
         FAIL("plan.vpp = %lld: virtual stages need pp > 1", (long long)p->vpp);
-    if (p->pp * p->vpp > m->layers)
-        FAIL("plan: pp*vpp = %lld: more model chunks than layers (%lld)",
+    /* The embedding and the output layer may each take a model chunk of their own (Llama 3,
+     * Dubey et al. 2024 Sec. 3.3.2: the first chunk of the first stage holds only the embedding,
+     * the last of the last stage only the output projection and loss): at most layers + 2. */
+    if (p->pp * p->vpp > m->layers + 2)
+        FAIL("plan: pp*vpp = %lld: more model chunks than layers (%lld) + 2 (the embedding's and "
+             "the output layer's own chunks)",
              (long long)(p->pp * p->vpp), (long long)m->layers);
     if (p->schedule == MP_SCHED_INTERLEAVED && p->vpp < 2)
         FAIL("plan.schedule = interleaved: needs vpp >= 2");

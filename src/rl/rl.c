@@ -142,7 +142,17 @@ static int place_pair(const char *k, const char *v, void *ctx, mp_diag *d)
     }
     if (!strcmp(k, "staleness"))
         return real_of("placement staleness", v, 0, 1, &c->staleness, d);
-    mp_diag_add(d, "placement: unknown key \"%s\": expected rollout, train or staleness", k);
+    if (!strcmp(k, "trigger")) { /* verl async_training.trigger_parameter_sync_step */
+        if (real_of("placement trigger", v, 1, 1048576, &x, d))
+            return 1;
+        if (x != floor(x)) {
+            mp_diag_add(d, "placement trigger = \"%s\": expected a whole number of updates per sync", v);
+            return 1;
+        }
+        c->sync_chunks = (int64_t)x;
+        return 0;
+    }
+    mp_diag_add(d, "placement: unknown key \"%s\": expected rollout, train, staleness or trigger", k);
     return 1;
 }
 
@@ -159,7 +169,7 @@ mp_status mp_rl_placement_parse(const char *text, mp_rl_config *c, mp_diag *d)
     }
     if (i < 0) {
         mp_diag_add(d, "placement = \"%s\": expected colocated, disaggregated:rollout=R,train=T, "
-                       "async_one_step[:rollout=R,train=T] or fully_async[:...,staleness=S]", text);
+                       "async_one_step[:rollout=R,train=T] or fully_async[:...,staleness=S,trigger=N]", text);
         return MP_ERR_INPUT;
     }
     c->placement = i;
@@ -210,6 +220,8 @@ static int check_config(const mp_rl_config *c, mp_diag *d)
     NEED(c->response.sigma > 0 && c->response.sigma <= 4, "response-len sigma = %g: expected (0, 4]", c->response.sigma);
     NEED(c->overprovision_frac >= 0 && c->overprovision_frac <= 4, "overprovision = %g: expected [0, 4]", c->overprovision_frac);
     NEED(c->staleness >= 0 && c->staleness <= 1, "staleness = %g: expected [0, 1]", c->staleness);
+    NEED(c->sync_chunks >= 0 && c->sync_chunks <= (1 << 20), "sync_chunks (trigger) = %lld: expected 0 .. 1048576",
+         (long long)c->sync_chunks);
     NEED(c->ppo_epochs >= 1 && c->ppo_epochs <= 100, "ppo_epochs = %d: expected 1 .. 100", c->ppo_epochs);
     NEED(c->mini_batches >= 0 && c->mini_batches <= (1 << 20), "mini_batches = %lld: expected 0 .. 1048576", (long long)c->mini_batches);
     NEED(c->bucket_bytes > 0 && isfinite(c->bucket_bytes), "bucket_bytes = %g: expected > 0", c->bucket_bytes);

@@ -6,10 +6,9 @@
  *   async_one_step  step = max(rollout, passes + update) + sync    (the rollout of step k+1 runs
  *                   during the update of step k; Noukhovitch et al. 2024, arXiv 2410.18252)
  *   fully_async     step = max(rollout', passes + update) + bubble + sync, rollout' with partial
- *                   rollouts, bubble = (1 - staleness) x min(...) / mini-batches: the trainer
- *                   streams mini-batches as they finish (verl recipe/fully_async_policy; AReaL,
- *                   Fu et al. 2025, arXiv 2505.24298); with no staleness the last mini-batch's
- *                   update cannot overlap the next rollout. */
+ *                   rollouts, bubble = max(0, 1/n - staleness) x min(...) over the n chunks the
+ *                   trainer streams between two syncs (verl recipe/fully_async_policy README,
+ *                   "Supported Modes"; AReaL, Fu et al. 2025, arXiv 2505.24298): see stream_bubble. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -162,6 +161,22 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
 
 static int has_ref(int a) { return a != MP_RL_DAPO; }
 
+/* The fully_async pipeline's bubble (verl recipe/fully_async_policy README at 19997f9e,
+ * "Supported Modes"). The trainer takes the step's samples in n chunks of require_batches x
+ * ppo_mini_batch_size prompts (n = trigger_parameter_sync_step) and updates on each as it
+ * arrives. With staleness 0 (mode b, "stream off policy pipeline") the README names two idle
+ * periods: the trainer waits for the first chunk, the rollouter for the last update; with the
+ * chunks finishing at an even rate the step is max(R + T/n, R/n + T) = max(R, T) + min(R, T)/n.
+ * With staleness s > 0 (modes c, d) the rollouter may produce up to (1 + s) x the step's samples
+ * between two syncs: the s x batch it produced ahead are queued when the next step starts, so the
+ * trainer waits only for the part of its first chunk not yet there, (1/n - s)+ of a step's
+ * rollout, and the rollouter keeps generating during the last update. s >= 1/n hides both. */
+static double stream_bubble(double R, double T, int64_t chunks, double staleness)
+{
+    double n = (double)(chunks > 0 ? chunks : 1);
+    return fmax(0.0, 1.0 / n - fmin(1.0, staleness)) * fmin(R, T);
+}
+
 /* The placement rule (file comment) and the idle time of each pool. */
 static void compose(const mp_rl_config *k, mp_rl_result *r, int64_t mini)
 {
@@ -178,11 +193,9 @@ static void compose(const mp_rl_config *k, mp_rl_result *r, int64_t mini)
     case MP_RL_ASYNC_ONE_STEP:
         r->step_s = fmax(R, T) + S;
         break;
-    default: {
-        double bubble = (1.0 - fmin(1.0, k->staleness)) * fmin(R, T) / (double)(mini > 0 ? mini : 1);
-        r->step_s = fmax(R, T) + bubble + S;
+    default: /* chunks: trigger_parameter_sync_step when given, else one per mini-batch */
+        r->step_s = fmax(R, T) + stream_bubble(R, T, k->sync_chunks > 0 ? k->sync_chunks : mini, k->staleness) + S;
         break;
-    }
     }
     if (k->placement != MP_RL_COLOCATED) {
         r->rollout_pool_idle_s = r->step_s - R;
@@ -282,8 +295,12 @@ mp_status mp_rl_estimate(const mp_model *m, const mp_cluster *c, const mp_rl_con
     assume(r, "rollout engine %s tp %d, %lld in flight per engine; prompts prefilled once per group (prefix caching)",
            mp_engine_name((mp_engine_id)k->rollout.engine), k->rollout.tp, (long long)r->rollout.max_in_flight);
     assume(r, "rollout power: midway between active idle and TDP (decode is HBM-bound; ASSUMED)");
-    if (k->placement == MP_RL_FULLY_ASYNC)
+    if (k->placement == MP_RL_FULLY_ASYNC) {
         assume(r, "fully_async: old log-probs from the rollout engine (no trainer pass)");
+        assume(r, "fully_async: trainer takes %lld chunks per sync%s at staleness %.2f: bubble (1/n - staleness)+ x "
+               "min(rollout, train)", (long long)(k->sync_chunks > 0 ? k->sync_chunks : mini),
+               k->sync_chunks > 0 ? "" : " (one per mini-batch)", k->staleness);
+    }
     if (k->algorithm == MP_RL_PPO)
         assume(r, "PPO critic the size of the actor (its forward and update on the train pool)");
     assume(r, "reward rule-based, %.1f ms of CPU per response, one worker per train GPU", 1e3 * k->reward_s_per_response);

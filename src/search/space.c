@@ -2,7 +2,7 @@
  *
  * Plans are built directly as resolved mp_plan structs. The rules are those of mp_plan_resolve
  * (src/plan/plan.c), applied once per degree shape instead of per plan; below a shape only valid
- * values are generated (vpp <= layers/pp, mb | gb/dp, hsdp | dp; for MoE models ep | experts,
+ * values are generated (vpp <= (layers+2)/pp, mb | gb/dp, hsdp | dp; for MoE models ep | experts,
  * etp | moe_ffn_hidden and etp*ep | tp*cp*dp), so every plan visited is one mp_plan_resolve
  * accepts unchanged, and every plan it accepts for the job is visited (tests/test_search.c checks
  * both on a grid).
@@ -379,10 +379,11 @@ uint64_t sp_shape_axes(const sp_space *s, const sp_shape *sh, sp_axes *ax)
         ax->ep[ax->nexp] = 1;
         ax->etp[ax->nexp++] = 1;
     }
-    /* vpp: 1 without pipelining; else 1..layers/pp (pp*vpp <= layers; uneven splits allowed).
+    /* vpp: 1 without pipelining; else 1..(layers+2)/pp (pp*vpp <= layers + 2, the embedding and
+     * the output layer in chunks of their own as plan.c accepts; uneven splits allowed).
      * A pinned schedule: interleaved needs vpp >= 2, the others run vpp = 1. */
     ax->vpp_lo = 1;
-    ax->vpp_hi = sh->pp > 1 ? m->layers / sh->pp : 1;
+    ax->vpp_hi = sh->pp > 1 ? (m->layers + 2) / sh->pp : 1;
     if (s->o->pin.schedule_given) {
         if (pin->schedule == MP_SCHED_INTERLEAVED)
             ax->vpp_lo = 2;

@@ -107,19 +107,6 @@ static mp_status build_cluster(const mp_sweep *s, const sweep_point *p, mp_clust
     return mp_cluster_check(c, d);
 }
 
-/* Facility energy per step (mp_energy_step's defaults) as the search's energy hook; pure. */
-static mp_status energy_hook(void *ctx, const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                             const mp_estimate *e, double *joules_per_step)
-{
-    (void)ctx;
-    (void)m;
-    mp_power pw;
-    mp_status st = mp_energy_step(c, p, e, NULL, NULL, &pw, NULL);
-    if (st == MP_OK)
-        *joules_per_step = pw.energy_J_per_step_facility;
-    return st;
-}
-
 /* The first line of d's text, for the status's reason column. */
 static void first_line(const mp_diag *d, char *buf, size_t cap)
 {
@@ -198,7 +185,7 @@ mp_status mp_sweep_run_task(const mp_sweep *s, int64_t i, int threads, mp_sweep_
     o.top_n = 1;
     o.threads = threads;
     if (w->objective == MP_OBJ_ENERGY)
-        o.energy = energy_hook;
+        o.energy = mp_energy_step_facility_J;
     mp_search_result r;
     memset(&r, 0, sizeof r);
     mp_status st = mp_search(m, &c, 1, &o, &r, &d);
@@ -219,7 +206,7 @@ mp_status mp_sweep_run_task(const mp_sweep *s, int64_t i, int threads, mp_sweep_
         mp_search_entry best = r.top[0], priced;
         /* Energy of the winner alone (pricing every plan's energy would slow the search). */
         mp_search_opts eo = o;
-        eo.energy = energy_hook;
+        eo.energy = mp_energy_step_facility_J;
         mp_diag de = {0};
         if (mp_search_evaluate(m, &c, 0, &eo, &best.plan, &priced, &de) == MP_OK)
             best.energy_J_per_token = priced.energy_J_per_token;

@@ -432,11 +432,32 @@ static int row_stack(row_in *r, mp_plan *p)
     return 0;
 }
 
-/* --- interleaving a row does not state: the stack's default depth, said --- */
+/* Groups whose source describes its model chunks without printing the depth: Dubey et al. 2024
+ * (Llama 3) Sec. 3.3.2 removes one Transformer layer from the first and the last stage, so that
+ * the first model chunk of the first stage holds only the embedding and the last chunk of the
+ * last stage only the output projection and the loss: one layer per chunk, and two chunks of
+ * their own, v = (layers + 2) / pp (126 layers over 16 stages: v = 8). */
+static const struct { const char *group; int64_t layers_per_chunk, own_chunks; const char *why; } source_chunks[] = {
+    {"llama3_2024", 1, 2, "Dubey et al. 2024 Sec. 3.3.2: a layer per chunk, embedding and output layer in chunks of their own"},
+};
+
+/* --- interleaving a row does not state: the chunks its source describes, else the stack's
+ *     default depth, said --- */
 static void row_interleave(row_in *r, const mp_model *m, mp_plan *p)
 {
     if (p->vpp || p->pp <= 1)
         return;
+    for (size_t k = 0; k < sizeof source_chunks / sizeof source_chunks[0]; k++) {
+        const int64_t per = source_chunks[k].layers_per_chunk * p->pp;
+        const int64_t chunks = m->layers + source_chunks[k].own_chunks;
+        if (strcmp(r->cell[C_GROUP], source_chunks[k].group) || chunks % per)
+            continue;
+        char a[224];
+        p->vpp = chunks / per;
+        snprintf(a, sizeof a, "vpp %lld (%s)", (long long)p->vpp, source_chunks[k].why);
+        append(r->assumed, sizeof r->assumed, a);
+        return;
+    }
     const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
     const int64_t vmax = sk ? sk->interleave_depth : 0;
     char a[192];

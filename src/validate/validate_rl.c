@@ -169,12 +169,13 @@ static int row_config(const mp_catalog *cat, rrow *r, const mp_model **m, mp_clu
          * (recipe/fully_async_policy/exp/qwen2-7B-math_{32,64,128}/fsdp2_*: gen_tp 4, Ulysses
          * sp_size 4, fsdp_size 2, gradient checkpointing): Ulysses splits each sequence over 4
          * GPUs as context parallelism does, priced as cp 4 (the estimator's ring exchange for
-         * Ulysses' all-to-alls) */
-        snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,cp=4,recompute=full");
+         * Ulysses' all-to-alls); fsdp_size 2 is verl's HSDP (verl/utils/device_mesh: a (ddp,
+         * fsdp) mesh, parameters sharded over 2 GPUs and replicated across the pairs): hsdp=2 */
+        snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,hsdp=2,cp=4,recompute=full");
         /* use_dynamic_bsz, actor_ppo_max_token_len = 2 x (max_prompt_length 2048 + max response) */
         k->train_tokens_per_gpu = (int64_t)(2.0 * (2048 + maxr));
         tp = 4;
-        note(r, "FSDP2 28K recipe: rollout tp 4, Ulysses sp 4 as cp 4, micro-batches packed to 2 x (2048 + max) tokens");
+        note(r, "FSDP2 28K recipe: rollout tp 4, Ulysses sp 4 as cp 4, HSDP shard group 2, micro-batches packed to 2 x (2048 + max) tokens");
     } else if (k->placement == MP_RL_FULLY_ASYNC) {
         /* dapo_7b_math_fsdp2_16_16.sh: gen_tp 4, actor not offloaded (Ulysses sp 4 not modelled) */
         snprintf(k->train_plan, sizeof k->train_plan, "zero=3,fsdp=2,recompute=full");
@@ -196,6 +197,19 @@ static int row_config(const mp_catalog *cat, rrow *r, const mp_model **m, mp_clu
         double s = note_num(n, "staleness");
         k->staleness = strstr(n, "staleness") ? fmin(1.0, s) : 0.5;
         k->partial_rollout = strstr(n, "partial") && k->staleness > 0 ? 1 : 0;
+        /* the trainer's chunks per sync: trigger_parameter_sync_step from the notes, else the
+         * README's rule for comparing with colocated runs, prompts / (require_batches x
+         * ppo_mini_batch_size); neither stated: one chunk per mini-batch */
+        double trig = note_num(n, "trigger_sync"), rb = note_num(n, "require_batches");
+        if (trig >= 1)
+            k->sync_chunks = (int64_t)trig;
+        else if (rb >= 1 && mini > 0) {
+            char t[96];
+            k->sync_chunks = (int64_t)fmax(1.0, floor((double)k->prompts / (rb * mini)));
+            snprintf(t, sizeof t, "trigger = prompts / (require_batches x ppo_mini_batch) = %lld",
+                     (long long)k->sync_chunks);
+            note(r, t);
+        }
     }
     if (!strcmp(r->cell[RC_METRIC], "weight_sync_s"))
         k->sync = strstr(n, "checkpoint-engine on") ? MP_RL_SYNC_BUCKETED : MP_RL_SYNC_PER_TENSOR;

@@ -1,6 +1,10 @@
-/* src/web/api.c — the JSON API of the local web app (meshplan/web.h): request fields checked
- * against a table (name, type, range, required), then the same library calls and writers as the
- * CLI's predict --json and search --json, so both answer the same JSON for the same job. */
+/* src/web/api.c — the JSON API of the local web app (meshplan/web.h). Requests are read by the
+ * request layer's one reader (src/api/api_request.c, mp_api_req_open_on: on the server's
+ * catalog, which `meshplan web --catalog` may extend) and priced by its jobs (mp_api_predict_job,
+ * mp_api_search_opts), then written by the CLI's writers, so /api/predict, /api/trace and
+ * /api/search answer what predict --json, trace --json and search --json print for the same
+ * job. The web's own rules: a plan is required, and the work of a request is bounded
+ * (MP_WEB_MAX_SIM_EVENTS, MP_WEB_MAX_SEARCH_PLANS). */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,172 +12,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "meshplan/energy.h"
+#include "api/api_internal.h"
 #include "meshplan/report.h"
 #include "meshplan/search.h"
 #include "meshplan/sim.h"
 #include "meshplan/topo.h"
-#include "meshplan/xsync.h"
 #include "web_internal.h"
-
-typedef enum { F_STR, F_INT, F_REAL } ftype;
-typedef struct {
-    const char *name;
-    ftype type;
-    double min, max;        /* numbers */
-} field_spec;
-
-#define MAX_FIELDS 16
-typedef struct {
-    json_t *root;
-    int present[MAX_FIELDS];
-    const char *s[MAX_FIELDS];
-    long long i[MAX_FIELDS];
-    double r[MAX_FIELDS];
-} fields;
-
-static const char *type_name(ftype t)
-{
-    return t == F_STR ? "a string" : t == F_INT ? "an integer" : "a number";
-}
-
-/* Parse body as one JSON object whose keys are all in spec; 0, or -1 after answering 400. */
-static int parse_fields(const char *body, size_t len, const field_spec *spec, int n, fields *f,
-                        mp_web_response *out)
-{
-    memset(f, 0, sizeof *f);
-    json_error_t err;
-    f->root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &err);
-    if (!f->root) {
-        web_error(out, 400, NULL, "malformed JSON at line %d, column %d: %s", err.line, err.column, err.text);
-        return -1;
-    }
-    if (!json_is_object(f->root)) {
-        web_error(out, 400, NULL, "expected a JSON object with the fields %s, ...", spec[0].name);
-        return -1;
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach(f->root, key, v) {
-        int k = -1;
-        for (int j = 0; j < n; j++)
-            if (!strcmp(key, spec[j].name))
-                k = j;
-        if (k < 0) {
-            char list[512] = "";
-            for (int j = 0; j < n; j++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", spec[j].name);
-            web_error(out, 400, key, "unknown field \"%s\": expected %s", key, list);
-            return -1;
-        }
-        const field_spec *s = &spec[k];
-        int ok = s->type == F_STR ? json_is_string(v) : s->type == F_INT ? json_is_integer(v) : json_is_number(v);
-        if (!ok) {
-            web_error(out, 400, key, "%s: expected %s", key, type_name(s->type));
-            return -1;
-        }
-        if (s->type == F_STR) {
-            f->s[k] = json_string_value(v);
-            if (!f->s[k][0]) {
-                web_error(out, 400, key, "%s = \"\": expected a non-empty string", key);
-                return -1;
-            }
-        } else {
-            double x = json_number_value(v);
-            if (!(x >= s->min && x <= s->max)) {
-                web_error(out, 400, key, "%s = %.15g: expected %s in [%.15g, %.15g]", key, x, type_name(s->type),
-                          s->min, s->max);
-                return -1;
-            }
-            f->i[k] = s->type == F_INT ? (long long)json_integer_value(v) : 0;
-            f->r[k] = x;
-        }
-        f->present[k] = 1;
-    }
-    return 0;
-}
-
-/* Index of a field by name in spec (the tables below are the only callers). */
-static int fx(const field_spec *spec, int n, const char *name)
-{
-    for (int j = 0; j < n; j++)
-        if (!strcmp(spec[j].name, name))
-            return j;
-    return -1;
-}
-
-static int require(const fields *f, const field_spec *spec, int n, const char *name, mp_web_response *out)
-{
-    if (f->present[fx(spec, n, name)])
-        return 0;
-    web_error(out, 400, name, "%s is required", name);
-    return -1;
-}
-
-/* The model: a catalog key only (the web app reads no files). */
-static int web_model(const mp_catalog *cat, const char *key, mp_model *m, mp_web_response *out)
-{
-    const mp_model *cm = mp_catalog_model(cat, key);
-    if (!cm) {
-        web_error(out, 400, "model", "model = \"%s\": not a catalog model (GET /api/catalog lists them)", key);
-        return -1;
-    }
-    *m = *cm;
-    return 0;
-}
-
-/* The cluster: "cluster" (a catalog node or a shipped preset) or "gpu" + "gpus" (+ options). */
-static int web_cluster(const mp_catalog *cat, const char *cluster, const char *gpu, long long ngpus,
-                       long long gpn, const char *scale_out, mp_cluster *cl, mp_web_response *out)
-{
-    mp_diag d = {0};
-    mp_status st;
-    const char *field;
-    if (cluster) {
-        field = "cluster";
-        if (gpu || gpn || scale_out) {
-            web_error(out, 400, gpu ? "gpu" : gpn ? "gpus_per_node" : "scale_out",
-                      "cluster = \"%s\" describes the GPUs and the wiring: leave out gpu, gpus_per_node "
-                      "and scale_out", cluster);
-            return -1;
-        }
-        size_t len = 0;
-        const char *text = mp_cluster_preset_json(cluster, &len);
-        if (mp_catalog_node(cat, cluster)) {
-            if (ngpus <= 0) {
-                web_error(out, 400, "gpus", "cluster = \"%s\" is a node type: gpus is required", cluster);
-                return -1;
-            }
-            st = mp_cluster_from_node(cat, cluster, ngpus, cl, &d);
-        } else if (text) {
-            st = mp_cluster_from_json(cat, text, len, cluster, ngpus > 0 ? ngpus : 0, cl, &d);
-        } else {
-            web_error(out, 400, "cluster", "cluster = \"%s\": not a catalog node or a shipped cluster "
-                      "(GET /api/catalog lists them)", cluster);
-            return -1;
-        }
-    } else {
-        if (!gpu || ngpus <= 0) {
-            web_error(out, 400, gpu ? "gpus" : "gpu", "%s is required (or cluster)", gpu ? "gpus" : "gpu");
-            return -1;
-        }
-        if (!mp_catalog_gpu(cat, gpu)) {
-            web_error(out, 400, "gpu", "gpu = \"%s\": not a catalog GPU (GET /api/catalog lists them)", gpu);
-            return -1;
-        }
-        if (scale_out && !mp_catalog_link(cat, scale_out)) {
-            web_error(out, 400, "scale_out", "scale_out = \"%s\": not a catalog link", scale_out);
-            return -1;
-        }
-        field = "gpus";
-        st = mp_cluster_from_catalog(cat, gpu, ngpus, (int)gpn, scale_out, cl, &d);
-    }
-    if (st != MP_OK) {
-        web_error(out, st == MP_ERR_NOMEM ? 500 : 400, field, "%s", d.text);
-        return -1;
-    }
-    return 0;
-}
 
 void web_api_catalog(const mp_catalog *cat, mp_web_response *out)
 {
@@ -203,44 +47,31 @@ void web_api_catalog(const mp_catalog *cat, mp_web_response *out)
     web_json(out, s);
 }
 
-static const field_spec predict_spec[] = {
-    {"model", F_STR, 0, 0},        {"gpu", F_STR, 0, 0},
-    {"gpus", F_INT, 1, 1 << 24},   {"plan", F_STR, 0, 0},
-    {"cluster", F_STR, 0, 0},      {"gpus_per_node", F_INT, 1, 1 << 20},
-    {"scale_out", F_STR, 0, 0},
-};
-#define NPREDICT (int)(sizeof predict_spec / sizeof predict_spec[0])
-#define P(name) fx(predict_spec, NPREDICT, name)
+/* The fields of /api/predict and /api/trace (no "catalog": the server's is used). */
+static const char *const predict_fields[] = {"model", "gpu", "gpus", "plan", "cluster",
+                                             "gpus_per_node", "scale_out", NULL};
 
-/* The job of /api/predict and /api/trace: fields, model, cluster, plan, estimate (*e malloc'd).
- * 0, or -1 after answering. */
-static int predict_job(const mp_catalog *cat, const char *body, size_t len, fields *f, mp_model *m,
-                       mp_cluster *cl, mp_plan *p, mp_estimate **e, mp_web_response *out)
+/* The job of /api/predict and /api/trace (command names the diagnostics): *e malloc'd. 0, or
+ * -1 after answering; q is closed either way. */
+static int predict_job(const mp_catalog *cat, const char *command, const char *body, size_t len,
+                       mp_model *m, mp_cluster *cl, mp_plan *p, mp_estimate **e,
+                       mp_web_response *out)
 {
     mp_diag d = {0};
+    mp_api_req q;
     *e = NULL;
-    if (parse_fields(body, len, predict_spec, NPREDICT, f, out) ||
-        require(f, predict_spec, NPREDICT, "model", out) || require(f, predict_spec, NPREDICT, "plan", out) ||
-        web_model(cat, f->s[P("model")], m, out) ||
-        web_cluster(cat, f->s[P("cluster")], f->s[P("gpu")], f->i[P("gpus")], f->i[P("gpus_per_node")],
-                    f->s[P("scale_out")], cl, out))
-        return -1;
-    mp_plan_init_default(p);
-    /* one cluster: a key across islands is bad input (mp_islands_plan_parse_single names it) */
-    mp_status st = mp_islands_plan_parse_single(f->s[P("plan")], p, &d);
+    mp_status st = mp_api_req_open_on(&q, cat, command, body ? body : "", body ? len : 0,
+                                      predict_fields, &d);
+    if (st == MP_OK) {
+        if (!json_object_get(q.root, "plan"))
+            mp_api_missing(&q, "plan", "a plan, \"key=value,...\" (docs/plan.md)");
+        st = mp_api_req_status(&q);
+    }
     if (st == MP_OK)
-        st = mp_plan_resolve(p, m, cl->num_gpus, &d);
+        st = mp_api_predict_job(&q, m, cl, p, e);
+    mp_api_req_close(&q);
     if (st != MP_OK) {
-        web_error(out, 400, "plan", "plan = \"%s\" cannot be formed: %s", f->s[P("plan")], d.text);
-        return -1;
-    }
-    if (!(*e = malloc(sizeof **e))) {
-        web_error(out, 500, NULL, "out of memory");
-        return -1;
-    }
-    st = mp_estimate_plan(m, cl, p, NULL, *e, &d);
-    if (st != MP_OK) {
-        web_error(out, st == MP_ERR_INPUT ? 400 : 500, st == MP_ERR_INPUT ? "plan" : NULL, "%s", d.text);
+        web_refusal(out, command, st, &d, 400);
         return -1;
     }
     return 0;
@@ -248,15 +79,13 @@ static int predict_job(const mp_catalog *cat, const char *body, size_t len, fiel
 
 void web_api_predict(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out)
 {
-    fields f;
     mp_model m;
     mp_cluster cl;
     mp_plan p;
     mp_estimate *e = NULL;
-    if (!predict_job(cat, body, len, &f, &m, &cl, &p, &e, out))
+    if (!predict_job(cat, "predict", body, len, &m, &cl, &p, &e, out))
         web_json(out, mp_report_estimate_json(&m, &cl, &p, e));
     free(e);
-    json_decref(f.root);
 }
 
 static double now_s(void)
@@ -267,12 +96,11 @@ static double now_s(void)
 
 void web_api_trace(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out)
 {
-    fields f;
     mp_model m;
     mp_cluster cl;
     mp_plan p;
     mp_estimate *e = NULL;
-    if (!predict_job(cat, body, len, &f, &m, &cl, &p, &e, out)) {
+    if (!predict_job(cat, "trace", body, len, &m, &cl, &p, &e, out)) {
         mp_sim_opts so;
         mp_sim_opts_init(&so);
         so.max_events = MP_WEB_MAX_SIM_EVENTS; /* bounded work per request */
@@ -289,84 +117,14 @@ void web_api_trace(const mp_catalog *cat, const char *body, size_t len, mp_web_r
             web_json(out, mp_report_trace_json(&p, e, &so, &r, now_s() - t0, NULL));
     }
     free(e);
-    json_decref(f.root);
 }
 
-static const field_spec search_spec[] = {
-    {"model", F_STR, 0, 0},           {"gpu", F_STR, 0, 0},
-    {"gpus", F_INT, 1, 1 << 24},      {"gb", F_INT, 1, 1 << 30},
-    {"seq", F_INT, 1, 1 << 26},       {"precision", F_STR, 0, 0},
-    {"fix", F_STR, 0, 0},             {"objective", F_STR, 0, 0},
-    {"tokens", F_REAL, 1, 1e18},      {"price_gpu_hour", F_REAL, 1e-6, 1e6},
-    {"top", F_INT, 1, 100},           {"cluster", F_STR, 0, 0},
-    {"gpus_per_node", F_INT, 1, 1 << 20}, {"scale_out", F_STR, 0, 0},
-};
-#define NSEARCH (int)(sizeof search_spec / sizeof search_spec[0])
-#define S(name) fx(search_spec, NSEARCH, name)
-
-/* The energy model as the search's energy hook (as the CLI's search does): facility joules per
- * step (docs/energy.md). */
-static mp_status energy_hook(void *ctx, const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                             const mp_estimate *e, double *joules_per_step)
-{
-    (void)ctx;
-    (void)m;
-    mp_power pw;
-    mp_status st = mp_energy_step(c, p, e, NULL, NULL, &pw, NULL);
-    if (st == MP_OK)
-        *joules_per_step = pw.energy_J_per_step_facility;
-    return st;
-}
-
-/* The search options from the request; 0 or -1 after answering 400. */
-static int search_opts(const fields *f, const mp_model *m, mp_search_opts *o, mp_web_response *out)
-{
-    mp_diag d = {0};
-    mp_search_opts_init(o);
-    if (f->s[S("fix")] && mp_islands_plan_parse_single(f->s[S("fix")], &o->pin, &d) != MP_OK) { /* island keys: named */
-        web_error(out, 400, "fix", "fix = \"%s\": %s", f->s[S("fix")], d.text);
-        return -1;
-    }
-    if (f->present[S("gb")])
-        o->pin.gb = f->i[S("gb")];
-    if (!o->pin.gb) {
-        web_error(out, 400, "gb", "gb is required (the global batch in sequences)");
-        return -1;
-    }
-    if (f->present[S("seq")])
-        o->pin.seq = f->i[S("seq")];
-    if (!o->pin.seq)
-        o->pin.seq = m->seq_len;
-    const char *s = f->s[S("precision")];
-    if (s) {
-        if (!strcmp(s, "bf16")) o->pin.precision = MP_DT_BF16;
-        else if (!strcmp(s, "fp16")) o->pin.precision = MP_DT_FP16;
-        else if (!strcmp(s, "fp8")) o->pin.precision = MP_DT_FP8;
-        else {
-            web_error(out, 400, "precision", "precision = \"%s\": expected bf16, fp16 or fp8", s);
-            return -1;
-        }
-    }
-    if ((s = f->s[S("objective")]) && mp_objective_parse(s, &o->objective) != MP_OK) {
-        web_error(out, 400, "objective", "objective = \"%s\": expected throughput, time-to-train, cost or energy", s);
-        return -1;
-    }
-    o->tokens = f->r[S("tokens")];
-    o->price_per_gpu_hour = f->r[S("price_gpu_hour")];
-    if (o->objective == MP_OBJ_TIME_TO_TRAIN && !(o->tokens > 0)) {
-        web_error(out, 400, "tokens", "objective time-to-train needs tokens (the token budget)");
-        return -1;
-    }
-    if (o->objective == MP_OBJ_COST && !(o->price_per_gpu_hour > 0)) {
-        web_error(out, 400, "price_gpu_hour", "objective cost needs price_gpu_hour (USD per GPU-hour)");
-        return -1;
-    }
-    if (o->objective == MP_OBJ_ENERGY)
-        o->energy = energy_hook;
-    if (f->present[S("top")])
-        o->top_n = (int)f->i[S("top")];
-    return 0;
-}
+/* The fields of /api/search: the CLI's search options but threads, pruning and rank orders
+ * (the server's to choose), on one cluster. */
+static const char *const search_fields[] = {"model", "gpu", "gpus", "gb", "seq", "precision",
+                                            "fix", "objective", "tokens", "price_gpu_hour",
+                                            "top", "cluster", "gpus_per_node", "scale_out", NULL};
+#define WEB_MAX_TOP 100 /* plans answered at most (web.h) */
 
 static int count_visit(void *ctx, const mp_plan *p)
 {
@@ -376,39 +134,40 @@ static int count_visit(void *ctx, const mp_plan *p)
 
 void web_api_search(const mp_catalog *cat, const char *body, size_t len, mp_web_response *out)
 {
-    fields f;
     mp_model m;
     mp_cluster cl;
     mp_search_opts o;
     mp_search_result r;
     memset(&r, 0, sizeof r);
     mp_diag d = {0};
-    if (parse_fields(body, len, search_spec, NSEARCH, &f, out) ||
-        require(&f, search_spec, NSEARCH, "model", out) ||
-        web_model(cat, f.s[S("model")], &m, out) ||
-        web_cluster(cat, f.s[S("cluster")], f.s[S("gpu")], f.i[S("gpus")], f.i[S("gpus_per_node")],
-                    f.s[S("scale_out")], &cl, out) ||
-        search_opts(&f, &m, &o, out))
-        goto done;
+    mp_api_req q;
+    mp_status st = mp_api_req_open_on(&q, cat, "search", body ? body : "", body ? len : 0,
+                                      search_fields, &d);
+    if (st == MP_OK && (st = mp_api_model(&q, &m)) == MP_OK && (st = mp_api_cluster(&q, &cl)) == MP_OK) {
+        mp_api_search_opts(&q, &m, WEB_MAX_TOP, &o);
+        st = mp_api_req_status(&q);
+    }
+    mp_api_req_close(&q);
+    if (st != MP_OK) {
+        web_refusal(out, "search", st, &d, 400);
+        return;
+    }
     /* Bounded work per request: count the space first (enumeration without evaluation). */
     uint64_t nplans = 0;
-    mp_status st = mp_search_enumerate(&m, cl.num_gpus, &o, count_visit, &nplans, NULL, &d);
+    st = mp_search_enumerate(&m, cl.num_gpus, &o, count_visit, &nplans, NULL, &d);
     if (st != MP_OK) {
         web_error(out, st == MP_ERR_NOMEM ? 500 : 400, NULL, "%s", d.text);
-        goto done;
+        return;
     }
     if (nplans > MP_WEB_MAX_SEARCH_PLANS) {
         web_error(out, 400, "fix", "the search space has more than %llu plans: pin some keys with fix "
                   "(e.g. \"tp=8\") or use `meshplan search`", (unsigned long long)MP_WEB_MAX_SEARCH_PLANS);
-        goto done;
+        return;
     }
     st = mp_search(&m, &cl, 1, &o, &r, &d);
-    if (st != MP_OK) {
+    if (st != MP_OK)
         web_error(out, st == MP_ERR_NOMEM || st == MP_ERR_INTERNAL ? 500 : 400, NULL, "%s", d.text);
-        goto done;
-    }
-    web_json(out, mp_search_report_json(&m, &cl, 1, &o, &r));
-done:
+    else
+        web_json(out, mp_search_report_json(&m, &cl, 1, &o, &r));
     mp_search_result_free(&r);
-    json_decref(f.root);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshplan/api.h"
 #include "web_internal.h"
 
 struct mp_embedded_file { const char *name; const char *data; size_t len; };
@@ -89,6 +90,29 @@ void web_error(mp_web_response *out, int status, const char *field, const char *
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     set_body(out, status, "application/json", s, s ? strlen(s) : 0);
+}
+
+void web_refusal(mp_web_response *out, const char *command, mp_status st, const mp_diag *d,
+                 int not_found_status)
+{
+    const char *text = d && d->len ? d->text : mp_status_str(st);
+    if (st == MP_ERR_PARSE) {
+        /* the request reader's "COMMAND: line L, column C: ..." (json_reader.h mp_json_load) */
+        size_t n = strlen(command);
+        if (!strncmp(text, command, n) && !strncmp(text + n, ": ", 2))
+            text += n + 2;
+        web_error(out, 400, NULL, "malformed JSON at %s", text);
+        return;
+    }
+    /* the field, as the layer's error object names it from the first line (api.h) */
+    char *e = mp_api_error_json(st, d);
+    json_t *eo = e ? json_loads(e, 0, NULL) : NULL;
+    mp_api_free(e);
+    const json_t *fj = json_object_get(eo, "field");
+    int code = st == MP_ERR_NOT_FOUND ? not_found_status
+               : st == MP_ERR_NOMEM || st == MP_ERR_INTERNAL || st == MP_ERR_IO ? 500 : 400;
+    web_error(out, code, json_is_string(fj) ? json_string_value(fj) : NULL, "%s", text);
+    json_decref(eo);
 }
 
 static int serve_page(const char *path, mp_web_response *out)

@@ -1,4 +1,5 @@
-/* src/web/web_internal.h — what the router (web.c) and the API handlers (api.c) share. */
+/* src/web/web_internal.h — what the router (web.c) and the API handlers (api.c, api_infer.c)
+ * share. */
 #ifndef MESHPLAN_WEB_INTERNAL_H
 #define MESHPLAN_WEB_INTERNAL_H
 
@@ -10,6 +11,13 @@ void web_error(mp_web_response *out, int status, const char *field, const char *
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/** A refusal of the request layer (src/api/api_internal.h) for command as an error answer: 400
+ *  for bad input and malformed JSON ("malformed JSON at line L, column C: ..."),
+ *  (a value out of range included), not_found_status for an unknown catalog key, 500 for out of
+ *  memory, i/o and internal errors; "field" is the field the first
+ *  diagnostic line names (mp_api_error_json). */
+void web_refusal(mp_web_response *out, const char *command, mp_status st, const mp_diag *d,
+                 int not_found_status);
 /** A 200 answer taking ownership of the malloc'd JSON text s (NULL: 500 out of memory). */
 void web_json(mp_web_response *out, char *s);
 

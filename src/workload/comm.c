@@ -141,9 +141,38 @@ static void layer_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, 
         w->g_pp, one, 0, MP_WL_PART_PP, MP_WIN_NONE);
 }
 
+/* A dense layer's ZeRO-3 gather issued one all-gather per parameter tensor (DeepSpeed of 2021:
+ * deepspeed/runtime/zero/partition_parameters.py, v0.3.13-0.5, _allgather_params_coalesced
+ * launches one torch.distributed.all_gather per parameter of the fetched sub-modules; the
+ * flat all_gather_coalesced of one bucket came with v0.6): each pays the ring's latency over
+ * the shard group, which grows with its size. The tensors of a layer: the fused QKV, output,
+ * FFN-in (gate and up fused) and FFN-out weights split by TP; the biases and the norms' weights
+ * (and LayerNorm biases) share the rest of the layer's bytes. x is the one-collective gather,
+ * replaced by the sum. */
+static void z3_gather_per_tensor(mp_workload *w, const mp_model *m, const mp_cluster *c,
+                                 mp_wl_cache *cache, double pe, double layer_p, mp_wl_coll *x)
+{
+    const double h = (double)m->hidden, d = (double)m->head_dim, tp = (double)w->tp;
+    const double f = (double)m->ffn_hidden * (m->glu ? 2.0 : 1.0);
+    const double big[4] = {h * d * ((double)m->heads + 2.0 * (double)m->kv_heads) / tp,
+                           (double)m->heads * d * h / tp, h * f / tp, (double)m->ffn_hidden * h / tp};
+    const int n_small = (m->bias ? 4 : 0) + (m->rmsnorm ? 2 : 4);
+    double rest = layer_p, t = 0.0;
+    mp_wl_coll y = *x;
+    for (int i = 0; i < 4; i++) {
+        y.bytes = pe * big[i];
+        rest -= big[i];
+        price(c, cache, &y);
+        t += y.time_s;
+    }
+    y.bytes = pe * fmax(rest, (double)n_small) / n_small;
+    price(c, cache, &y);
+    x->time_s = t + n_small * y.time_s;
+}
+
 /* DP/ZeRO collectives: ZeRO-3 per layer and root module, ZeRO-0/1/2 per step, HSDP. */
 static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                       mp_wl_cache *cache)
+                       const mp_workload_opts *opts, mp_wl_cache *cache)
 {
     const mp_group si = w->g_shard_in, so = w->g_shard_out, ge = w->g_edp;
     const double pe = w->gather_bytes_per_param, tp = (double)w->tp;
@@ -156,6 +185,8 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
      * base is frozen (finetune.c) */
     const double gB = 4.0 * w->grad_frac;
     put(w, c, cache, MP_WC_Z3_AG, z3, MP_COLL_ALL_GATHER, pe * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    if (z3 && opts->zero3_gather_per_tensor && w->coll[MP_WC_Z3_AG].time_s > 0)
+        z3_gather_per_tensor(w, m, c, cache, pe, layer_p, &w->coll[MP_WC_Z3_AG]);
     put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, gB * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
     put(w, c, cache, MP_WC_Z3_MOE_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
     put(w, c, cache, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gB * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
@@ -185,13 +216,14 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
  * the search only the micro-batch size changes between neighbours, and these do not depend on
  * it. */
 static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluster *c,
-                              const mp_plan *p, mp_wl_cache *cache)
+                              const mp_plan *p, const mp_workload_opts *opts, mp_wl_cache *cache)
 {
     const mp_group *g[5] = {&w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out, &w->g_edp};
-    double key[24] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
+    double key[25] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
                       w->gather_bytes_per_param, w->stage_params_max, w->stage_expert_params_max,
                       w->layers_per_stage_max, w->tp, w->ep, w->etp, w->moe_nonexpert_per_layer,
-                      w->grad_frac};
+                      w->grad_frac, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                      opts->zero3_gather_per_tensor};
     for (int i = 0; i < 5; i++) {
         key[14 + 2 * i] = (double)g[i]->size;
         key[15 + 2 * i] = (double)g[i]->stride;
@@ -202,7 +234,7 @@ static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluste
         memcpy(&w->coll[first], cache->dp[slot].coll, (size_t)n * sizeof w->coll[0]);
         return;
     }
-    data_colls(w, m, c, p, cache);
+    data_colls(w, m, c, p, opts, cache);
     if (cache) {
         memcpy(cache->dp[slot].key, key, sizeof key);
         memcpy(cache->dp[slot].coll, &w->coll[first], (size_t)n * sizeof w->coll[0]);
@@ -211,8 +243,8 @@ static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluste
 }
 
 void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                       mp_wl_cache *cache)
+                       const mp_workload_opts *opts, mp_wl_cache *cache)
 {
     layer_colls(w, m, c, p, cache);
-    data_colls_cached(w, m, c, p, cache);
+    data_colls_cached(w, m, c, p, opts, cache);
 }

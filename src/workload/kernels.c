@@ -5,10 +5,6 @@
 
 #include "kernels.h"
 
-/* Fraction of the dense peak a large GEMM reaches when no measurement is catalogued: the mean of
- * the measured A100 (271.2/312 = 0.87) and H100 (794.5/989 = 0.80) bf16 rows of
- * validation/gpus.csv. */
-#define MP_DEFAULT_MATMUL_FRAC 0.835
 /* Fused attention fwd+bwd as a fraction of the bf16 peak when none is catalogued: the H100 FA2
  * figure (FlashAttention-3 paper, Shah et al. 2024, Fig. 5), the lower of the two we have. */
 #define MP_DEFAULT_ATTN_FRAC 0.35
@@ -16,29 +12,13 @@
  * 1680/2039 = 0.82 and H100 3040/3350 = 0.91 in validation/gpus.csv). */
 #define MP_DEFAULT_HBM_FRAC 0.865
 
-static double matmul_rate(const mp_gpu *g, mp_dtype d)
-{
-    if (g->measured_matmul_flops_per_s[d] > 0)
-        return g->measured_matmul_flops_per_s[d];
-    /* Not measured at this dtype but at a 16-bit one on the same GPU: the same matrix units, so the
-     * share of the peak that GPU's measurement reached, at this dtype's peak, rather than the
-     * default share of other GPUs (MI300X: bf16 668.4 of 1307.4 TFLOP/s = 0.51 measured in
-     * validation/gpus.csv, no fp8 measurement; the default 0.835 would price its fp8 GEMMs at
-     * 2,183 TFLOP/s, 1.6x the 1,403 measured on an H100). The measured dtype's share is an upper
-     * bound of the 8-bit one's where both are known (H100: bf16 0.80, fp8 0.71). */
-    const mp_dtype half[2] = {MP_DT_BF16, MP_DT_FP16};
-    for (int i = 0; d == MP_DT_FP8 && i < 2; i++)
-        if (g->measured_matmul_flops_per_s[half[i]] > 0 && g->peak_flops_per_s[half[i]] > 0)
-            return g->peak_flops_per_s[d] * g->measured_matmul_flops_per_s[half[i]] / g->peak_flops_per_s[half[i]];
-    return g->peak_flops_per_s[d] * MP_DEFAULT_MATMUL_FRAC;
-}
-
 void mp_kernel_rates_of(const mp_gpu *g, mp_dtype prec, mp_attn_kernel kern,
                         const mp_workload_opts *opts, mp_kernel_rates *r)
 {
     mp_dtype half = g->peak_flops_per_s[MP_DT_BF16] > 0 ? MP_DT_BF16 : MP_DT_FP16;
-    r->bf16_matmul_flops_per_s = matmul_rate(g, half);
-    r->matmul_flops_per_s = g->peak_flops_per_s[prec] > 0 ? matmul_rate(g, prec) : r->bf16_matmul_flops_per_s;
+    /* GEMM rates: the catalog's one rule (mp_gpu_best_gemm_flops, src/catalog/gemm_rate.c) */
+    r->bf16_matmul_flops_per_s = mp_gpu_best_gemm_flops(g, half);
+    r->matmul_flops_per_s = g->peak_flops_per_s[prec] > 0 ? mp_gpu_best_gemm_flops(g, prec) : r->bf16_matmul_flops_per_s;
     double af = g->attention_flops_frac > 0 ? g->attention_flops_frac : MP_DEFAULT_ATTN_FRAC;
     /* FA3 / cuDNN-class kernels where the GPU has them catalogued (Hopper, Blackwell); on older
      * GPUs FA3 does not run and the FA2-class rate stands. */
@@ -58,7 +38,7 @@ void mp_kernel_rates_of(const mp_gpu *g, mp_dtype prec, mp_attn_kernel kern,
          * measurement catalogued). fp32 = IEEE fp32 on the CUDA cores, PyTorch's default for
          * matmuls (torch.backends.cuda.matmul.allow_tf32 = False since 1.12); tf32 = the
          * tensor cores' TF32 mode. */
-        r->bf16_matmul_flops_per_s = matmul_rate(g, prec);
+        r->bf16_matmul_flops_per_s = mp_gpu_best_gemm_flops(g, prec);
         r->attn_flops_per_s = af * g->peak_flops_per_s[prec];
     }
     r->mem_Bps = g->measured_mem_bw_Bps > 0 ? g->measured_mem_bw_Bps : g->mem_bw_Bps * MP_DEFAULT_HBM_FRAC;

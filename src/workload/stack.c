@@ -37,7 +37,7 @@ static const char *const profile_keys[] = {
     "key", "version", "source", "attention", "flash_available", "sp_available", "sp_default",
     "elementwise_bytes_frac", "tp_overlap_fwd_frac", "tp_overlap_bwd_frac", "tp_overlap_bwd_sp_frac",
     "ep_overlap_frac", "dp_overlap_frac", "zero3_prefetch_frac", "overlap_comm_sms",
-    "fp8_scale_bytes_per_elem", "interleave_depth",
+    "fp8_scale_bytes_per_elem", "interleave_depth", "zero3_gather_per_tensor", "zero3_recompute_gathers",
     "gemm_sustained_frac", "attention_sustained_frac", "memory_bound_sustained_frac", NULL};
 
 static void read_profile(mp_jreader *r, const json_t *o, mp_stack_profile *p)
@@ -60,6 +60,9 @@ static void read_profile(mp_jreader *r, const json_t *o, mp_stack_profile *p)
         mp_jr_bad(r, "attention", json_object_get(o, "attention"), "fused_softmax, fa2, fa3 or flex");
     /* Every field is required: -1 / NaN sentinels catch one left out. */
     p->flash_available = p->sp_available = p->sp_default = -1;
+    p->zero3_gather_per_tensor = p->zero3_recompute_gathers = -1;
+    mp_jr_bool(r, o, "zero3_gather_per_tensor", &p->zero3_gather_per_tensor);
+    mp_jr_bool(r, o, "zero3_recompute_gathers", &p->zero3_recompute_gathers);
     mp_jr_bool(r, o, "flash_available", &p->flash_available);
     mp_jr_bool(r, o, "sp_available", &p->sp_available);
     mp_jr_bool(r, o, "sp_default", &p->sp_default);
@@ -86,7 +89,8 @@ static void read_profile(mp_jreader *r, const json_t *o, mp_stack_profile *p)
     int64_t lpc = -1;
     mp_jr_int(r, o, "interleave_depth", 0, 4096, &lpc);
     p->interleave_depth = lpc;
-    if (missing || lpc < 0 || p->flash_available < 0 || p->sp_available < 0 || p->sp_default < 0) {
+    if (missing || lpc < 0 || p->flash_available < 0 || p->sp_available < 0 || p->sp_default < 0 ||
+        p->zero3_gather_per_tensor < 0 || p->zero3_recompute_gathers < 0) {
         mp_diag_add(r->diag, "%s: %s: every field of a profile is required (docs/stacks.md)", r->origin, r->where);
         r->errors++;
     }

@@ -44,6 +44,7 @@ void mp_workload_opts_init(mp_workload_opts *o)
     o->moe_copy_overhead_s = 150e-9;
     o->elementwise_bytes_frac = 1.0;
     o->fp8_scale_bytes_per_elem = 0.0;
+    o->zero3_gather_per_tensor = 0;
 }
 
 /* The DP x CP group split into the shard group (hsdp ranks, or all) and the replica group, each
@@ -231,7 +232,7 @@ void mp_workload_price(const mp_model *m, const mp_cluster *c, const mp_plan *p,
         mp_workload_opts_init(&defaults);
         opts = &defaults;
     }
-    mp_wl_price_colls(w, m, c, p, cache);
+    mp_wl_price_colls(w, m, c, p, opts, cache);
     mp_wl_price_layers(w, m, p, opts, cache);
 }
 

@@ -19,9 +19,10 @@ void mp_wl_model_act(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_
 void mp_wl_kind_params(mp_workload *w, const mp_model *m);
 /* stages.c: the runs of like stages and the per-stage maxima (layers, parameters), from the cache when it has them for w's pp, vpp, tp, ep, etp. */
 void mp_wl_stages(mp_workload *w, const mp_model *m, mp_wl_cache *cache);
-/* comm.c: the collectives of the step, described and priced (needs the stage maxima). */
+/* comm.c: the collectives of the step, described and priced (needs the stage maxima); opts
+ * says how the stack issues the ZeRO-3 gathers (zero3_gather_per_tensor). */
 void mp_wl_price_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                       mp_wl_cache *cache);
+                       const mp_workload_opts *opts, mp_wl_cache *cache);
 /* layers.c: compute of every layer kind and its per-pass communication (needs the
  * collectives priced). */
 void mp_wl_price_layers(mp_workload *w, const mp_model *m, const mp_plan *p,
