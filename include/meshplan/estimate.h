@@ -88,7 +88,8 @@ typedef struct {
                                         forward + backward, beyond the bytes and FLOPs counted:
                                         the token dispatcher's bookkeeping (fitted, see
                                         docs/model.md "Calibration"), >= 0 */
-    /* 1: leave the bottleneck and reasons texts empty (every number is still computed). For
+    /* 1: leave the bottleneck, reasons and peak_moment texts empty (every number is still
+     * computed; each text's first byte is 0, the bytes after it are not cleared). For
      * callers that evaluate millions of plans and re-evaluate the few they report (the search);
      * formatting them is over half of an evaluation. Default 0. */
     int skip_text;
@@ -118,6 +119,14 @@ typedef struct {
      * given for every stack (bench/fit_calibration's grid). The profile's kernels and overlaps
      * apply either way. */
     int stack_fractions;
+    /* 1: e already holds this call's memory: it was last filled (with these options) for a plan
+     * that differs from p only in its CP algorithm and rank order, which change no memory (they
+     * are read only where the collectives are placed and priced: the workload's groups and
+     * src/workload/comm.c). The memory, the states' memory fields, verdict, feasible and
+     * peak_moment are kept, not recomputed; everything else is computed as usual, so the
+     * estimate is the one a call with 0 gives (tests/test_estimate_fast.c). For the search's
+     * communication variants of a line. Default 0. */
+    int memory_kept;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);

@@ -272,7 +272,7 @@ int mp_wl_layer_matrices(const mp_workload *w, const mp_model *m, int moe, mp_wl
  *  copy of the model and the cluster it was filled for and empties itself when either differs
  *  (the model's numbers and the cluster's GPU count and tiers, byte for byte), so a cluster
  *  changed in place, or another one at the same address, is never priced from stale entries. Results with and without a cache are identical. The caller owns
- *  it (about 55 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
+ *  it (about 180 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
 #define MP_WL_MEMO 256
 #define MP_WL_CACHE_SLOTS 512 /* a power of two (comm.c takes the hash's top 9 bits) */
 typedef struct {
@@ -328,6 +328,14 @@ typedef struct {
     int groups_set;             /* the groups below are for the plan keys groups_key */
     int64_t groups_key[12];
     mp_group groups[9];
+    /* The last shape built apart from what a micro-batch size or a rank order changes
+     * (workload.c shape_line), for the plan shape_key (its mb, CP algorithm and rank order
+     * cleared) and the options shape_opts: the search's consecutive plans differ mostly in
+     * those keys (a line's micro-batches, its communication variants). */
+    int shape_set;
+    mp_plan shape_key;
+    mp_workload_opts shape_opts;
+    mp_workload shape;
     mp_wl_cache_slot slot[MP_WL_CACHE_SLOTS];
 } mp_wl_cache;
 void mp_wl_cache_init(mp_wl_cache *cache);

@@ -44,6 +44,7 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
     o->skip_per_stage = 0;
     o->memory_only = 0;
     o->stack_fractions = 1;
+    o->memory_kept = 0;
 }
 
 /* What the workload is priced with: the stack's fitted fractions (or the caller's), its
@@ -77,6 +78,34 @@ static void effective_plan(const mp_plan *p, const mp_cluster *c, mp_plan *q)
         q->flash = 0;
 }
 
+/* Zero the fields before the per-stage table. With skip_text the texts (peak_moment, reasons,
+ * bottleneck: 1.2 of the 2.1 KB) are only emptied, their first byte set: the hot loop never
+ * writes them, and clearing them was a sixth of a memory-only estimate's instructions. */
+static void clear_estimate(mp_estimate *e, int skip_text)
+{
+    if (!skip_text) {
+        memset(e, 0, offsetof(mp_estimate, per_stage));
+        return;
+    }
+    char *b = (char *)e;
+    const size_t peak = offsetof(mp_estimate, peak_moment), rs = offsetof(mp_estimate, reasons), rs_end = rs + sizeof e->reasons,
+                 bn = offsetof(mp_estimate, bottleneck), bn_end = bn + sizeof e->bottleneck,
+                 end = offsetof(mp_estimate, per_stage);
+    _Static_assert(offsetof(mp_estimate, peak_moment) + sizeof ((mp_estimate *)0)->peak_moment <=
+                       offsetof(mp_estimate, nreasons) &&
+                   offsetof(mp_estimate, nreasons) < offsetof(mp_estimate, reasons) &&
+                   offsetof(mp_estimate, reasons) < offsetof(mp_estimate, bottleneck),
+                   "mp_estimate's texts in this order");
+    memset(b, 0, peak);
+    memset(b + peak + sizeof e->peak_moment, 0, rs - (peak + sizeof e->peak_moment)); /* nreasons */
+    memset(b + rs_end, 0, bn - rs_end);
+    memset(b + bn_end, 0, end - bn_end);
+    e->peak_moment[0] = '\0';
+    for (int k = 0; k < 4; k++)
+        e->reasons[k][0] = '\0';
+    e->bottleneck[0] = '\0';
+}
+
 mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                            const mp_estimate_opts *opts, mp_estimate *e, mp_diag *diag)
 {
@@ -85,7 +114,12 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         mp_estimate_opts_init(&defaults);
         opts = &defaults;
     }
-    memset(e, 0, offsetof(mp_estimate, per_stage));
+    mp_est_memory_part kept;
+    if (opts->memory_kept)
+        mp_est_memory_save(e, &kept);
+    clear_estimate(e, opts->skip_text);
+    if (opts->memory_kept)
+        mp_est_memory_restore(&kept, e);
     if (mp_plan_check_init(p, diag) != MP_OK)
         return MP_ERR_INPUT;
     e->tp_tier = e->cp_tier = e->pp_tier = e->dp_tier = -1;
@@ -109,7 +143,8 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     e->layers_per_stage_max = w.layers_per_stage_max;
     e->expert_params_per_gpu = w.expert_params_per_gpu;
     /* Memory first: a plan over memory need not be timed when only feasibility is asked. */
-    mp_est_memory(&w, m, c, p, opts, e);
+    if (!opts->memory_kept)
+        mp_est_memory(&w, m, c, p, opts, e);
     if ((!e->feasible && opts->feasibility_only) || opts->memory_only) {
         mp_est_explain(&w, c, p, opts, e);
         if (!isfinite(e->memory.total)) {

@@ -16,6 +16,17 @@
 void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                    const mp_estimate_opts *o, mp_estimate *e);
 
+/* What mp_est_memory writes into an estimate (the states' memory fields among e->states),
+ * saved and put back for mp_estimate_opts.memory_kept. */
+typedef struct {
+    mp_memory memory;
+    mp_states states;
+    int verdict, feasible;
+    char peak_moment[64];
+} mp_est_memory_part;
+void mp_est_memory_save(const mp_estimate *e, mp_est_memory_part *out);
+void mp_est_memory_restore(const mp_est_memory_part *in, mp_estimate *e);
+
 /* The runtime memory of one rank (runtime.c): CUDA context and workspaces, NCCL buffers, and
  * the caching allocator's reserve: reserve_frac x allocated + reserve_per_buffer x buffers. */
 typedef struct {

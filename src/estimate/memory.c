@@ -4,6 +4,7 @@
  * the workload's shape, so a plan over memory is known before it is timed. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "estimate_internal.h"
 #include "memory_states.h"
@@ -166,6 +167,35 @@ static void states_of_stage(const mp_stage_states *ss, const mp_cluster *c, mp_e
     s->host_bytes_per_node = ss->host_bytes * (c->gpus_per_node > 0 ? c->gpus_per_node : 1);
     s->nvme_bytes_per_gpu = ss->nvme_bytes;
     s->gpu_bytes_saved = ss->gpu_bytes_saved;
+}
+
+void mp_est_memory_save(const mp_estimate *e, mp_est_memory_part *out)
+{
+    out->memory = e->memory;
+    out->states = e->states;
+    out->verdict = e->verdict;
+    out->feasible = e->feasible;
+    memcpy(out->peak_moment, e->peak_moment, sizeof out->peak_moment);
+}
+
+void mp_est_memory_restore(const mp_est_memory_part *in, mp_estimate *e)
+{
+    e->memory = in->memory;
+    e->verdict = in->verdict;
+    e->feasible = in->feasible;
+    memcpy(e->peak_moment, in->peak_moment, sizeof e->peak_moment);
+    /* the fields states_of_stage writes (the time fields are step.c's) */
+    const mp_states *f = &in->states;
+    mp_states *s = &e->states;
+    s->trainable_params = f->trainable_params;
+    s->frozen_params = f->frozen_params;
+    s->step_transient_bytes = f->step_transient_bytes;
+    s->state_bytes_per_param = f->state_bytes_per_param;
+    s->master_bytes_per_param = f->master_bytes_per_param;
+    s->host_bytes_per_gpu = f->host_bytes_per_gpu;
+    s->host_bytes_per_node = f->host_bytes_per_node;
+    s->nvme_bytes_per_gpu = f->nvme_bytes_per_gpu;
+    s->gpu_bytes_saved = f->gpu_bytes_saved;
 }
 
 /* In-flight micro-batches on stage i: 1F1B min(M, pp - i); interleaved adds (pp - 1 - i)/v...

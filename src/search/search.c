@@ -277,6 +277,10 @@ typedef struct {
      * collectives recur across the plans of one cluster; workload.h mp_wl_cache). */
     mp_estimate_opts eo;
     mp_wl_cache *cache;
+    /* eo with memory_kept, for a communication variant when e_line: e holds the estimate of
+     * its line's head or of one of its variants (memory computed). */
+    mp_estimate_opts eo_var;
+    int e_line;
     /* The per-subtree bound (bound.c): the model states and capacity the last line head
      * reported (the same for its whole subtree), the memory-only options, and the bound of the
      * group of the plan key bkey (computed once per group). */
@@ -333,19 +337,24 @@ static void heap_push(tstate *t, const mp_search_entry *en)
     }
 }
 
-static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capacity)
+/* Evaluate plan p with options eo (the thread's, or eo_var for a communication variant whose
+ * line's memory t->e holds) and keep what the search reports. */
+static int visit_with(tstate *t, const mp_plan *p, double *states, double *capacity,
+                      const mp_estimate_opts *eo)
 {
-    tstate *t = (tstate *)w;
     const search_ctx *sc = t->sc;
     mp_estimate *e = t->e;
     t->last_fit = -1;
     if (states)
         t->have_states = 0;
-    if (mp_estimate_plan(sc->m, t->c, p, &t->eo, e, NULL) != MP_OK) {
+    if (mp_estimate_plan(sc->m, t->c, p, eo, e, NULL) != MP_OK) {
+        t->e_line = 0;
         t->counts.evaluated++;
         t->counts.failed++;
         return -1;
     }
+    if (states)
+        t->e_line = 1; /* a line's head: e holds the memory its variants share */
     /* evaluated counts the plans fully timed; one found over memory before its timing
      * (feasibility_only) is counted apart, in memory_checked. */
     const int untimed = !e->feasible && t->eo.feasibility_only;
@@ -417,6 +426,20 @@ static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capa
     return 1;
 }
 
+static int ts_visit(sp_walker *w, const mp_plan *p, double *states, double *capacity)
+{
+    tstate *t = (tstate *)w;
+    return visit_with(t, p, states, capacity, &t->eo);
+}
+
+/* A communication variant of the line whose head (or an earlier variant) t->e holds, evaluated
+ * with that memory kept (mp_estimate_opts.memory_kept: the CP algorithm and the rank order
+ * change no memory). */
+static int visit_variant(tstate *t, const mp_plan *p)
+{
+    return visit_with(t, p, NULL, NULL, t->e_line ? &t->eo_var : &t->eo);
+}
+
 /* A frontier point dominates every plan with throughput at most x and second coordinate at most
  * y, one of them strictly less (the staircase: among points at least as fast as x, the last
  * has the largest y). */
@@ -480,7 +503,7 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     const search_ctx *sc = t->sc;
     const mp_search_opts *o = sc->o;
     if (!w->prune || t->last_fit < 0)
-        return ts_visit(w, p, NULL, NULL);
+        return visit_variant(t, p);
     if (t->last_fit == 0) {
         t->counts.over_memory++;
         t->counts.over_memory_proven++;
@@ -488,7 +511,7 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     }
     if (o->objective == MP_OBJ_ENERGY || sc->eo->comm_compute_slowdown_frac != 0.0 ||
         t->nheap < sc->k || !t->have_b)
-        return ts_visit(w, p, NULL, NULL);
+        return visit_variant(t, p);
     if (cannot_matter(t, t->last_lb_step, t->last_tokens_per_step, t->last_headroom)) {
         t->counts.feasible++;
         t->order_skipped++;
@@ -496,7 +519,7 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     }
     int keep_fit = t->last_fit;
     double keep[3] = {t->last_headroom, t->last_lb_step, t->last_tokens_per_step};
-    int r = ts_visit(w, p, NULL, NULL);
+    int r = visit_variant(t, p);
     /* The next variant still refers to the default-order plan of the line. */
     t->last_fit = keep_fit;
     t->last_headroom = keep[0];
@@ -534,6 +557,7 @@ static double comm_at(tstate *t, const mp_plan *p, int64_t mb)
 /* Memory alone of plan p (memory_only): 1 fits, 0 over memory, -1 failed; *headroom. */
 static int memory_fit(tstate *t, const mp_plan *p, double *headroom)
 {
+    t->e_line = 0; /* e now holds another plan */
     if (mp_estimate_plan(t->sc->m, t->c, p, &t->eo_mem, t->e, NULL) != MP_OK ||
         !isfinite(t->e->memory.total))
         return -1;
@@ -541,12 +565,67 @@ static int memory_fit(tstate *t, const mp_plan *p, double *headroom)
     return t->e->feasible ? 1 : 0;
 }
 
+/* The feasible micro-batches of a line are a prefix of mbs[0..nmb) (memory is non-decreasing in
+ * mb: space.c); those below *lo are known to fit (head_headroom: mbs[0]'s headroom when *lo is 1,
+ * else NaN). Finds the prefix's end into *lo with memory_fit (the reference estimator: every
+ * verdict counted is its own), counting the plans found over memory in *checked_over. Returns 0,
+ * or -1 if an estimate failed.
+ *
+ * The probes are placed by interpolation instead of bisection: between the breakpoints of the
+ * in-flight count the memory is affine in mb (every activation and logit term is linear in the
+ * micro-batch's tokens, the model states do not depend on it; space.c), so the secant through
+ * the two latest (mb, headroom) points, starting from (0, capacity - model states) — the
+ * headroom no micro-batch can exceed — predicts the first mb over memory, and the probe lands
+ * on the predicted boundary (usually one probe on each side of it, against ceil(log2(n + 1))
+ * bisecting). The prediction only chooses which micro-batch to ask about, so the count is the
+ * bisection's whatever it predicts; after three probes the rest bisects (a bounded worst case). */
+static int fit_prefix(tstate *t, const mp_plan *p, const int64_t *mbs, int nmb, int *lo_io,
+                      double head_headroom, uint64_t *checked_over)
+{
+    int lo = *lo_io, hi = nmb; /* from hi on, known not to fit */
+    /* The two latest points (x0, y0), (x1, y1): mb and headroom. */
+    double x0 = 0.0, y0 = t->sub_capacity - t->sub_states, x1 = NAN, y1 = NAN;
+    if (lo == 1 && isfinite(head_headroom))
+        x1 = (double)mbs[0], y1 = head_headroom;
+    mp_plan q = *p;
+    for (int probes = 0; lo < hi; probes++) {
+        int mid = lo + (hi - lo) / 2;
+        if (probes < 3 && isfinite(x1) && isfinite(y0) && (y1 - y0) * (x1 - x0) < 0) {
+            /* The secant's root: the mb where the headroom reaches 0. */
+            const double root = x1 - y1 * (x1 - x0) / (y1 - y0);
+            int b = lo; /* predicted first index over memory */
+            while (b < hi && (double)mbs[b] <= root)
+                b++;
+            /* Ask about the side of the boundary not yet known: the predicted first mb over
+             * memory, or the last one predicted to fit when that is the end of the line. */
+            mid = b < hi ? b : hi - 1;
+        }
+        double headroom;
+        q.mb = mbs[mid];
+        int fit = memory_fit(t, &q, &headroom);
+        if (fit < 0)
+            return -1;
+        if (fit) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+            (*checked_over)++;
+        }
+        if (isfinite(headroom))
+            x0 = x1, y0 = y1, x1 = (double)mbs[mid], y1 = headroom;
+        if (!isfinite(x0))
+            x0 = 0.0, y0 = t->sub_capacity - t->sub_states;
+    }
+    *lo_io = lo;
+    return 0;
+}
+
 /* The tail of a line (sp_walker.tail): micro-batches mbs[0..nmb) of the line headed by p, nvar
  * plans each. Proven unable to matter when the bound at mbs[0] (the least: it grows with mb)
  * scores worse than everything kept and is dominated on the frontiers at the largest headroom
  * the subtree's model states leave, or failing that at mbs[0]'s own (memory grows with mb:
  * space.c). Then only memory is computed, to count the feasible plans: they are a prefix of
- * the micro-batches (the same monotonicity), found by bisection. Plans the bound skips are
+ * the micro-batches (the same monotonicity), found by fit_prefix. Plans the bound skips are
  * counted in feasible and bound_skipped, those over memory in over_memory (memory_checked for
  * the heads whose memory was computed, over_memory_proven for the rest). */
 static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, uint64_t nvar)
@@ -572,6 +651,8 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
         lb = fmax(lb, sb_line_lb_s(&t->bound, mbs[0], mbs[nmb - 1], p->recompute, lo_s, hi_s));
     }
     int lo = 0; /* micro-batches below lo are known to fit */
+    int have_head = 0;
+    double head_headroom = 0;
     if (!cannot_matter(t, lb, tps, t->sub_capacity - t->sub_states)) {
         double headroom = 0;
         if (!cannot_matter(t, lb, tps, -INFINITY))
@@ -590,24 +671,12 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
         if (!cannot_matter(t, lb, tps, headroom))
             return 0;
         lo = 1;
+        have_head = 1;
+        head_headroom = headroom;
     }
-    int hi = nmb; /* micro-batches from hi on are known not to fit */
-    mp_plan q = *p;
     uint64_t checked_over = 0;
-    while (lo < hi) {
-        const int mid = lo + (hi - lo) / 2;
-        double headroom;
-        q.mb = mbs[mid];
-        int fit = memory_fit(t, &q, &headroom);
-        if (fit < 0)
-            return 0; /* nothing counted yet: the walk evaluates them and reports the failure */
-        if (fit) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-            checked_over++;
-        }
-    }
+    if (fit_prefix(t, p, mbs, nmb, &lo, have_head ? head_headroom : NAN, &checked_over) != 0)
+        return 0; /* nothing counted yet: the walk evaluates them and reports the failure */
     const uint64_t feas = (uint64_t)lo * nvar, over = (uint64_t)(nmb - lo) * nvar;
     t->counts.feasible += feas;
     t->counts.bound_skipped += feas;
@@ -998,6 +1067,8 @@ static tstate *tstates_create(const search_ctx *sc, const mp_estimate_opts *hot,
         ts[i].eo.feasibility_only = o->prune ? 1 : 0;
         ts[i].eo_mem = ts[i].eo;
         ts[i].eo_mem.memory_only = 1;
+        ts[i].eo_var = ts[i].eo;
+        ts[i].eo_var.memory_kept = 1;
         sb_workload_opts(&ts[i].eo, &ts[i].wo);
         if (ts[i].cache) {
             mp_wl_cache_init(ts[i].cache);

@@ -19,6 +19,7 @@ void mp_wl_cache_init(mp_wl_cache *cache)
     for (int i = 0; i < MP_WL_MEMO; i++)
         cache->act[i].set = cache->kern[i].set = 0;
     cache->groups_set = 0;
+    cache->shape_set = 0;
     for (int i = 0; i < 4; i++)
         cache->stages[i].set = cache->dp[i].set = 0;
     for (int i = 0; i < MP_WL_CACHE_SLOTS; i++)
@@ -67,15 +68,11 @@ void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluste
     cache->cluster_at = c;
 }
 
-/* The model's values for this plan: parameter counts (tp), attention geometry, FLOPs per token
- * (seq) and the activation bytes of one dense and one MoE layer (seq, mb, tp, sp, cp, flash,
- * recompute, etp, load), from the cache when its keys match. */
+/* The model's values for this plan: parameter counts (tp), attention geometry and FLOPs per
+ * token (seq); mp_wl_model_act: the activation bytes of one dense and one MoE layer (seq, mb,
+ * tp, sp, cp, flash, recompute, etp, load). From the cache when its keys match. */
 void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache)
 {
-    const int sp_moe = p->sp || w->tp > 1;
-    const double every = p->recompute_every > 1 && p->recompute != MP_RC_NONE ? (double)p->recompute_every : 1.0;
-    const double key[11] = {(double)p->seq, (double)p->mb, w->tp, p->sp, w->cp, p->flash,
-                            (double)p->recompute, w->etp, w->moe_load, every, (double)p->compile};
     if (cache && cache->params_tp == w->tp) {
         w->params = cache->params;
     } else {
@@ -98,6 +95,14 @@ void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_
             cache->flops_seq = p->seq;
         }
     }
+}
+
+void mp_wl_model_act(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache)
+{
+    const int sp_moe = p->sp || w->tp > 1;
+    const double every = p->recompute_every > 1 && p->recompute != MP_RC_NONE ? (double)p->recompute_every : 1.0;
+    const double key[11] = {(double)p->seq, (double)p->mb, w->tp, p->sp, w->cp, p->flash,
+                            (double)p->recompute, w->etp, w->moe_load, every, (double)p->compile};
     const int slot = mp_wl_memo_slot(p->mb, p->recompute * 2 + p->sp, w->tp * 4096 + w->etp, w->cp);
     if (cache && cache->act[slot].set && memcmp(cache->act[slot].key, key, sizeof key) == 0) {
         w->act = cache->act[slot].act;

@@ -111,39 +111,25 @@ static int resolved(const mp_model *m, const mp_cluster *c, const mp_plan *p, in
              (moe && (m->moe_experts % p->ep || (p->tp * p->cp * p->dp) % (etp * p->ep))));
 }
 
-mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                            mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
-                            mp_workload *w, mp_diag *diag)
+/* The shape's values that a plan's micro-batch size or rank order change: the micro-batches
+ * and tokens, the activations per layer (mb) and the groups (the order). The rest
+ * (shape_base) depends on neither, nor on the CP algorithm (priced in comm.c only). */
+static void shape_line(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache)
 {
-    mp_workload_opts defaults;
-    if (!opts) {
-        mp_workload_opts_init(&defaults);
-        opts = &defaults;
-    }
+    w->microbatches = (double)(p->gb / (p->mb * p->dp));
+    w->tokens_mb = (double)p->mb * (double)p->seq / w->cp;
+    mp_wl_model_act(w, m, p, cache);
+    plan_groups(w, p, p->hsdp ? p->hsdp : p->dp * p->cp, cache);
+}
+
+static void shape_base(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                       mp_wl_phase phase,
+                       const mp_workload_opts *opts, mp_wl_cache *cache, int moe, int64_t etp)
+{
     memset(w, 0, offsetof(mp_workload, run));
-    const int moe = mp_model_is_moe(m);
-    const int64_t etp = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
-    if (phase != MP_WL_TRAIN_STEP) { /* prefill and decode are shaped by mp_workload_infer */
-        mp_diag_add(diag, "workload phase %d: expected 0 (train step; prefill and decode: "
-                          "mp_workload_infer)", (int)phase);
-        return MP_ERR_INPUT;
-    }
-    if (!resolved(m, c, p, moe, etp)) {
-        mp_diag_add(diag, "plan is not resolved for %lld GPUs (call mp_plan_resolve)",
-                    (long long)c->num_gpus);
-        return MP_ERR_INPUT;
-    }
-    const mp_gpu *g = &c->gpu;
-    if (g->peak_flops_per_s[p->precision] <= 0) {
-        mp_diag_add(diag, "plan.precision = %s: %s has no %s tensor cores", mp_dtype_name(p->precision),
-                    g->key, mp_dtype_name(p->precision));
-        return MP_ERR_INPUT;
-    }
     w->phase = phase;
     w->tp = (int)p->tp, w->pp = (int)p->pp, w->cp = (int)p->cp, w->vpp = (int)p->vpp;
     w->ep = (int)p->ep, w->etp = (int)etp, w->moe = moe, w->fp8 = p->precision == MP_DT_FP8;
-    w->microbatches = (double)(p->gb / (p->mb * p->dp));
-    w->tokens_mb = (double)p->mb * (double)p->seq / w->cp;
     w->vocab_padded = (double)mp_model_padded_vocab(m, w->tp);
     /* MoE load factor of the busiest GPU: with a capacity factor every expert's buffer is
      * padded to capacity (GShard, Lepikhin et al. 2020 Sec. 2.2; Switch, Fedus et al. 2021
@@ -152,8 +138,6 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
                            : (opts->moe_imbalance >= 1.0 ? opts->moe_imbalance : 1.0);
     const double load = p->moe_capacity_factor > 0 ? p->moe_capacity_factor : imbalance;
     w->moe_load = moe ? load : 1.0;
-    if (cache)
-        mp_wl_cache_validate(cache, m, c);
     mp_wl_model_values(w, m, p, cache);
     /* DP/ZeRO groups. Non-expert parameters: split by TP (norms replicated but small),
      * replicated over the DP x CP group. Routed experts: E/ep experts per GPU, each split by etp,
@@ -168,14 +152,75 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
     w->gather_bytes_per_param = p->fp8_comm ? 1.0 : 2.0;
     w->mtp_modules = (double)m->mtp_layers;
     w->mtp_moe = m->mtp_layers > 0 && mp_model_moe_layers_in(m, m->layers - 1, 1) > 0;
-    /* Groups placed by the plan's rank order (TP stride 1, CP stride tp with the default). */
+    /* Expert groups (the TP, CP, PP and shard groups the rank order places: shape_line). */
     w->g_ep = (mp_group){w->ep, etp};
     w->g_edp = (mp_group){(int64_t)(w->expert_shard > 0 ? w->expert_shard : 1), etp * w->ep};
-    plan_groups(w, p, shard, cache);
-    mp_kernel_rates_of(g, p->precision, p->attn_kernel, opts, &w->rates);
+    mp_kernel_rates_of(&c->gpu, p->precision, p->attn_kernel, opts, &w->rates);
     mp_wl_kind_params(w, m);
     mp_wl_stages(w, m, cache);
     mp_wl_finetune_shape(w, m, p);
+}
+
+/* The plan as the shape memo keys it: mb, the CP algorithm and the rank order cleared. */
+static void line_key(const mp_plan *p, mp_plan *k)
+{
+    memcpy(k, p, sizeof *k);
+    k->mb = 0;
+    k->cp_algo = (mp_cp_algo)0;
+    memset(k->order, 0, sizeof k->order);
+    k->order_listed = 0;
+}
+
+mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                            mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
+                            mp_workload *w, mp_diag *diag)
+{
+    mp_workload_opts defaults;
+    if (!opts) {
+        mp_workload_opts_init(&defaults);
+        opts = &defaults;
+    }
+    const int moe = mp_model_is_moe(m);
+    const int64_t etp = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
+    if (phase != MP_WL_TRAIN_STEP) { /* prefill and decode are shaped by mp_workload_infer */
+        memset(w, 0, offsetof(mp_workload, run));
+        mp_diag_add(diag, "workload phase %d: expected 0 (train step; prefill and decode: "
+                          "mp_workload_infer)", (int)phase);
+        return MP_ERR_INPUT;
+    }
+    if (!resolved(m, c, p, moe, etp)) {
+        memset(w, 0, offsetof(mp_workload, run));
+        mp_diag_add(diag, "plan is not resolved for %lld GPUs (call mp_plan_resolve)",
+                    (long long)c->num_gpus);
+        return MP_ERR_INPUT;
+    }
+    const mp_gpu *g = &c->gpu;
+    if (g->peak_flops_per_s[p->precision] <= 0) {
+        memset(w, 0, offsetof(mp_workload, run));
+        mp_diag_add(diag, "plan.precision = %s: %s has no %s tensor cores", mp_dtype_name(p->precision),
+                    g->key, mp_dtype_name(p->precision));
+        return MP_ERR_INPUT;
+    }
+    if (!cache) {
+        shape_base(w, m, c, p, phase, opts, NULL, moe, etp);
+    } else {
+        mp_wl_cache_validate(cache, m, c);
+        mp_plan k;
+        line_key(p, &k);
+        if (cache->shape_set && memcmp(&k, &cache->shape_key, sizeof k) == 0 &&
+            memcmp(opts, &cache->shape_opts, sizeof *opts) == 0) {
+            const int n = cache->shape.nruns;
+            memcpy(w, &cache->shape, offsetof(mp_workload, run) + (size_t)n * sizeof w->run[0]);
+        } else {
+            shape_base(w, m, c, p, phase, opts, cache, moe, etp);
+            const int n = w->nruns;
+            memcpy(&cache->shape, w, offsetof(mp_workload, run) + (size_t)n * sizeof w->run[0]);
+            memcpy(&cache->shape_key, &k, sizeof k); /* padding too: the look-up compares bytes */
+            memcpy(&cache->shape_opts, opts, sizeof *opts);
+            cache->shape_set = 1;
+        }
+    }
+    shape_line(w, m, p, cache);
     return MP_OK;
 }
 

@@ -9,9 +9,12 @@ void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluste
 /* cache.c: the memo slot (0 .. MP_WL_MEMO-1) of a plan by four of its keys. */
 int mp_wl_memo_slot(int64_t a, int64_t b, int64_t c, int64_t d);
 _Static_assert(MP_WL_MEMO == 256, "mp_wl_memo_slot returns the hash's top 8 bits");
-/* cache.c: w's parameter counts, attention geometry, FLOPs and layer activations (from the
- * cache when it has them; cache may be NULL). Needs w's tp, cp, etp, moe_load. */
+/* cache.c: w's parameter counts, attention geometry and FLOPs (from the cache when it has
+ * them; cache may be NULL). Needs w's tp. */
 void mp_wl_model_values(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache);
+/* cache.c: w's activation bytes of one dense and one MoE layer (from the cache when it has
+ * them; cache may be NULL). Needs w's tp, cp, etp, moe_load. */
+void mp_wl_model_act(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_cache *cache);
 /* layers.c: parameters per GPU of each layer kind, from w's shape. */
 void mp_wl_kind_params(mp_workload *w, const mp_model *m);
 /* stages.c: the runs of like stages and the per-stage maxima (layers, parameters), from the cache when it has them for w's pp, vpp, tp, ep, etp. */
