@@ -154,7 +154,8 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     *out = mm;
 }
 
-/* The most loaded stage's states into e->states (the time fields are step.c's). */
+/* The most loaded stage's states into e->states (the time fields are step.c's). A field added
+ * here goes into mp_est_memory_restore's MEMORY_OWNED_STATES too (test_estimate_fast checks). */
 static void states_of_stage(const mp_stage_states *ss, const mp_cluster *c, mp_estimate *e)
 {
     mp_states *s = &e->states;
@@ -185,17 +186,14 @@ void mp_est_memory_restore(const mp_est_memory_part *in, mp_estimate *e)
     e->feasible = in->feasible;
     memcpy(e->peak_moment, in->peak_moment, sizeof e->peak_moment);
     /* the fields states_of_stage writes (the time fields are step.c's) */
-    const mp_states *f = &in->states;
-    mp_states *s = &e->states;
-    s->trainable_params = f->trainable_params;
-    s->frozen_params = f->frozen_params;
-    s->step_transient_bytes = f->step_transient_bytes;
-    s->state_bytes_per_param = f->state_bytes_per_param;
-    s->master_bytes_per_param = f->master_bytes_per_param;
-    s->host_bytes_per_gpu = f->host_bytes_per_gpu;
-    s->host_bytes_per_node = f->host_bytes_per_node;
-    s->nvme_bytes_per_gpu = f->nvme_bytes_per_gpu;
-    s->gpu_bytes_saved = f->gpu_bytes_saved;
+#define MEMORY_OWNED_STATES(X)                                                              \
+    X(trainable_params) X(frozen_params) X(step_transient_bytes) X(state_bytes_per_param)   \
+    X(master_bytes_per_param) X(host_bytes_per_gpu) X(host_bytes_per_node)                  \
+    X(nvme_bytes_per_gpu) X(gpu_bytes_saved)
+#define COPY_FIELD(f) e->states.f = in->states.f;
+    MEMORY_OWNED_STATES(COPY_FIELD)
+#undef COPY_FIELD
+#undef MEMORY_OWNED_STATES
 }
 
 /* In-flight micro-batches on stage i: 1F1B min(M, pp - i); interleaved adds (pp - 1 - i)/v...
