@@ -48,6 +48,9 @@ mp_status mp_rl_sync_estimate(const mp_model *m, const mp_cluster *c, const mp_r
  *  sums of `seqs_per_rank` sequences of prompt + l tokens, l from l's distribution, over their
  *  mean; 1 for one rank, fixed lengths or fewer than one sequence per rank. */
 double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per_rank, int64_t ranks);
+/** The standard normal quantile Phi^-1(p) (src/rl/rollout.c: Newton on C99 erfc, to 1e-12); p is
+ *  clamped to [1e-12, 1 - 1e-12], so the result is finite. */
+double mp_rl_norm_quantile(double p);
 /** Blom's (1958) expected largest of g standard normals, Phi^-1((g - 0.375)/(g + 0.25)); 0 for g <= 1. */
 double mp_rl_expected_max_z(int64_t g);
 

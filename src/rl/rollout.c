@@ -20,7 +20,7 @@
 
 /* Standard normal quantile by Newton's method on erfc (C99): Phi(z) = erfc(-z/sqrt2)/2,
  * converged to 1e-12 in < 10 steps from z = 0 over p in [1e-12, 1 - 1e-12]. */
-static double norm_quantile(double p)
+double mp_rl_norm_quantile(double p)
 {
     if (p <= 1e-12)
         p = 1e-12;
@@ -54,7 +54,7 @@ static double quantile_p(const mp_rl_lengths *l, double p)
         break;
     default: /* lognormal of mean mu and shape s: median = mu exp(-s^2/2) (Johnson, Kotz &
               * Balakrishnan 1994, Continuous Univariate Distributions 1, Ch. 14) */
-        x = l->mean_tokens * exp(-0.5 * l->sigma * l->sigma + l->sigma * norm_quantile(p));
+        x = l->mean_tokens * exp(-0.5 * l->sigma * l->sigma + l->sigma * mp_rl_norm_quantile(p));
         break;
     }
     x = floor(x + 0.5);
