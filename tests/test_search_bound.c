@@ -3,9 +3,9 @@
  * Two kinds of test (STYLE.md):
  *   - property: the bound is below the estimator's step on every plan of several spaces (dense,
  *     GQA, MoE with MLA and MTP, long-context CP, fp8, ZeRO-3/HSDP, pinned ZB and GPipe); so is
- *     the line bound with its communication term, for every micro-batch range a search tail can
- *     ask about, and the term is non-decreasing in mb with term / mb non-increasing (what the
- *     line bound rests on);
+ *     the line bound with its compute (beyond the GEMMs) and communication terms, for every
+ *     micro-batch range a search tail can ask about, and the terms are non-decreasing in mb
+ *     with term / mb non-increasing (what the line bound rests on);
  *   - differential: a search with pruning on (the bound skipping plans) and off (every plan
  *     timed) gives the same top list, frontiers, rank, ties, explanation and feasible /
  *     over-memory counts, on spaces where the bound does skip plans, with 1 and 2 threads.
@@ -59,6 +59,7 @@ static const job jobs[] = {
     {"llama3-8b", "h100-sxm5-80gb", 16, 64, 4096, "schedule=gpipe"},
     {"mixtral-8x7b", "h100-sxm5-80gb", 16, 32, 4096, "zero=1"},
     {NULL, "h100-sxm5-80gb", 16, 32, 4096, "cp=1"},                       /* MLA, MoE, MTP */
+    {NULL, "h100-sxm5-80gb", 16, 32, 4096, "tp=2,zero=1"},  /* CP variants of MLA + MoE plans */
 };
 
 static mp_model g_ds;
@@ -91,6 +92,7 @@ typedef struct {
     mp_estimate *e;
     mp_estimate_opts eo;
     mp_workload_opts wo;
+    mp_workload_opts wo_est; /* the estimator's (mp_estimate.workload_opts of the plan) */
     uint64_t plans, timed, comm_plans;
     double worst_ratio; /* largest bound / step seen */
     double worst_line_ratio; /* largest line bound (communication included) / step seen */
@@ -99,17 +101,32 @@ typedef struct {
 
 /* The line bound of p over micro-batches [lo, hi] (both dividing gb / dp): GEMMs and the
  * communication no overlap hides (bound.c). */
+/* The line's per-micro-batch term at p's mb, as the search forms it: the compute beyond the
+ * GEMMs for p's recompute mode (priced with the estimator's workload options, wo_est) plus the
+ * communication. */
+static double line_term(bound_ctx *b, const mp_plan *p)
+{
+    sb_parts x;
+    assert_true(sb_line_parts(b->m, b->c, p, &b->wo_est, NULL, &x));
+    const double comm = sb_comm_mb_s(b->m, b->c, p, &b->wo, NULL);
+    /* the communication part is the same priced either way (no collective reads a fraction) */
+    if (fabs(sb_comm_of(p, x.comm_layers_s, x.p2p_s) - comm) > 1e-12 * comm)
+        fail_msg("communication term %.17g s with the estimator's options, %.17g s without",
+                 sb_comm_of(p, x.comm_layers_s, x.p2p_s), comm);
+    return sb_compute_of(&x, p->recompute) + comm;
+}
+
 static double line_lb(bound_ctx *b, const sb_bound *sb, const mp_plan *p, int64_t lo, int64_t hi)
 {
     mp_plan q = *p;
     q.mb = lo;
-    const double c_lo = sb_comm_mb_s(b->m, b->c, &q, &b->wo, NULL);
+    const double c_lo = line_term(b, &q);
     q.mb = hi;
-    const double c_hi = sb_comm_mb_s(b->m, b->c, &q, &b->wo, NULL);
+    const double c_hi = line_term(b, &q);
     return sb_line_lb_s(sb, lo, hi, p->recompute, c_lo, c_hi);
 }
 
-/* The communication term of p's line: non-decreasing in mb, term / mb non-increasing, over
+/* The line term (compute beyond the GEMMs + communication) of p's line: non-decreasing in mb, term / mb non-increasing, over
  * every divisor of gb / dp (to one part in 1e12: sums in another order). */
 static void check_comm_monotone(bound_ctx *b, const mp_plan *p)
 {
@@ -121,15 +138,15 @@ static void check_comm_monotone(bound_ctx *b, const mp_plan *p)
         if (g % mb)
             continue;
         q.mb = mb;
-        const double c = sb_comm_mb_s(b->m, b->c, &q, &b->wo, NULL);
+        const double c = line_term(b, &q);
         if (prev >= 0) {
             char s[512];
             mp_plan_format(&q, s, sizeof s);
             if (c < prev * (1.0 - 1e-12))
-                fail_msg("communication term %.17g s at mb %lld below %.17g s at mb %lld: %s", c,
+                fail_msg("line term (compute beyond the GEMMs + communication) %.17g s at mb %lld below %.17g s at mb %lld: %s", c,
                          (long long)mb, prev, (long long)prev_mb, s);
             if (c / (double)mb > prev / (double)prev_mb * (1.0 + 1e-12))
-                fail_msg("communication term per sequence grows from mb %lld to %lld: %s",
+                fail_msg("line term per sequence grows from mb %lld to %lld: %s",
                          (long long)prev_mb, (long long)mb, s);
         }
         prev = c;
@@ -142,6 +159,7 @@ static int check_plan(void *ctx, const mp_plan *p)
     bound_ctx *b = ctx;
     if (mp_estimate_plan(b->m, b->c, p, &b->eo, b->e, NULL) != MP_OK)
         return 0;
+    b->wo_est = b->e->workload_opts;
     sb_bound sb;
     sb_bound_init(b->m, b->c, p, &b->wo, NULL, &sb);
     assert_true(sb.ok);
@@ -180,6 +198,17 @@ static int check_plan(void *ctx, const mp_plan *p)
         double lay1, p1, lv, pv;
         assert_true(sb_comm_parts(b->m, b->c, p, &b->wo, NULL, &lv, &pv));
         assert_true(sb_comm_parts(b->m, b->c, &q, &b->wo, NULL, &lay1, &p1));
+        sb_parts xv, x1;
+        assert_true(sb_line_parts(b->m, b->c, p, &b->wo_est, NULL, &xv));
+        assert_true(sb_line_parts(b->m, b->c, &q, &b->wo_est, NULL, &x1));
+        if (fabs(xv.compute_s - x1.compute_s) > 1e-12 * fmax(xv.compute_s, x1.compute_s) ||
+            fabs(xv.full_extra_s - x1.full_extra_s) > 1e-12 * fmax(xv.full_extra_s, x1.full_extra_s) ||
+            fabs(xv.selective_extra_s - x1.selective_extra_s) > 1e-12 * fmax(xv.selective_extra_s, x1.selective_extra_s)) {
+            char s[512];
+            mp_plan_format(p, s, sizeof s);
+            fail_msg("compute parts %.17g at vpp %lld, %.17g at 1: %s", xv.compute_s, (long long)p->vpp,
+                     x1.compute_s, s);
+        }
         if (fabs(lv - lay1) > 1e-12 * fmax(lv, lay1) || pv != p1) {
             char s[512];
             mp_plan_format(p, s, sizeof s);

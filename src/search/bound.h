@@ -53,6 +53,28 @@ double sb_comm_mb_s(const mp_model *m, const mp_cluster *c, const mp_plan *p,
 int sb_comm_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                   const mp_workload_opts *wo, mp_wl_cache *cache, double *layers_s, double *p2p_s);
 
+/* What sb_line_parts finds of a plan's micro-batch on the mean pipeline stage, s. */
+typedef struct {
+    double comm_layers_s;     /* sb_comm_parts' layers_s */
+    double p2p_s;             /* sb_comm_parts' p2p_s */
+    double compute_s;         /* compute beyond the GEMMs (bound.c): attention core and
+                                 element-wise kernels of every layer, forward and backward */
+    double full_extra_s;      /* what full recompute adds to it */
+    double selective_extra_s; /* what selective recompute adds to it */
+} sb_parts;
+
+/* sb_comm_parts and the compute beyond the GEMMs from one shaped and priced workload, with the
+ * estimator's workload options (mp_estimate.workload_opts: the compute term is only a bound
+ * when the kernels are priced as the estimator prices them). Every part is non-decreasing in
+ * mb with part / mb non-increasing, the same for every vpp, CP algorithm and rank order (the
+ * communication parts: not for other rank orders). Returns 1, or 0 with every part 0 when the
+ * workload cannot be shaped. */
+int sb_line_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                  const mp_workload_opts *wo, mp_wl_cache *cache, sb_parts *out);
+
+/* The compute part of x for recompute mode rc: compute_s plus the mode's extra. */
+double sb_compute_of(const sb_parts *x, mp_recompute rc);
+
 /* sb_comm_mb_s from its parts, at p's pp and vpp: layers_s + 2 * vpp * p2p_s when pp > 1. */
 double sb_comm_of(const mp_plan *p, double layers_s, double p2p_s);
 

@@ -247,7 +247,7 @@ typedef struct {
 /* One slot of the memo of the bound's communication term (tstate.comm). */
 typedef struct {
     int64_t key[9];              /* tp, cp, pp, dp, ep, etp, sp, mb, cluster; mb 0: empty */
-    double layers_s, p2p_s;      /* sb_comm_parts */
+    sb_parts x;                  /* sb_line_parts */
 } comm_memo;
 
 typedef struct {
@@ -288,6 +288,11 @@ typedef struct {
     double sub_states, sub_capacity;
     mp_estimate_opts eo_mem;
     mp_workload_opts wo;
+    /* The workload options the estimator priced the thread's first plan with
+     * (mp_estimate.workload_opts: the job's stack and fractions, the same for every plan of a
+     * search), for the bound's compute term. */
+    int have_wo_est;
+    mp_workload_opts wo_est;
     int have_bound;
     mp_plan bkey;
     int bkey_ci;
@@ -355,6 +360,10 @@ static int visit_with(tstate *t, const mp_plan *p, double *states, double *capac
     }
     if (states)
         t->e_line = 1; /* a line's head: e holds the memory its variants share */
+    if (!t->have_wo_est) {
+        t->wo_est = e->workload_opts;
+        t->have_wo_est = 1;
+    }
     /* evaluated counts the plans fully timed; one found over memory before its timing
      * (feasibility_only) is counted apart, in memory_checked. */
     const int untimed = !e->feasible && t->eo.feasibility_only;
@@ -497,6 +506,9 @@ static int cannot_matter(const tstate *t, double lb, double tps, double headroom
  * order-independent terms) is worse than the thread's top-K, than the best plan scoring worse
  * than the thread's best, and than the plan being ranked, and it is dominated on every frontier
  * at that best. Counted as feasible either way. */
+static void group_bound(tstate *t, const mp_plan *p);
+static double term_at(tstate *t, const mp_plan *p, int64_t mb);
+
 static int ts_variant(sp_walker *w, const mp_plan *p)
 {
     tstate *t = (tstate *)w;
@@ -512,7 +524,16 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     if (o->objective == MP_OBJ_ENERGY || sc->eo->comm_compute_slowdown_frac != 0.0 ||
         t->nheap < sc->k || !t->have_b)
         return visit_variant(t, p);
-    if (cannot_matter(t, t->last_lb_step, t->last_tokens_per_step, t->last_headroom)) {
+    int skip = cannot_matter(t, t->last_lb_step, t->last_tokens_per_step, t->last_headroom);
+    if (!skip && t->have_wo_est && t->sc->one_order) {
+        /* The line bound at this micro-batch (GEMMs, the other compute and the communication
+         * no overlap hides: the same for every CP algorithm) bounds the variant's step too. */
+        group_bound(t, p);
+        const double term = term_at(t, p, p->mb);
+        skip = cannot_matter(t, sb_line_lb_s(&t->bound, p->mb, p->mb, p->recompute, term, term),
+                             t->last_tokens_per_step, t->last_headroom);
+    }
+    if (skip) {
         t->counts.feasible++;
         t->order_skipped++;
         return 1;
@@ -536,8 +557,13 @@ static int same_group(const mp_plan *a, const mp_plan *b)
            a->vpp == b->vpp && a->schedule == b->schedule;
 }
 
-/* sb_comm_mb_s of plan p at micro-batch mb on the thread's cluster, through the memo. */
-static double comm_at(tstate *t, const mp_plan *p, int64_t mb)
+/* The per-micro-batch term of the line bound (bound.h sb_line_lb_s) of plan p at micro-batch mb
+ * on the thread's cluster, through the memo: the compute beyond the GEMMs for p's recompute
+ * mode, plus the communication no overlap hides when every line has one rank order (with
+ * --orders all the groups move between the plans of a line; compute does not). The compute
+ * part is left out (0) when the estimator runs p with another attention kernel than p says
+ * (estimate.c effective_plan: no bf16 tensor cores and no flash key). */
+static double term_at(tstate *t, const mp_plan *p, int64_t mb)
 {
     const int64_t key[9] = {p->tp, p->cp, p->pp, p->dp, p->ep, p->etp, p->sp, mb, t->ci};
     uint64_t h = 0;
@@ -549,9 +575,25 @@ static double comm_at(tstate *t, const mp_plan *p, int64_t mb)
         mp_plan q = *p;
         q.mb = mb;
         memcpy(e->key, key, sizeof key);
-        sb_comm_parts(t->sc->m, t->c, &q, &t->wo, t->cache, &e->layers_s, &e->p2p_s);
+        sb_line_parts(t->sc->m, t->c, &q, &t->wo_est, t->cache, &e->x);
     }
-    return sb_comm_of(p, e->layers_s, e->p2p_s);
+    const int same_kernel = p->flash_given || t->c->gpu.peak_flops_per_s[MP_DT_BF16] > 0;
+    return (same_kernel ? sb_compute_of(&e->x, p->recompute) : 0.0) +
+           (t->sc->one_order ? sb_comm_of(p, e->x.comm_layers_s, e->x.p2p_s) : 0.0);
+}
+
+/* t->bound for the group of plan p (bound.h), computed once per group. */
+static void group_bound(tstate *t, const mp_plan *p)
+{
+    if (!t->have_bound || t->bkey_ci != t->ci) {
+        sb_bound_init(t->sc->m, t->c, p, &t->wo, t->cache, &t->bound);
+        t->bkey = *p;
+        t->bkey_ci = t->ci;
+        t->have_bound = 1;
+    } else if (!same_group(&t->bkey, p)) {
+        sb_bound_regroup(&t->bound, p); /* the same job on the same cluster: F, R, load kept */
+        t->bkey = *p;
+    }
 }
 
 /* Memory alone of plan p (memory_only): 1 fits, 0 over memory, -1 failed; *headroom. */
@@ -633,21 +675,14 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
     tstate *t = (tstate *)w;
     if (!t->have_states || t->sc->eo->comm_compute_slowdown_frac < 0)
         return 0;
-    if (!t->have_bound || t->bkey_ci != t->ci) {
-        sb_bound_init(t->sc->m, t->c, p, &t->wo, t->cache, &t->bound);
-        t->bkey = *p;
-        t->bkey_ci = t->ci;
-        t->have_bound = 1;
-    } else if (!same_group(&t->bkey, p)) {
-        sb_bound_regroup(&t->bound, p); /* the same job on the same cluster: F, R, load kept */
-        t->bkey = *p;
-    }
+    group_bound(t, p);
     double lb = sb_step_lb_s(&t->bound, mbs[0], p->recompute);
     const double tps = (double)p->gb * (double)p->seq;
-    if (t->sc->one_order && !cannot_matter(t, lb, tps, -INFINITY) && t->nheap >= t->sc->k &&
+    if (t->have_wo_est && !cannot_matter(t, lb, tps, -INFINITY) && t->nheap >= t->sc->k &&
         t->have_b) {
-        /* The GEMMs alone prove nothing: add the communication no overlap hides (bound.c). */
-        const double lo_s = comm_at(t, p, mbs[0]), hi_s = comm_at(t, p, mbs[nmb - 1]);
+        /* The GEMMs alone prove nothing: add the other compute and the communication no
+         * overlap hides (bound.c). */
+        const double lo_s = term_at(t, p, mbs[0]), hi_s = term_at(t, p, mbs[nmb - 1]);
         lb = fmax(lb, sb_line_lb_s(&t->bound, mbs[0], mbs[nmb - 1], p->recompute, lo_s, hi_s));
     }
     int lo = 0; /* micro-batches below lo are known to fit */
