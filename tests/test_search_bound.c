@@ -96,6 +96,7 @@ typedef struct {
     uint64_t plans, timed, comm_plans;
     double worst_ratio; /* largest bound / step seen */
     double worst_line_ratio; /* largest line bound (communication included) / step seen */
+    double worst_plan_ratio; /* largest plan bound (sb_plan_lb_s) / step seen */
     int64_t gmax;       /* gb / dp of the plan: its largest micro-batch */
 } bound_ctx;
 
@@ -184,6 +185,21 @@ static int check_plan(void *ctx, const mp_plan *p)
         mp_plan_format(p, s, sizeof s);
         fail_msg("line bound %.17g / %.17g s above the step %.17g s of %s", l1, l2, b->e->step_s, s);
     }
+    /* The bound of the plan alone (its micro-batch's layers priced, tiles and waves included):
+     * below the step, with and without the communication term. */
+    {
+        sb_parts x;
+        assert_true(sb_line_parts(b->m, b->c, p, &b->wo_est, NULL, &x));
+        const double comm = sb_comm_of(p, x.comm_layers_s, x.p2p_s);
+        const double pl = sb_plan_lb_s(&sb, p->mb, p->recompute, &x, comm);
+        if (pl > b->e->step_s || sb_plan_lb_s(&sb, p->mb, p->recompute, &x, 0.0) > pl) {
+            char s[512];
+            mp_plan_format(p, s, sizeof s);
+            fail_msg("plan bound %.17g s above the step %.17g s of %s", pl, b->e->step_s, s);
+        }
+        if (pl / b->e->step_s > b->worst_plan_ratio)
+            b->worst_plan_ratio = pl / b->e->step_s;
+    }
     if (l1 / b->e->step_s > b->worst_line_ratio)
         b->worst_line_ratio = l1 / b->e->step_s;
     if (l1 > lb)
@@ -242,12 +258,13 @@ static void test_bound_below_every_step(void **state)
         mp_diag d = {0};
         if (mp_search_enumerate(m, j->gpus, &o, check_plan, &b, &counts, &d) != MP_OK)
             fail_msg("enumerate %s: %s", m->key, d.text);
-        printf("# %s on %lld x %s (%s): %llu plans, bound / step at most %.3f; with communication "
-               "%.3f, larger on %llu plans\n", m->key, (long long)j->gpus, j->gpu, j->fix,
-               (unsigned long long)b.plans, b.worst_ratio, b.worst_line_ratio,
-               (unsigned long long)b.comm_plans);
+        printf("# %s on %lld x %s (%s): %llu plans, bound / step at most %.3f; line bound (compute "
+               "and communication) %.3f, larger on %llu plans; plan bound %.3f\n", m->key,
+               (long long)j->gpus, j->gpu, j->fix, (unsigned long long)b.plans, b.worst_ratio,
+               b.worst_line_ratio, (unsigned long long)b.comm_plans, b.worst_plan_ratio);
         assert_true(b.plans > 100);
         assert_true(b.worst_line_ratio >= b.worst_ratio && b.worst_line_ratio <= 1.0);
+        assert_true(b.worst_plan_ratio > 0.5 && b.worst_plan_ratio <= 1.0); /* it has bite */
         if (j->gpus >= 16)
             assert_true(b.comm_plans > 0); /* TP, EP or PP communicates: the term has bite */
         assert_true(b.worst_ratio > 0.1 && b.worst_ratio <= 1.0); /* long-context CP: attention, left out, dominates */

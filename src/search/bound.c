@@ -170,15 +170,19 @@ int sb_line_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
      * the fp8 casts of backward; full recompute adds the forward's attention and element-wise
      * work again, selective the attention core, each on one layer in recompute_every. */
     const mp_wl_layer *kind[2] = {d, w.moe ? mo : NULL};
-    double x[2] = {0, 0}, xfull[2] = {0, 0}, xsel[2] = {0, 0};
+    /* per layer kind: X, its full and selective extras; the layer's whole compute (forward +
+     * backward) and its recompute under full and selective recompute (layers.c passes) */
+    double x[2] = {0, 0}, xfull[2] = {0, 0}, xsel[2] = {0, 0}, lc[2] = {0, 0}, lfull[2] = {0, 0};
     for (int k = 0; k < 2; k++)
         if (kind[k]) {
             const mp_wl_layer *l = kind[k];
             x[k] = 3.0 * l->attn_s + l->elem_s + l->elem_bwd_s + l->bwd_extra_s;
             xfull[k] = l->attn_s + l->elem_s;
             xsel[k] = l->attn_s;
+            lc[k] = l->fwd_s + l->bwd_s;
+            lfull[k] = l->fwd_s;
         }
-    double sum = 0.0, cx = 0.0, cfull = 0.0, csel = 0.0;
+    double sum = 0.0, cx = 0.0, cfull = 0.0, csel = 0.0, clc = 0.0, clfull = 0.0;
     const int nr = mp_workload_runs(&w);
     for (int r = 0; r < nr; r++) {
         mp_wl_stage st;
@@ -189,6 +193,8 @@ int sb_line_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
         cx += nd * x[0] + nm * x[1];
         cfull += nd * xfull[0] + nm * xfull[1];
         csel += nd * xsel[0] + nm * xsel[1];
+        clc += nd * lc[0] + nm * lc[1];
+        clfull += nd * lfull[0] + nm * lfull[1];
     }
     const double pp = (double)w.pp, every = p->recompute_every > 1 ? (double)p->recompute_every : 1.0;
     const double layers = sum / pp, p2p = w.pp > 1 ? w.coll[MP_WC_PP_SEND].time_s : 0.0;
@@ -196,13 +202,31 @@ int sb_line_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
         return 0;
     out->comm_layers_s = layers;
     out->p2p_s = p2p;
-    const double xs[3] = {cx / pp, cfull / pp / every, csel / pp / every};
-    if (isfinite(xs[0]) && isfinite(xs[1]) && isfinite(xs[2]) && xs[0] >= 0 && xs[1] >= 0 && xs[2] >= 0) {
+    /* The compute parts only when hiding TP communication cannot shorten compute (the stack's
+     * overlap_comm_sms >= 0; the search asks only with comm_compute_slowdown_frac >= 0). */
+    const double xs[5] = {cx / pp, cfull / pp / every, csel / pp / every, clc / pp, clfull / pp / every};
+    int ok = sk->overlap_comm_sms >= 0;
+    for (int i = 0; i < 5; i++)
+        ok = ok && isfinite(xs[i]) && xs[i] >= 0;
+    if (ok) {
         out->compute_s = xs[0];
         out->full_extra_s = xs[1];
         out->selective_extra_s = xs[2];
+        out->layers_compute_s = xs[3];
+        out->layers_full_s = xs[4];
     }
     return 1;
+}
+
+double sb_plan_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc, const sb_parts *x,
+                    double comm_s)
+{
+    if (!b->ok || mb < 1)
+        return 0.0;
+    const double rec = rc == MP_RC_FULL ? x->layers_full_s : rc == MP_RC_SELECTIVE ? x->selective_extra_s : 0.0;
+    const double t = x->layers_compute_s + rec + (isfinite(comm_s) && comm_s > 0 ? comm_s : 0.0);
+    const double lb = (1.0 - 1e-9) * (b->local_seqs / (double)mb + b->bubble) * t;
+    return isfinite(lb) && lb > 0 ? lb : 0.0;
 }
 
 double sb_compute_of(const sb_parts *x, mp_recompute rc)

@@ -507,7 +507,7 @@ static int cannot_matter(const tstate *t, double lb, double tps, double headroom
  * than the thread's best, and than the plan being ranked, and it is dominated on every frontier
  * at that best. Counted as feasible either way. */
 static void group_bound(tstate *t, const mp_plan *p);
-static double term_at(tstate *t, const mp_plan *p, int64_t mb);
+static double plan_lb(tstate *t, const mp_plan *p);
 
 static int ts_variant(sp_walker *w, const mp_plan *p)
 {
@@ -525,13 +525,11 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
         t->nheap < sc->k || !t->have_b)
         return visit_variant(t, p);
     int skip = cannot_matter(t, t->last_lb_step, t->last_tokens_per_step, t->last_headroom);
-    if (!skip && t->have_wo_est && t->sc->one_order) {
+    if (!skip && t->have_wo_est) {
         /* The line bound at this micro-batch (GEMMs, the other compute and the communication
          * no overlap hides: the same for every CP algorithm) bounds the variant's step too. */
         group_bound(t, p);
-        const double term = term_at(t, p, p->mb);
-        skip = cannot_matter(t, sb_line_lb_s(&t->bound, p->mb, p->mb, p->recompute, term, term),
-                             t->last_tokens_per_step, t->last_headroom);
+        skip = cannot_matter(t, plan_lb(t, p), t->last_tokens_per_step, t->last_headroom);
     }
     if (skip) {
         t->counts.feasible++;
@@ -557,13 +555,8 @@ static int same_group(const mp_plan *a, const mp_plan *b)
            a->vpp == b->vpp && a->schedule == b->schedule;
 }
 
-/* The per-micro-batch term of the line bound (bound.h sb_line_lb_s) of plan p at micro-batch mb
- * on the thread's cluster, through the memo: the compute beyond the GEMMs for p's recompute
- * mode, plus the communication no overlap hides when every line has one rank order (with
- * --orders all the groups move between the plans of a line; compute does not). The compute
- * part is left out (0) when the estimator runs p with another attention kernel than p says
- * (estimate.c effective_plan: no bf16 tensor cores and no flash key). */
-static double term_at(tstate *t, const mp_plan *p, int64_t mb)
+/* sb_line_parts of plan p at micro-batch mb on the thread's cluster, through the memo. */
+static const sb_parts *parts_at(tstate *t, const mp_plan *p, int64_t mb)
 {
     const int64_t key[9] = {p->tp, p->cp, p->pp, p->dp, p->ep, p->etp, p->sp, mb, t->ci};
     uint64_t h = 0;
@@ -577,9 +570,41 @@ static double term_at(tstate *t, const mp_plan *p, int64_t mb)
         memcpy(e->key, key, sizeof key);
         sb_line_parts(t->sc->m, t->c, &q, &t->wo_est, t->cache, &e->x);
     }
-    const int same_kernel = p->flash_given || t->c->gpu.peak_flops_per_s[MP_DT_BF16] > 0;
-    return (same_kernel ? sb_compute_of(&e->x, p->recompute) : 0.0) +
-           (t->sc->one_order ? sb_comm_of(p, e->x.comm_layers_s, e->x.p2p_s) : 0.0);
+    return &e->x;
+}
+
+/* The compute parts hold only when the estimator runs p with the attention kernel p names
+ * (estimate.c effective_plan: not on a GPU without bf16 tensor cores and no flash key). */
+static int same_kernel(const tstate *t, const mp_plan *p)
+{
+    return p->flash_given || t->c->gpu.peak_flops_per_s[MP_DT_BF16] > 0;
+}
+
+/* The communication term of x for plan p when every line has one rank order (with --orders all
+ * the groups move between the plans of a line), else 0. */
+static double comm_of(const tstate *t, const mp_plan *p, const sb_parts *x)
+{
+    return t->sc->one_order ? sb_comm_of(p, x->comm_layers_s, x->p2p_s) : 0.0;
+}
+
+/* The per-micro-batch term of the line bound (bound.h sb_line_lb_s) of plan p at micro-batch mb:
+ * the compute beyond the GEMMs for p's recompute mode (0 unless same_kernel) plus comm_of. */
+static double term_at(tstate *t, const mp_plan *p, int64_t mb)
+{
+    const sb_parts *x = parts_at(t, p, mb);
+    return (same_kernel(t, p) ? sb_compute_of(x, p->recompute) : 0.0) + comm_of(t, p, x);
+}
+
+/* The bound of plan p (its micro-batch) alone (bound.h sb_plan_lb_s), at least its line bound
+ * at [mb, mb]; t->bound holds p's group. */
+static double plan_lb(tstate *t, const mp_plan *p)
+{
+    const sb_parts *x = parts_at(t, p, p->mb);
+    const double term = term_at(t, p, p->mb);
+    double lb = sb_line_lb_s(&t->bound, p->mb, p->mb, p->recompute, term, term);
+    if (same_kernel(t, p))
+        lb = fmax(lb, sb_plan_lb_s(&t->bound, p->mb, p->recompute, x, comm_of(t, p, x)));
+    return lb;
 }
 
 /* t->bound for the group of plan p (bound.h), computed once per group. */
@@ -662,6 +687,37 @@ static int fit_prefix(tstate *t, const mp_plan *p, const int64_t *mbs, int nmb, 
     return 0;
 }
 
+/* The head p of a tail whose line bound proved nothing, alone (sp_walker.tail returning 2): it
+ * and its nvar - 1 communication variants cannot matter when plan_lb (its own micro-batch's
+ * layers priced: GEMM tiles and waves included) scores worse than everything kept and is
+ * dominated on the frontiers at its headroom (headroom: known, or NaN to compute its memory).
+ * Counted in feasible and bound_skipped; over memory, the whole tail (nmb micro-batches) is
+ * counted over memory (memory grows with mb) and 1 returned; 0 when nothing is proven. */
+static int tail_head(tstate *t, const mp_plan *p, int nmb, uint64_t nvar, double headroom)
+{
+    const double tps = (double)p->gb * (double)p->seq;
+    if (!t->have_wo_est || !same_kernel(t, p) || t->nheap < t->sc->k || !t->have_b ||
+        !cannot_matter(t, plan_lb(t, p), tps, -INFINITY))
+        return 0;
+    if (isnan(headroom)) {
+        const int fit = memory_fit(t, p, &headroom);
+        if (fit < 0)
+            return 0;
+        if (fit == 0) {
+            const uint64_t n = (uint64_t)nmb * nvar;
+            t->counts.memory_checked++;
+            t->counts.over_memory += n;
+            t->counts.over_memory_proven += n - 1;
+            return 1;
+        }
+    }
+    if (!cannot_matter(t, plan_lb(t, p), tps, headroom))
+        return 0;
+    t->counts.feasible += nvar;
+    t->counts.bound_skipped += nvar;
+    return 2;
+}
+
 /* The tail of a line (sp_walker.tail): micro-batches mbs[0..nmb) of the line headed by p, nvar
  * plans each. Proven unable to matter when the bound at mbs[0] (the least: it grows with mb)
  * scores worse than everything kept and is dominated on the frontiers at the largest headroom
@@ -669,7 +725,8 @@ static int fit_prefix(tstate *t, const mp_plan *p, const int64_t *mbs, int nmb, 
  * space.c). Then only memory is computed, to count the feasible plans: they are a prefix of
  * the micro-batches (the same monotonicity), found by fit_prefix. Plans the bound skips are
  * counted in feasible and bound_skipped, those over memory in over_memory (memory_checked for
- * the heads whose memory was computed, over_memory_proven for the rest). */
+ * the heads whose memory was computed, over_memory_proven for the rest). When the line bound
+ * proves nothing, the head alone may be (tail_head). */
 static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, uint64_t nvar)
 {
     tstate *t = (tstate *)w;
@@ -691,7 +748,7 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
     if (!cannot_matter(t, lb, tps, t->sub_capacity - t->sub_states)) {
         double headroom = 0;
         if (!cannot_matter(t, lb, tps, -INFINITY))
-            return 0; /* not even at no headroom: the memory would not help */
+            return tail_head(t, p, nmb, nvar, NAN); /* the memory would not help the line */
         int fit = memory_fit(t, p, &headroom);
         if (fit < 0)
             return 0;
@@ -704,7 +761,7 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
             return 1;
         }
         if (!cannot_matter(t, lb, tps, headroom))
-            return 0;
+            return tail_head(t, p, nmb, nvar, headroom);
         lo = 1;
         have_head = 1;
         head_headroom = headroom;

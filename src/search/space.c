@@ -497,11 +497,16 @@ static int walk_layout(const sp_space *s, const sp_axes *ax, mp_plan p, const sp
                     p.cp_algo = ax->cpa[0];
                     memcpy(p.order, ords->order[0], sizeof p.order);
                     p.order_listed = ords->listed[0];
-                    if (w->prune && !first && w->tail &&
-                        w->tail(w, &p, &ax->mb[im], ax->nmb - im, nvar)) {
+                    const int tail = w->prune && !first && w->tail
+                                         ? w->tail(w, &p, &ax->mb[im], ax->nmb - im, nvar) : 0;
+                    if (tail == 1) {
                         /* This micro-batch and the larger ones cannot matter (bound.c). */
                         done += (uint64_t)(ax->nmb - im) * nvar;
                         break;
+                    }
+                    if (tail == 2) {
+                        done += nvar; /* this micro-batch cannot matter; the next may */
+                        continue;
                     }
                     double states = 0, capacity = 0;
                     int fit = w->visit(w, &p, &states, &capacity);
