@@ -589,10 +589,14 @@ static double comm_of(const tstate *t, const mp_plan *p, const sb_parts *x)
 
 /* The per-micro-batch term of the line bound (bound.h sb_line_lb_s) of plan p at micro-batch mb:
  * the compute beyond the GEMMs for p's recompute mode (0 unless same_kernel) plus comm_of. */
+static double term_of(const tstate *t, const mp_plan *p, const sb_parts *x)
+{
+    return (same_kernel(t, p) ? sb_compute_of(x, p->recompute) : 0.0) + comm_of(t, p, x);
+}
+
 static double term_at(tstate *t, const mp_plan *p, int64_t mb)
 {
-    const sb_parts *x = parts_at(t, p, mb);
-    return (same_kernel(t, p) ? sb_compute_of(x, p->recompute) : 0.0) + comm_of(t, p, x);
+    return term_of(t, p, parts_at(t, p, mb));
 }
 
 /* The bound of plan p (its micro-batch) alone (bound.h sb_plan_lb_s), at least its line bound
@@ -600,7 +604,7 @@ static double term_at(tstate *t, const mp_plan *p, int64_t mb)
 static double plan_lb(tstate *t, const mp_plan *p)
 {
     const sb_parts *x = parts_at(t, p, p->mb);
-    const double term = term_at(t, p, p->mb);
+    const double term = term_of(t, p, x);
     double lb = sb_line_lb_s(&t->bound, p->mb, p->mb, p->recompute, term, term);
     if (same_kernel(t, p))
         lb = fmax(lb, sb_plan_lb_s(&t->bound, p->mb, p->recompute, x, comm_of(t, p, x)));
@@ -696,8 +700,10 @@ static int fit_prefix(tstate *t, const mp_plan *p, const int64_t *mbs, int nmb, 
 static int tail_head(tstate *t, const mp_plan *p, int nmb, uint64_t nvar, double headroom)
 {
     const double tps = (double)p->gb * (double)p->seq;
-    if (!t->have_wo_est || !same_kernel(t, p) || t->nheap < t->sc->k || !t->have_b ||
-        !cannot_matter(t, plan_lb(t, p), tps, -INFINITY))
+    if (!t->have_wo_est || !same_kernel(t, p) || t->nheap < t->sc->k || !t->have_b)
+        return 0;
+    const double lb = plan_lb(t, p);
+    if (!cannot_matter(t, lb, tps, -INFINITY))
         return 0;
     if (isnan(headroom)) {
         const int fit = memory_fit(t, p, &headroom);
@@ -711,7 +717,7 @@ static int tail_head(tstate *t, const mp_plan *p, int nmb, uint64_t nvar, double
             return 1;
         }
     }
-    if (!cannot_matter(t, plan_lb(t, p), tps, headroom))
+    if (!cannot_matter(t, lb, tps, headroom))
         return 0;
     t->counts.feasible += nvar;
     t->counts.bound_skipped += nvar;
