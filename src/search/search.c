@@ -287,10 +287,9 @@ typedef struct {
     int have_states;
     double sub_states, sub_capacity;
     mp_estimate_opts eo_mem;
-    mp_workload_opts wo;
     /* The workload options the estimator priced the thread's first plan with
      * (mp_estimate.workload_opts: the job's stack and fractions, the same for every plan of a
-     * search), for the bound's compute term. */
+     * search), for the bounds: their rates and kernel times are the estimator's. */
     int have_wo_est;
     mp_workload_opts wo_est;
     int have_bound;
@@ -526,8 +525,9 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
         return visit_variant(t, p);
     int skip = cannot_matter(t, t->last_lb_step, t->last_tokens_per_step, t->last_headroom);
     if (!skip && t->have_wo_est) {
-        /* The line bound at this micro-batch (GEMMs, the other compute and the communication
-         * no overlap hides: the same for every CP algorithm) bounds the variant's step too. */
+        /* The plan bound at this micro-batch (the layers' compute and, with one rank order,
+         * the communication no overlap hides: the same for every CP algorithm) bounds the
+         * variant's step too. */
         group_bound(t, p);
         skip = cannot_matter(t, plan_lb(t, p), t->last_tokens_per_step, t->last_headroom);
     }
@@ -615,7 +615,8 @@ static double plan_lb(tstate *t, const mp_plan *p)
 static void group_bound(tstate *t, const mp_plan *p)
 {
     if (!t->have_bound || t->bkey_ci != t->ci) {
-        sb_bound_init(t->sc->m, t->c, p, &t->wo, t->cache, &t->bound);
+        /* the estimator's own workload options: R is then the rate its kernels use */
+        sb_bound_init(t->sc->m, t->c, p, &t->wo_est, t->cache, &t->bound);
         t->bkey = *p;
         t->bkey_ci = t->ci;
         t->have_bound = 1;
@@ -1167,7 +1168,6 @@ static tstate *tstates_create(const search_ctx *sc, const mp_estimate_opts *hot,
         ts[i].eo_mem.memory_only = 1;
         ts[i].eo_var = ts[i].eo;
         ts[i].eo_var.memory_kept = 1;
-        sb_workload_opts(&ts[i].eo, &ts[i].wo);
         if (ts[i].cache) {
             mp_wl_cache_init(ts[i].cache);
             ts[i].cache->trust_addresses = 1; /* the model and clusters are const during the search */
