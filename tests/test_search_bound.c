@@ -98,6 +98,7 @@ typedef struct {
     double worst_ratio; /* largest bound / step seen */
     double worst_line_ratio; /* largest line bound (communication included) / step seen */
     double worst_plan_ratio; /* largest plan bound (sb_plan_lb_s) / step seen */
+    int stack;               /* the job's stack (pinned or the default): every plan runs on it */
     int64_t gmax;       /* gb / dp of the plan: its largest micro-batch */
 } bound_ctx;
 
@@ -159,6 +160,7 @@ static void check_comm_monotone(bound_ctx *b, const mp_plan *p)
 static int check_plan(void *ctx, const mp_plan *p)
 {
     bound_ctx *b = ctx;
+    assert_int_equal(p->stack, b->stack); /* a pinned stack reaches the plans */
     if (mp_estimate_plan(b->m, b->c, p, &b->eo, b->e, NULL) != MP_OK)
         return 0;
     b->wo_est = b->e->workload_opts;
@@ -250,6 +252,7 @@ static void test_bound_below_every_step(void **state)
         memset(&b, 0, sizeof b);
         b.m = m;
         b.c = &c;
+        b.stack = o.pin.stack;
         b.e = malloc(sizeof(mp_estimate));
         assert_non_null(b.e);
         mp_estimate_opts_init(&b.eo);
