@@ -60,7 +60,7 @@ static const job jobs[] = {
     {"mixtral-8x7b", "h100-sxm5-80gb", 16, 32, 4096, "zero=1"},
     {NULL, "h100-sxm5-80gb", 16, 32, 4096, "cp=1"},                       /* MLA, MoE, MTP */
     {NULL, "h100-sxm5-80gb", 16, 32, 4096, "tp=2,zero=1"},  /* CP variants of MLA + MoE plans */
-    {"llama3-8b", "h100-sxm5-80gb", 16, 64, 4096, "stack=megatron-2021"}, /* a stack faster than the default in element-wise kernels: the bound must use its fractions */
+    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, "stack=megatron-2021"}, /* a stack faster than the default in element-wise kernels: the bound must use its fractions */
 };
 
 static mp_model g_ds;
