@@ -210,6 +210,8 @@ static void test_fast_paths_are_the_reference(void **state)
         mp_estimate_opts_init(&x.full);
         x.ref_full = x.full;
         x.full.cache = x.cache;
+        x.full.memo = mp_est_memo_create();
+        assert_non_null(x.full.memo);
         x.hot = x.full;
         x.hot.skip_text = 1;
         x.hot.skip_per_stage = 1;
@@ -234,6 +236,7 @@ static void test_fast_paths_are_the_reference(void **state)
                       j->model ? j->model : "deepseek-v3 (6 layers)", (long long)j->gpus, j->gpu,
                       (unsigned long long)x.plans, (unsigned long long)x.kept,
                       (unsigned long long)x.full_checked);
+        mp_est_memo_destroy(x.full.memo);
         free(x.cache);
         free(x.fast);
         free(x.ref);
