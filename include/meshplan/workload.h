@@ -270,7 +270,7 @@ int mp_wl_layer_matrices(const mp_workload *w, const mp_model *m, int moe, mp_wl
  *  depend only on a few plan keys (parameter counts per tp, attention geometry, FLOPs per seq,
  *  activation bytes per layer shape) are kept for the next plan with the same keys. It holds a
  *  copy of the model and the cluster it was filled for and empties itself when either differs
- *  (the model's numbers and the cluster's GPU count and tiers, byte for byte), so a cluster
+ *  (the model's numbers and the cluster's GPU count, GPU and tiers, byte for byte), so a cluster
  *  changed in place, or another one at the same address, is never priced from stale entries. Results with and without a cache are identical. The caller owns
  *  it (about 180 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
 #define MP_WL_MEMO 256

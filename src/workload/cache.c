@@ -37,10 +37,14 @@ static int same_model(const mp_model *a, const mp_model *b)
            memcmp((const char *)a + n2, (const char *)b + n2, sizeof *a - n2) == 0;
 }
 
-/* What collectives are priced from: the GPU count and the tiers (coll.c), byte for byte. */
+/* What the entries are computed from: the GPU count and the tiers (collectives, coll.c) and
+ * the GPU (the shape's kernel rates, kernels.c; the estimator's memo reads its key), byte for
+ * byte. Two clusters of one fabric whose GPUs differ (H100 and H200 on NVLink 4 and the same
+ * scale-out) were once served each other's shapes (tests/test_estimate_fast.c). */
 static int same_cluster(const mp_cluster *a, const mp_cluster *b)
 {
-    return a->num_gpus == b->num_gpus && a->ntiers == b->ntiers && a->ntiers >= 0 &&
+    return a->num_gpus == b->num_gpus && memcmp(&a->gpu, &b->gpu, sizeof a->gpu) == 0 &&
+           a->ntiers == b->ntiers && a->ntiers >= 0 &&
            a->ntiers <= MP_MAX_TIERS && memcmp(a->tier, b->tier, (size_t)a->ntiers * sizeof a->tier[0]) == 0;
 }
 
