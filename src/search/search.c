@@ -277,6 +277,7 @@ typedef struct {
      * collectives recur across the plans of one cluster; workload.h mp_wl_cache). */
     mp_estimate_opts eo;
     mp_wl_cache *cache;
+    mp_est_memo *memo;           /* the estimator's memo beside the cache (estimate.h) */
     /* eo with memory_kept, for a communication variant when e_line: e holds the estimate of
      * its line's head or of one of its variants (memory computed). */
     mp_estimate_opts eo_var;
@@ -905,6 +906,7 @@ static void tstate_free(tstate *t)
 {
     free(t->e);
     free(t->cache);
+    mp_est_memo_destroy(t->memo);
     free(t->heap);
     free(t->fm.a);
     free(t->fc.a);
@@ -1163,6 +1165,8 @@ static tstate *tstates_create(const search_ctx *sc, const mp_estimate_opts *hot,
         ts[i].cache = malloc(sizeof *ts[i].cache);
         ts[i].eo = *hot;
         ts[i].eo.cache = ts[i].cache;
+        ts[i].memo = mp_est_memo_create();
+        ts[i].eo.memo = ts[i].memo;
         ts[i].eo.feasibility_only = o->prune ? 1 : 0;
         ts[i].eo_mem = ts[i].eo;
         ts[i].eo_mem.memory_only = 1;
@@ -1172,7 +1176,7 @@ static tstate *tstates_create(const search_ctx *sc, const mp_estimate_opts *hot,
             mp_wl_cache_init(ts[i].cache);
             ts[i].cache->trust_addresses = 1; /* the model and clusters are const during the search */
         }
-        if (!ts[i].e || !ts[i].heap || !ts[i].cache)
+        if (!ts[i].e || !ts[i].heap || !ts[i].cache || !ts[i].memo)
             ts[i].nomem = 1;
     }
     return ts;
