@@ -27,20 +27,28 @@ double mp_rl_expected_max_z(int64_t g)
     return mp_rl_norm_quantile(((double)g - 0.375) / ((double)g + 0.25));
 }
 
-double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per_rank, int64_t ranks)
+void mp_rl_seq_moments(const mp_rl_lengths *l, double prompt, double *mean, double *mean_sq)
 {
-    if (ranks <= 1 || seqs_per_rank < 1.0 || !l)
-        return 1.0;
-    /* mean and variance of prompt + response over 256 quantiles (the rollout's lengths, coarser:
-     * this runs for every candidate of rl-search) */
+    /* over 256 quantiles (the rollout's lengths, coarser: this runs for every candidate of
+     * rl-search) */
     const int64_t n = 256;
     double s = 0.0, s2 = 0.0;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; l && i < n; i++) {
         double w = prompt + mp_rl_length_quantile(l, i, n);
         s += w;
         s2 += w * w;
     }
-    double mu = s / (double)n, var = s2 / (double)n - mu * mu;
+    *mean = l ? s / (double)n : prompt;
+    *mean_sq = l ? s2 / (double)n : prompt * prompt;
+}
+
+double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per_rank, int64_t ranks)
+{
+    if (ranks <= 1 || seqs_per_rank < 1.0 || !l)
+        return 1.0;
+    double mu, m2;
+    mp_rl_seq_moments(l, prompt, &mu, &m2);
+    double var = m2 - mu * mu;
     if (mu <= 0.0 || var <= 0.0)
         return 1.0;
     return 1.0 + sqrt(var) / mu * mp_rl_expected_max_z(ranks) / sqrt(seqs_per_rank); /* (1) */
