@@ -153,7 +153,8 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
          * ranks of one replica hold the same sequences). */
         int64_t ranks = p->dp > 0 ? p->dp : dp;
         ts->imbalance = mp_rl_dp_imbalance(&k->response, k->prompt_tokens,
-                                           (double)p->gb * eq / (double)(ranks > 0 ? ranks : 1), ranks);
+                                           (double)p->gb * eq / (double)(ranks > 0 ? ranks : 1), ranks,
+                                           e->attention_frac);
         ts->update_s = (double)k->ppo_epochs * per_batch *
                        (e->time.optimizer + ts->imbalance * (e->step_s - e->time.optimizer));
         ts->fwd_pass_s = per_batch * share * (e->step_s - e->time.optimizer);
