@@ -555,15 +555,19 @@ static int has_assumed(const mp_rl_result *r, const char *what)
 static void test_attention_equivalent_length(void **state)
 {
     (void)state;
-    double mu, m2;
+    double mo[5];
     mp_rl_lengths fixed = {MP_RL_LEN_FIXED, 1000, 4096, 1.0};
-    mp_rl_seq_moments(&fixed, 256.0, &mu, &m2);
-    assert_close(mu, 1256.0, 1e-12);
-    assert_close(m2, 1256.0 * 1256.0, 1e-9);
+    mp_rl_seq_moments(&fixed, 256.0, mo);
+    assert_true(mo[0] == 1.0);
+    assert_close(mo[1], 1256.0, 1e-12);
+    assert_close(mo[2], 1256.0 * 1256.0, 1e-9);
     mp_rl_lengths u = {MP_RL_LEN_UNIFORM, 1000, 1e6, 1.0};
-    mp_rl_seq_moments(&u, 0.0, &mu, &m2);
-    assert_close(mu, 1000.0, 2e-3);
-    assert_close(m2, 1000.0 * 1000.0 + 1998.0 * 1998.0 / 12.0, 5e-3);
+    mp_rl_seq_moments(&u, 0.0, mo);
+    assert_close(mo[1], 1000.0, 2e-3);
+    assert_close(mo[2], 1000.0 * 1000.0 + 1998.0 * 1998.0 / 12.0, 5e-3);
+    assert_close(mo[4], 2000.0 * 2000.0 * 2000.0 * 2000.0 / 5.0, 5e-3); /* uniform on [0, 2000] */
+    mp_rl_seq_moments(NULL, 300.0, mo);
+    assert_close(mo[1], 300.0, 1e-12);
 
     mp_cluster c;
     cluster("h100-sxm5-80gb", 16, &c);

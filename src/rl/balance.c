@@ -32,19 +32,19 @@ double mp_rl_expected_max_z(int64_t g)
     return mp_rl_norm_quantile(((double)g - 0.375) / ((double)g + 0.25));
 }
 
-void mp_rl_seq_moments(const mp_rl_lengths *l, double prompt, double *mean, double *mean_sq)
+void mp_rl_seq_moments(const mp_rl_lengths *l, double prompt, double m[5])
 {
     /* over 256 quantiles (the rollout's lengths, coarser: this runs for every candidate of
      * rl-search) */
-    const int64_t n = 256;
-    double s = 0.0, s2 = 0.0;
-    for (int64_t i = 0; l && i < n; i++) {
-        double w = prompt + mp_rl_length_quantile(l, i, n);
-        s += w;
-        s2 += w * w;
+    const int64_t n = l ? 256 : 1;
+    m[0] = 1.0;
+    for (int k = 1; k < 5; k++)
+        m[k] = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double w = prompt + (l ? mp_rl_length_quantile(l, i, n) : 0.0), p = 1.0;
+        for (int k = 1; k < 5; k++)
+            m[k] += (p *= w) / (double)n;
     }
-    *mean = l ? s / (double)n : prompt;
-    *mean_sq = l ? s2 / (double)n : prompt * prompt;
 }
 
 double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per_rank, int64_t ranks,
@@ -52,14 +52,8 @@ double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per
 {
     if (ranks <= 1 || seqs_per_rank < 1.0 || !l)
         return 1.0;
-    /* moments of s = prompt + response over 256 quantiles (as mp_rl_seq_moments) */
-    const int64_t n = 256;
-    double m[5] = {0};
-    for (int64_t i = 0; i < n; i++) {
-        double w = prompt + mp_rl_length_quantile(l, i, n), p = 1.0;
-        for (int k = 1; k <= 4; k++)
-            m[k] += (p *= w) / (double)n;
-    }
+    double m[5];
+    mp_rl_seq_moments(l, prompt, m);
     if (m[1] <= 0.0 || m[2] <= m[1] * m[1])
         return 1.0;
     /* a sequence's work over the mean one's, w(s) = (1 - a) s / E[s] + a s^2 / E[s^2] (eq. 2):

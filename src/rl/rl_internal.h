@@ -51,9 +51,9 @@ mp_status mp_rl_sync_estimate(const mp_model *m, const mp_cluster *c, const mp_r
  *  1 for one rank, fixed lengths or fewer than one sequence per rank. */
 double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per_rank, int64_t ranks,
                           double attn_frac);
-/** The mean and mean square of a sequence's tokens, prompt + a response of l's distribution (256
- *  quantiles, src/rl/balance.c): E[s] and E[s^2] in tokens and tokens^2. l NULL: the prompt alone. */
-void mp_rl_seq_moments(const mp_rl_lengths *l, double prompt, double *mean, double *mean_sq);
+/** The moments m[k] = E[s^k], k = 0..4, of a sequence's tokens s = prompt + a response of l's
+ *  distribution (256 quantiles, src/rl/balance.c), in tokens^k. l NULL: the prompt alone. */
+void mp_rl_seq_moments(const mp_rl_lengths *l, double prompt, double m[5]);
 /** The standard normal quantile Phi^-1(p) (src/rl/rollout.c: Newton on C99 erfc, to 1e-12); p is
  *  clamped to [1e-12, 1 - 1e-12], so the result is finite. */
 double mp_rl_norm_quantile(double p);

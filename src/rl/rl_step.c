@@ -57,7 +57,6 @@ static int resolve_pools(const mp_cluster *c, mp_rl_config *k, mp_diag *d)
 
 typedef struct {
     double update_s, fwd_pass_s, imbalance, mfu, power_W, mem_total, mem_state, capacity;
-    double seq_eq_frac; /* the attention-equivalent length over the mean, E[s^2] / E[s]^2 */
     int64_t mini;       /* optimizer steps (mini-batches) per epoch over the batch */
     int feasible;
     char reason[256];
@@ -103,7 +102,7 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
     if (k->train_plan[0] && mp_plan_parse(k->train_plan, p, d) != MP_OK)
         return MP_ERR_INPUT;
     const int64_t N = k->prompts * k->responses;
-    /* The attention-equivalent sequence (docs/rl.md "The update"). A step's sequences differ in
+    /* The attention-equivalent sequence (docs/rl.md "The step"). A step's sequences differ in
      * length and each attends only to itself (verl use_remove_padding: flash_attn_varlen_func
      * over the packed micro-batch's cu_seqlens), so its attention work is N E[s^2] (keys per query
      * (s + 1) / 2, causal) while its GEMMs see N E[s] tokens. One length s_eq = E[s^2] / E[s] run
@@ -113,12 +112,11 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
     const double tok = k->prompt_tokens + mean_resp;
     double eq = 1.0; /* s_eq / E[s] */
     if (!user.seq && !user.mb && !user.gb) {
-        double mu, m2;
-        mp_rl_seq_moments(&k->response, k->prompt_tokens, &mu, &m2);
-        eq = mu > 0.0 && m2 > mu * mu ? m2 / (mu * mu) : 1.0;
+        double mo[5];
+        mp_rl_seq_moments(&k->response, k->prompt_tokens, mo);
+        eq = mo[1] > 0.0 && mo[2] > mo[1] * mo[1] ? mo[2] / (mo[1] * mo[1]) : 1.0;
     }
     const int64_t Neq = (int64_t)ceil((double)N / eq);
-    ts->seq_eq_frac = eq;
     if (!user.seq) /* a multiple of 8 (2 cp for load-balanced context parallelism, up to cp 4) */
         p->seq = ((int64_t)ceil(tok * eq) + 7) / 8 * 8;
     int64_t tp = p->tp ? p->tp : 1, pp = p->pp ? p->pp : 1, cp = p->cp ? p->cp : 1;
