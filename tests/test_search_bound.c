@@ -61,6 +61,8 @@ static const job jobs[] = {
     {NULL, "h100-sxm5-80gb", 16, 32, 4096, "cp=1"},                       /* MLA, MoE, MTP */
     {NULL, "h100-sxm5-80gb", 16, 32, 4096, "tp=2,zero=1"},  /* CP variants of MLA + MoE plans */
     {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, "stack=megatron-2021"}, /* a stack faster than the default in element-wise kernels: the bound must use its fractions */
+    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, "finetune=lora"},   /* a frozen base: no weight-gradient GEMMs (g = 2) */
+    {"llama3-8b", "h100-sxm5-80gb", 16, 64, 4096, "recompute=full,recompute_every=4"}, /* recompute on one layer in four */
 };
 
 static mp_model g_ds;
@@ -99,6 +101,8 @@ typedef struct {
     double worst_line_ratio; /* largest line bound (communication included) / step seen */
     double worst_plan_ratio; /* largest plan bound (sb_plan_lb_s) / step seen */
     int stack;               /* the job's stack (pinned or the default): every plan runs on it */
+    int64_t recompute_every; /* the job's (pinned or 1): every plan runs with it */
+    int finetune;            /* the job's fine-tuning mode: every plan runs with it */
     int64_t gmax;       /* gb / dp of the plan: its largest micro-batch */
 } bound_ctx;
 
@@ -161,6 +165,8 @@ static int check_plan(void *ctx, const mp_plan *p)
 {
     bound_ctx *b = ctx;
     assert_int_equal(p->stack, b->stack); /* a pinned stack reaches the plans */
+    assert_int_equal(p->recompute_every, b->recompute_every); /* so does recompute_every */
+    assert_int_equal(p->finetune, b->finetune);
     if (mp_estimate_plan(b->m, b->c, p, &b->eo, b->e, NULL) != MP_OK)
         return 0;
     b->wo_est = b->e->workload_opts;
@@ -253,6 +259,8 @@ static void test_bound_below_every_step(void **state)
         b.m = m;
         b.c = &c;
         b.stack = o.pin.stack;
+        b.recompute_every = o.pin.recompute_every;
+        b.finetune = o.pin.finetune;
         b.e = malloc(sizeof(mp_estimate));
         assert_non_null(b.e);
         mp_estimate_opts_init(&b.eo);

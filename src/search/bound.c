@@ -9,9 +9,9 @@
  *
  *   step_s >= (1 + r) * c * (G + b * mb)
  *
- *   c  = (seq / cp) * 3 * F * min(1, load) / (tp * pp * R)   one sequence's GEMM time on the
+ *   c  = (seq / cp) * g * F * min(1, load) / (tp * pp * R)   one sequence's GEMM time on the
  *        average stage, forward + backward (backward GEMMs = 2x forward: input and weight
- *        gradients, Narayanan et al. 2021 Sec. 5.1; layers.c charges 2 x gemm_s in bwd_s);
+ *        gradients, Narayanan et al. 2021 Sec. 5.1; layers.c charges 2 x gemm_s in bwd_s; g below);
  *        F = mp_flops.fwd_matmul_per_token (2 x the matmul weights a token passes in the layers:
  *        attention projections, dense FFNs, top-k + shared experts, MTP modules; model.c), the
  *        LM head, router, attention core and element-wise kernels left out (>= 0);
@@ -20,13 +20,16 @@
  *   G  = gb / dp sequences per DP rank: M micro-batches of mb, M * T = G * seq / cp.
  *   b  = (pp - 1) / vpp for 1F1B, interleaved and GPipe (Narayanan et al. 2021 Sec. 2.2; the
  *        breadth-first GPipe of step.c), 0 for ZB-H1 and pp = 1.
- *   r  = 1/3 with full recompute (one more forward of every layer, >= its GEMMs), else 0.
+ *   g  = 3 GEMM passes (forward, input gradient, weight gradient); 2 for a frozen base (LoRA,
+ *        QLoRA: no weight-gradient GEMMs of the base, layers.c passes; the adapters only add).
+ *   r  = 1 / (g * recompute_every) with full recompute (one more forward of one layer in every
+ *        recompute_every, >= its GEMMs: layers.c passes), else 0.
  *
  * Why it is below the estimator's step (src/estimate/step.c): step = M * t_mb_all + bubble + the
  * exposed DP/ZeRO communication + optimizer + fp8 casts (+ the calibrated slowdown, >= 0 when
  * its fraction is), every term >= 0; t_mb_all >= the slowest stage's compute + recompute, which
  * is >= the mean over stages; summed over the stages, one micro-batch's GEMMs on a GPU are
- * 2 * T * F / tp FLOPs forward (TP splits every counted GEMM or replicates it, as MLA's
+ * T * F / tp FLOPs forward, g times that in all (TP splits every counted GEMM or replicates it, as MLA's
  * down-projections, which only adds; the routed experts of an MoE layer run T/tp * k * etp *
  * load copies of width moe_ffn/etp: T * k * load * ffn FLOPs / tp whatever etp), and every
  * GEMM kernel (mp_kernel_gemm_s, mp_kernel_grouped_gemm_s) takes at least FLOPs / R: whole
@@ -131,7 +134,10 @@ void sb_bound_regroup(sb_bound *b, const mp_plan *p)
     if (!(R > 0) || !isfinite(R) || !(F >= 0) || !isfinite(F) || !(load > 0) || p->dp < 1 ||
         p->cp < 1 || p->tp < 1 || p->pp < 1 || p->vpp < 1)
         return;
-    b->seq_s = (double)p->seq / (double)p->cp * 3.0 * F * load / ((double)p->tp * (double)p->pp * R);
+    const int frozen = p->finetune == MP_FT_LORA || p->finetune == MP_FT_QLORA;
+    const double g = frozen ? 2.0 : 3.0, every = p->recompute_every > 1 ? (double)p->recompute_every : 1.0;
+    b->seq_s = (double)p->seq / (double)p->cp * g * F * load / ((double)p->tp * (double)p->pp * R);
+    b->full_rc_frac = 1.0 / (g * every);
     b->local_seqs = (double)p->gb / (double)p->dp;
     b->bubble = p->pp > 1 && p->schedule != MP_SCHED_ZB ? (double)(p->pp - 1) / (double)p->vpp : 0.0;
     b->ok = isfinite(b->seq_s) && b->seq_s >= 0;
@@ -141,7 +147,7 @@ double sb_step_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc)
 {
     if (!b->ok)
         return 0.0;
-    const double r = rc == MP_RC_FULL ? 1.0 / 3.0 : 0.0;
+    const double r = rc == MP_RC_FULL ? b->full_rc_frac : 0.0;
     /* less one part in 1e9: sums taken in another order than the estimator's never decide */
     return (1.0 - 1e-9) * (1.0 + r) * b->seq_s * (b->local_seqs + b->bubble * (double)mb);
 }
@@ -264,7 +270,7 @@ double sb_line_lb_s(const sb_bound *b, int64_t mb_lo, int64_t mb_hi, mp_recomput
 {
     if (!b->ok)
         return 0.0;
-    const double r = rc == MP_RC_FULL ? 1.0 / 3.0 : 0.0;
+    const double r = rc == MP_RC_FULL ? b->full_rc_frac : 0.0;
     const double comm = b->local_seqs * comm_hi_s / (double)mb_hi + b->bubble * comm_lo_s;
     return (1.0 - 1e-9) * ((1.0 + r) * b->seq_s * (b->local_seqs + b->bubble * (double)mb_lo) +
                            (isfinite(comm) && comm > 0 ? comm : 0.0));

@@ -15,6 +15,7 @@
 typedef struct {
     int ok;             /* 0: no bound (the workload could not be shaped): prove nothing */
     double seq_s;       /* GEMM time of one sequence's share on the slowest stage, s (c below) */
+    double full_rc_frac; /* r: what full recompute adds to seq_s, 1 / (g * recompute_every) */
     double local_seqs;  /* sequences per DP rank per step, G = gb / dp */
     double bubble;      /* (pp - 1) / vpp for 1F1B, interleaved and GPipe; 0 for ZB-H1 or pp 1 */
     /* What the group does not change (the job's on one cluster): */

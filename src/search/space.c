@@ -136,6 +136,9 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     /* The training stack (--fix stack=...): its kernels, overlaps and fitted fractions
      * (data/stacks.json) are the job's, never searched over (it was left at the default). */
     s->base.stack = pin->stack;
+    /* Full recompute on one layer in every n (--fix recompute_every=N): a job input like the
+     * stack (it was silently left at 1). */
+    s->base.recompute_every = pin->recompute_every;
     /* The framework's FSDP: with fsdp = 2 pinned every candidate is ZeRO-3 (sp_shape_axes). */
     s->base.fsdp = pin->fsdp == 2 ? 2 : 0;
     /* The model's states: job inputs when pinned (--fix), never searched over, so the default
@@ -616,6 +619,7 @@ int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
         p->optimizer != s->base.optimizer || p->finetune != s->base.finetune ||
         p->offload != s->base.offload || p->opt_dtype != s->base.opt_dtype ||
         p->no_master != s->base.no_master || p->stack != s->base.stack ||
+        p->recompute_every != s->base.recompute_every ||
         (p->fsdp == 2) != (p->zero == 3 && s->base.fsdp == 2))
         return 0;
     sp_axes *ax = malloc(sizeof *ax);
