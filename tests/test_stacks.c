@@ -350,6 +350,48 @@ static void test_deepspeed_zero3_gathers(void **s)
     assert_true(fabs(dp_total[1][0] - dp_total[1][1]) <= 1e-9 * dp_total[1][0]);
 }
 
+/* DeepSpeed of 2021's host time per parameter-tensor gather (zero3_gather_host_s, 0.38 ms:
+ * DeepSpeed issue 1069's measurement, data/stacks.json): the only profile that gives it, the
+ * optional field reads 0 elsewhere, and a dense GPT layer's gather takes exactly its 12 tensors'
+ * worth more (fused QKV, output, FFN-in, FFN-out weights, their 4 biases, 2 LayerNorms' weights
+ * and biases) than the same per-tensor gather without it. */
+static void test_deepspeed_gather_host_time(void **s)
+{
+    (void)s;
+    const double host_s = mp_stack_profile_of(MP_STACK_DEEPSPEED)->zero3_gather_host_s;
+    assert_true(fabs(host_s - 0.38e-3) < 1e-12);
+    for (int k = 0; k < MP_STACK_COUNT; k++)
+        if (k != MP_STACK_DEEPSPEED)
+            assert_true(mp_stack_profile_of((mp_stack_id)k)->zero3_gather_host_s == 0.0);
+    const mp_model *m = mp_catalog_model(g_cat, "gpt3-175b");
+    assert_non_null(m);
+    assert_true(m->bias && !m->rmsnorm);
+    mp_cluster c;
+    mp_diag d = {0};
+    assert_int_equal(mp_cluster_from_catalog(g_cat, "a100-sxm4-80gb", 1536, 0, NULL, &c, &d), MP_OK);
+    mp_plan p;
+    mp_plan_init_default(&p);
+    assert_int_equal(mp_plan_parse("tp=1,mb=1,gb=1536,seq=2048,zero=3,recompute=full,precision=fp16,"
+                                   "stack=deepspeed", &p, &d), MP_OK);
+    assert_int_equal(mp_plan_resolve(&p, m, 1536, &d), MP_OK);
+    mp_estimate e;
+    assert_int_equal(mp_estimate_plan(m, &c, &p, NULL, &e, &d), MP_OK);
+    assert_true(e.workload_opts.zero3_gather_per_tensor);
+    assert_true(e.workload_opts.zero3_gather_host_s == host_s);
+    mp_workload_opts o = e.workload_opts;
+    double ag[2];
+    for (int k = 0; k < 2; k++) {
+        mp_workload *w = malloc(sizeof *w);
+        assert_non_null(w);
+        o.zero3_gather_host_s = k ? host_s : 0.0;
+        assert_int_equal(mp_workload_build(m, &c, &p, MP_WL_TRAIN_STEP, &o, w, &d), MP_OK);
+        ag[k] = w->coll[MP_WC_Z3_AG].time_s;
+        free(w);
+    }
+    assert_true(fabs(ag[1] - ag[0] - 12 * host_s) < 1e-12);
+    assert_true(fabs(e.parts.zero3_layer_gather_s - ag[1]) < 1e-12);
+}
+
 /* validate names every row's stack, states the default, and the Korthikanti et al. 2022 set
  * (k22_ rows, stack megatron-2021) is at its measured figure: mean |error| 5.59%, max 8.60%
  * (k22_fullrc_2; issue 17's bar is 5% / 10%: the mean misses it, docs/stacks.md); every source
@@ -493,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_pre_ampere_defaults_to_unfused),
         cmocka_unit_test(test_chunks_of_their_own),
         cmocka_unit_test(test_deepspeed_zero3_gathers),
+        cmocka_unit_test(test_deepspeed_gather_host_time),
         cmocka_unit_test(test_validate_rows_name_their_stack),
         cmocka_unit_test(test_torchtitan_fp8_fused_under_compile),
         cmocka_unit_test(test_nvl72_is_the_scale_up_tier),

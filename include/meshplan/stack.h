@@ -88,6 +88,10 @@ typedef struct {
     double gemm_sustained_frac;       /* fitted: of the measured best GEMM rate */
     double attention_sustained_frac;  /* fitted: of the catalogued fused-attention rate */
     double memory_bound_sustained_frac; /* fitted: of measured HBM bandwidth */
+    double zero3_gather_host_s;       /* with zero3_gather_per_tensor: host time each parameter
+                                         tensor's gather adds on the critical path (DeepSpeed
+                                         of 2021 synchronizes the device before each launch);
+                                         [0, 1] s; optional in a profile, 0 when not given */
 } mp_stack_profile;
 
 /** The built-in profile of stack s, parsed once from the embedded data/stacks.json (thread

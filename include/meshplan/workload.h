@@ -192,6 +192,8 @@ typedef struct {
     int zero3_gather_per_tensor;         /* 1: a dense layer's ZeRO-3 gather is one all-gather per
                                             parameter tensor (the stack's zero3_gather_per_tensor,
                                             meshplan/stack.h), each with its latency; 0: one */
+    double zero3_gather_host_s;          /* [0, 1] s: host time each per-tensor gather adds (the
+                                            stack's zero3_gather_host_s); 0 by default */
 } mp_workload_opts;
 
 /** Most runs of like stages a workload keeps (mp_workload.run). */
@@ -322,7 +324,7 @@ typedef struct {
      * same for every micro-batch size of a plan. */
     struct {
         int set;
-        double key[25];
+        double key[26];
         mp_wl_coll coll[MP_WC_HSDP_AR - MP_WC_Z3_AG + 1];
     } dp[4];
     int groups_set;             /* the groups below are for the plan keys groups_key */

@@ -148,9 +148,12 @@ static void layer_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, 
  * the shard group, which grows with its size. The tensors of a layer: the fused QKV, output,
  * FFN-in (gate and up fused) and FFN-out weights split by TP; the biases and the norms' weights
  * (and LayerNorm biases) share the rest of the layer's bytes. x is the one-collective gather,
- * replaced by the sum. */
+ * replaced by the sum. host_s: the host time each tensor's gather adds on the critical path
+ * (the stack's zero3_gather_host_s: DeepSpeed of that era calls torch.cuda.synchronize() before
+ * each launch, so it is not hidden). */
 static void z3_gather_per_tensor(mp_workload *w, const mp_model *m, const mp_cluster *c,
-                                 mp_wl_cache *cache, double pe, double layer_p, mp_wl_coll *x)
+                                 mp_wl_cache *cache, double pe, double layer_p, double host_s,
+                                 mp_wl_coll *x)
 {
     const double h = (double)m->hidden, d = (double)m->head_dim, tp = (double)w->tp;
     const double f = (double)m->ffn_hidden * (m->glu ? 2.0 : 1.0);
@@ -167,7 +170,7 @@ static void z3_gather_per_tensor(mp_workload *w, const mp_model *m, const mp_clu
     }
     y.bytes = pe * fmax(rest, (double)n_small) / n_small;
     price(c, cache, &y);
-    x->time_s = t + n_small * y.time_s;
+    x->time_s = t + n_small * y.time_s + (4 + n_small) * host_s;
 }
 
 /* DP/ZeRO collectives: ZeRO-3 per layer and root module, ZeRO-0/1/2 per step, HSDP. */
@@ -186,7 +189,7 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
     const double gB = 4.0 * w->grad_frac;
     put(w, c, cache, MP_WC_Z3_AG, z3, MP_COLL_ALL_GATHER, pe * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
     if (z3 && opts->zero3_gather_per_tensor && w->coll[MP_WC_Z3_AG].time_s > 0)
-        z3_gather_per_tensor(w, m, c, cache, pe, layer_p, &w->coll[MP_WC_Z3_AG]);
+        z3_gather_per_tensor(w, m, c, cache, pe, layer_p, opts->zero3_gather_host_s, &w->coll[MP_WC_Z3_AG]);
     put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, gB * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
     put(w, c, cache, MP_WC_Z3_MOE_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
     put(w, c, cache, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gB * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
@@ -219,11 +222,11 @@ static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluste
                               const mp_plan *p, const mp_workload_opts *opts, mp_wl_cache *cache)
 {
     const mp_group *g[5] = {&w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out, &w->g_edp};
-    double key[25] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
+    double key[26] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
                       w->gather_bytes_per_param, w->stage_params_max, w->stage_expert_params_max,
                       w->layers_per_stage_max, w->tp, w->ep, w->etp, w->moe_nonexpert_per_layer,
                       w->grad_frac, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                      opts->zero3_gather_per_tensor};
+                      opts->zero3_gather_per_tensor, opts->zero3_gather_host_s};
     for (int i = 0; i < 5; i++) {
         key[14 + 2 * i] = (double)g[i]->size;
         key[15 + 2 * i] = (double)g[i]->stride;
