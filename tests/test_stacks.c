@@ -390,6 +390,32 @@ static void test_deepspeed_gather_host_time(void **s)
     }
     assert_true(fabs(ag[1] - ag[0] - 12 * host_s) < 1e-12);
     assert_true(fabs(e.parts.zero3_layer_gather_s - ag[1]) < 1e-12);
+    /* Its gradients: reduced per tensor as well, in fp16 (zero3_reduce_bytes 2; 0 = fp32
+     * elsewhere): per tensor dearer than one reduce-scatter of the same bytes (a latency each),
+     * fp32 dearer than fp16. rs[per tensor][bytes 2 | 4] */
+    assert_true(mp_stack_profile_of(MP_STACK_DEEPSPEED)->zero3_reduce_bytes == 2.0);
+    assert_true(mp_stack_profile_of(MP_STACK_TORCHTITAN)->zero3_reduce_bytes == 0.0);
+    double rs[2][2];
+    for (int k = 0; k < 4; k++) {
+        mp_workload *w = malloc(sizeof *w);
+        assert_non_null(w);
+        o.zero3_gather_per_tensor = k / 2;
+        o.zero3_reduce_bytes = k % 2 ? 4.0 : 2.0;
+        assert_int_equal(mp_workload_build(m, &c, &p, MP_WL_TRAIN_STEP, &o, w, &d), MP_OK);
+        rs[k / 2][k % 2] = w->coll[MP_WC_Z3_RS].time_s;
+        if (k % 2) { /* 4 bytes given = the default fp32 */
+            mp_workload *w0 = malloc(sizeof *w0);
+            assert_non_null(w0);
+            o.zero3_reduce_bytes = 0.0;
+            assert_int_equal(mp_workload_build(m, &c, &p, MP_WL_TRAIN_STEP, &o, w0, &d), MP_OK);
+            assert_true(w0->coll[MP_WC_Z3_RS].time_s == rs[k / 2][1]);
+            free(w0);
+        }
+        free(w);
+    }
+    assert_true(rs[1][0] > rs[0][0] && rs[1][1] > rs[0][1]);
+    assert_true(rs[0][1] > rs[0][0] && rs[1][1] > rs[1][0]);
+    assert_true(fabs(e.parts.zero3_layer_reduce_s - rs[1][0]) < 1e-12);
 }
 
 /* validate names every row's stack, states the default, and the Korthikanti et al. 2022 set

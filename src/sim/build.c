@@ -94,6 +94,8 @@ typedef struct {
     int z3_rc_gathers;        /* 1: a recomputed layer is gathered again before its backward */
     int64_t z3_dense_ag_ns;   /* > 0: a dense layer's gather as the workload priced it (one
                                  all-gather per parameter tensor), instead of one collective */
+    int64_t z3_dense_rs_ns;   /* > 0: its reduce-scatter likewise (one per tensor) */
+    double z3_rs_e;           /* bytes per gradient element of the ZeRO-3 reduce-scatter */
     int fail;                 /* -1 nomem/cap */
 } build;
 
@@ -240,23 +242,32 @@ static int32_t unit_dp(build *b, int rank, sim_kind k, mp_coll_op op, double per
     return x >= 0 ? x : a;
 }
 
-/* A unit's ZeRO-3 parameter gather, issued now: with the stack's per-tensor gathers a dense
- * layer takes the time the workload priced for them (src/workload/comm.c z3_gather_per_tensor,
- * the estimator's figure), on the DP stream like any other gather. Returns the task, or -1. */
-static int32_t z3_gather(build *b, int rank, const unit *u, int64_t mb, int chunk)
+/* A unit's ZeRO-3 gather (k = SK_Z3_GATHER) or gradient reduce-scatter (SK_Z3_REDUCE): with the
+ * stack's per-tensor collectives a dense layer takes the time the workload priced for them
+ * (src/workload/comm.c z3_per_tensor, the estimator's figure), on the DP stream like any other
+ * DP collective; the gradients in the stack's reduce precision. Returns the task, or -1. */
+static int32_t z3_coll(build *b, int rank, const unit *u, sim_kind k)
 {
-    int32_t id = -1;
-    if (b->z3_dense_ag_ns > 0 && u->kind == SU_LAYER && u->xparams <= 0 && u->params > 0) {
-        id = add(b, rank, SS_DP, SK_Z3_GATHER, slow(b, rank, SS_DP, b->z3_dense_ag_ns));
+    const int gather = k == SK_Z3_GATHER;
+    const int64_t priced = gather ? b->z3_dense_ag_ns : b->z3_dense_rs_ns;
+    const double e = gather ? b->gather_e : b->z3_rs_e;
+    const mp_coll_op op = gather ? MP_COLL_ALL_GATHER : MP_COLL_REDUCE_SCATTER;
+    if (priced > 0 && u->kind == SU_LAYER && u->xparams <= 0 && u->params > 0) {
+        int32_t id = add(b, rank, SS_DP, k, slow(b, rank, SS_DP, priced));
         if (id >= 0) {
-            coll_desc d = {b->gather_e * u->params, MP_COLL_ALL_GATHER, MP_ALGO_AUTO, 1,
-                           b->dp_group.size, b->z3_dense_ag_ns};
+            coll_desc d = {e * u->params, op, MP_ALGO_AUTO, 1, b->dp_group.size, priced};
             set_coll(&b->g->t[id], &d);
             b->last_dp[rank] = id;
         }
-    } else if (u->params > 0 || u->xparams > 0) {
-        id = unit_dp(b, rank, SK_Z3_GATHER, MP_COLL_ALL_GATHER, b->gather_e, u);
+        return id;
     }
+    return u->params > 0 || u->xparams > 0 ? unit_dp(b, rank, k, op, e, u) : -1;
+}
+
+/* A unit's ZeRO-3 gather, issued now (after what the rank's next chain task waits for). */
+static int32_t z3_gather(build *b, int rank, const unit *u, int64_t mb, int chunk)
+{
+    int32_t id = z3_coll(b, rank, u, SK_Z3_GATHER);
     proxy_deps(b, rank, id);
     label(b, id, mb, chunk, u->layer);
     return id;
@@ -391,7 +402,7 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
         if (b->dp_on && done_here && (u->params > 0 || u->xparams > 0) && !early_dp) {
             int32_t r = -1;
             if (b->zero == 3)
-                r = unit_dp(b, s, SK_Z3_REDUCE, MP_COLL_REDUCE_SCATTER, 4.0, u);
+                r = z3_coll(b, s, u, SK_Z3_REDUCE);
             else if (grads_final || b->zero == 2)
                 r = unit_dp(b, s, SK_DP_GRAD, b->zero == 0 ? MP_COLL_ALL_REDUCE : MP_COLL_REDUCE_SCATTER,
                             4.0, u);
@@ -751,15 +762,20 @@ static void setup(build *b, const mp_cluster *c, const mp_plan *p, const mp_work
  * prefetch depth 1 where the stack hides gathers behind the neighbouring unit
  * (zero3_prefetch_frac > 0; the estimator scales that window, the timeline issues the gather
  * early or not), a second backward gather of a recomputed layer (zero3_recompute_gathers with
- * full recompute), and the dense layer's per-tensor gather time the workload priced. */
+ * full recompute), the dense layer's per-tensor gather and reduce-scatter times the workload
+ * priced, and the stack's gradient reduce precision. */
 static void z3_rules(build *b, const mp_plan *p, const mp_workload *w, const mp_estimate *e)
 {
     const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
     b->z3_prefetch = !sk || sk->zero3_prefetch_frac > 0.0;
     b->z3_rc_gathers = sk && sk->zero3_recompute_gathers && p->recompute == MP_RC_FULL;
-    b->z3_dense_ag_ns = 0;
-    if (b->zero == 3 && e->workload_opts.zero3_gather_per_tensor)
+    b->z3_dense_ag_ns = b->z3_dense_rs_ns = 0;
+    if (b->zero == 3 && e->workload_opts.zero3_gather_per_tensor) {
         b->z3_dense_ag_ns = to_ns(b, w->coll[MP_WC_Z3_AG].time_s);
+        b->z3_dense_rs_ns = to_ns(b, w->coll[MP_WC_Z3_RS].time_s);
+    }
+    /* fp32 unless the stack reduces in its own precision (the workload's gZ, comm.c) */
+    b->z3_rs_e = e->workload_opts.zero3_reduce_bytes > 0 ? e->workload_opts.zero3_reduce_bytes : 4.0;
 }
 
 /* A unit of kind k from the workload's priced layer kinds. */

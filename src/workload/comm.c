@@ -144,14 +144,16 @@ static void layer_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, 
 /* A dense layer's ZeRO-3 gather issued one all-gather per parameter tensor (DeepSpeed of 2021:
  * deepspeed/runtime/zero/partition_parameters.py, v0.3.13-0.5, _allgather_params_coalesced
  * launches one torch.distributed.all_gather per parameter of the fetched sub-modules; the
- * flat all_gather_coalesced of one bucket came with v0.6): each pays the ring's latency over
- * the shard group, which grows with its size. The tensors of a layer: the fused QKV, output,
+ * flat all_gather_coalesced of one bucket came with v0.6), and its gradients reduced the same
+ * way (_reduce_scatter_gradients: one torch.distributed.reduce_scatter per parameter, over
+ * views of its 16-bit .grad): each pays the ring's latency over the shard group, which grows
+ * with its size. pe: bytes per element. The tensors of a layer: the fused QKV, output,
  * FFN-in (gate and up fused) and FFN-out weights split by TP; the biases and the norms' weights
  * (and LayerNorm biases) share the rest of the layer's bytes. x is the one-collective gather,
  * replaced by the sum. host_s: the host time each tensor's gather adds on the critical path
  * (the stack's zero3_gather_host_s: DeepSpeed of that era calls torch.cuda.synchronize() before
- * each launch, so it is not hidden). */
-static void z3_gather_per_tensor(mp_workload *w, const mp_model *m, const mp_cluster *c,
+ * each launch, so it is not hidden; 0 for the reduce-scatters: not measured). */
+static void z3_per_tensor(mp_workload *w, const mp_model *m, const mp_cluster *c,
                                  mp_wl_cache *cache, double pe, double layer_p, double host_s,
                                  mp_wl_coll *x)
 {
@@ -187,21 +189,25 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
     /* fp32 gradient bytes reduced per parameter: all of them, or the adapters' share when the
      * base is frozen (finetune.c) */
     const double gB = 4.0 * w->grad_frac;
+    /* ZeRO-3's gradients in the stack's reduce precision (DeepSpeed: the 16-bit .grad as is) */
+    const double gZ = (opts->zero3_reduce_bytes > 0 ? opts->zero3_reduce_bytes : 4.0) * w->grad_frac;
     put(w, c, cache, MP_WC_Z3_AG, z3, MP_COLL_ALL_GATHER, pe * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
     if (z3 && opts->zero3_gather_per_tensor && w->coll[MP_WC_Z3_AG].time_s > 0)
-        z3_gather_per_tensor(w, m, c, cache, pe, layer_p, opts->zero3_gather_host_s, &w->coll[MP_WC_Z3_AG]);
-    put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, gB * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
+        z3_per_tensor(w, m, c, cache, pe, layer_p, opts->zero3_gather_host_s, &w->coll[MP_WC_Z3_AG]);
+    put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, gZ * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    if (z3 && opts->zero3_gather_per_tensor && w->coll[MP_WC_Z3_RS].time_s > 0)
+        z3_per_tensor(w, m, c, cache, gZ, layer_p, 0.0, &w->coll[MP_WC_Z3_RS]);
     put(w, c, cache, MP_WC_Z3_MOE_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
-    put(w, c, cache, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gB * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gZ * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
     put(w, c, cache, MP_WC_Z3_EXPERT_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
-    put(w, c, cache, MP_WC_Z3_EXPERT_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gB * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_EXPERT_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gZ * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
     /* Embedding and LM head: what the stage holding most holds beyond its layers. */
     const double nl = (double)w->layers_per_stage_max;
     const double nm = w->moe ? fmin(nl, (double)w->params.moe_layers) : 0.0, nd = nl - nm;
     const double P = w->stage_params_max, X = w->stage_expert_params_max;
     const double extra_p = fmax(0.0, P - nd * layer_p - nm * mne);
     put(w, c, cache, MP_WC_Z3_ROOT_AG, z3, MP_COLL_ALL_GATHER, pe * extra_p, si, so, 1, D, MP_WIN_HEAD);
-    put(w, c, cache, MP_WC_Z3_ROOT_RS, z3, MP_COLL_REDUCE_SCATTER, gB * extra_p, si, so, 1, D, MP_WIN_HEAD);
+    put(w, c, cache, MP_WC_Z3_ROOT_RS, z3, MP_COLL_REDUCE_SCATTER, gZ * extra_p, si, so, 1, D, MP_WIN_HEAD);
     put(w, c, cache, MP_WC_DP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, gB * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
     put(w, c, cache, MP_WC_EDP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, gB * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
     put(w, c, cache, MP_WC_DP_RS, z12, MP_COLL_REDUCE_SCATTER, gB * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
@@ -222,11 +228,11 @@ static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluste
                               const mp_plan *p, const mp_workload_opts *opts, mp_wl_cache *cache)
 {
     const mp_group *g[5] = {&w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out, &w->g_edp};
-    double key[26] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
+    double key[27] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
                       w->gather_bytes_per_param, w->stage_params_max, w->stage_expert_params_max,
                       w->layers_per_stage_max, w->tp, w->ep, w->etp, w->moe_nonexpert_per_layer,
                       w->grad_frac, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                      opts->zero3_gather_per_tensor, opts->zero3_gather_host_s};
+                      opts->zero3_gather_per_tensor, opts->zero3_gather_host_s, opts->zero3_reduce_bytes};
     for (int i = 0; i < 5; i++) {
         key[14 + 2 * i] = (double)g[i]->size;
         key[15 + 2 * i] = (double)g[i]->stride;
