@@ -350,19 +350,24 @@ static void test_deepspeed_zero3_gathers(void **s)
     assert_true(fabs(dp_total[1][0] - dp_total[1][1]) <= 1e-9 * dp_total[1][0]);
 }
 
-/* DeepSpeed of 2021's host time per parameter-tensor gather (zero3_gather_host_s, 0.38 ms:
- * DeepSpeed issue 1069's measurement, data/stacks.json): the only profile that gives it, the
- * optional field reads 0 elsewhere, and a dense GPT layer's gather takes exactly its 12 tensors'
- * worth more (fused QKV, output, FFN-in, FFN-out weights, their 4 biases, 2 LayerNorms' weights
- * and biases) than the same per-tensor gather without it. */
+/* DeepSpeed of 2021's host time per parameter-tensor gather (data/stacks.json): 0.38 ms at 8
+ * ranks (DeepSpeed issue 1069's measurement) = zero3_gather_host_s + 8 x zero3_gather_host_rank_s
+ * (2 us: one Python tensor op per rank, PyTorch issue 41383); the only profile that gives them,
+ * the optional fields read 0 elsewhere; and over 1536 ranks a dense GPT layer's gather takes
+ * exactly its 12 tensors' worth more (fused QKV, output, FFN-in, FFN-out weights, their 4
+ * biases, 2 LayerNorms' weights and biases) than the same per-tensor gather without it. */
 static void test_deepspeed_gather_host_time(void **s)
 {
     (void)s;
-    const double host_s = mp_stack_profile_of(MP_STACK_DEEPSPEED)->zero3_gather_host_s;
-    assert_true(fabs(host_s - 0.38e-3) < 1e-12);
+    const mp_stack_profile *ds = mp_stack_profile_of(MP_STACK_DEEPSPEED);
+    assert_true(fabs(ds->zero3_gather_host_s + 8 * ds->zero3_gather_host_rank_s - 0.38e-3) < 1e-12);
+    assert_true(fabs(ds->zero3_gather_host_rank_s - 2e-6) < 1e-15);
+    const double host_s = ds->zero3_gather_host_s + 1536 * ds->zero3_gather_host_rank_s;
     for (int k = 0; k < MP_STACK_COUNT; k++)
-        if (k != MP_STACK_DEEPSPEED)
+        if (k != MP_STACK_DEEPSPEED) {
             assert_true(mp_stack_profile_of((mp_stack_id)k)->zero3_gather_host_s == 0.0);
+            assert_true(mp_stack_profile_of((mp_stack_id)k)->zero3_gather_host_rank_s == 0.0);
+        }
     const mp_model *m = mp_catalog_model(g_cat, "gpt3-175b");
     assert_non_null(m);
     assert_true(m->bias && !m->rmsnorm);
@@ -377,13 +382,15 @@ static void test_deepspeed_gather_host_time(void **s)
     mp_estimate e;
     assert_int_equal(mp_estimate_plan(m, &c, &p, NULL, &e, &d), MP_OK);
     assert_true(e.workload_opts.zero3_gather_per_tensor);
-    assert_true(e.workload_opts.zero3_gather_host_s == host_s);
+    assert_true(e.workload_opts.zero3_gather_host_s == ds->zero3_gather_host_s);
+    assert_true(e.workload_opts.zero3_gather_host_rank_s == ds->zero3_gather_host_rank_s);
     mp_workload_opts o = e.workload_opts;
     double ag[2];
     for (int k = 0; k < 2; k++) {
         mp_workload *w = malloc(sizeof *w);
         assert_non_null(w);
-        o.zero3_gather_host_s = k ? host_s : 0.0;
+        o.zero3_gather_host_s = k ? ds->zero3_gather_host_s : 0.0;
+        o.zero3_gather_host_rank_s = k ? ds->zero3_gather_host_rank_s : 0.0;
         assert_int_equal(mp_workload_build(m, &c, &p, MP_WL_TRAIN_STEP, &o, w, &d), MP_OK);
         ag[k] = w->coll[MP_WC_Z3_AG].time_s;
         free(w);

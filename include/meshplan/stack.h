@@ -92,8 +92,11 @@ typedef struct {
     double memory_bound_sustained_frac; /* fitted: of measured HBM bandwidth */
     double zero3_gather_host_s;       /* with zero3_gather_per_tensor: host time each parameter
                                          tensor's gather adds on the critical path (DeepSpeed
-                                         of 2021 synchronizes the device before each launch);
-                                         [0, 1] s; optional in a profile, 0 when not given */
+                                         of 2021 synchronizes the device before each launch),
+                                         whatever the group size; [0, 1] s; optional in a
+                                         profile, 0 when not given */
+    double zero3_gather_host_rank_s;  /* ... and per rank of the shard group (the per-rank views
+                                         the gather builds on the host); [0, 1e-3] s; optional */
     double zero3_reduce_bytes;        /* bytes per gradient element of the ZeRO-3 reduce-scatter
                                          (2: the stack reduces 16-bit gradients as they are);
                                          0 = meshplan's default, fp32 (4); optional, 0 when not

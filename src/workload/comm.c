@@ -151,8 +151,10 @@ static void layer_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, 
  * FFN-in (gate and up fused) and FFN-out weights split by TP; the biases and the norms' weights
  * (and LayerNorm biases) share the rest of the layer's bytes. x is the one-collective gather,
  * replaced by the sum. host_s: the host time each tensor's gather adds on the critical path
- * (the stack's zero3_gather_host_s: DeepSpeed of that era calls torch.cuda.synchronize() before
- * each launch, so it is not hidden; 0 for the reduce-scatters: not measured). */
+ * (the stack's zero3_gather_host_s + zero3_gather_host_rank_s x the shard group's ranks:
+ * DeepSpeed of that era calls torch.cuda.synchronize() before each launch, then builds one
+ * view per rank in Python, so it is not hidden; 0 for the reduce-scatters, launched from the
+ * backward hooks while the layer's backward kernels are still queued). */
 static void z3_per_tensor(mp_workload *w, const mp_model *m, const mp_cluster *c,
                                  mp_wl_cache *cache, double pe, double layer_p, double host_s,
                                  mp_wl_coll *x)
@@ -193,7 +195,9 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
     const double gZ = (opts->zero3_reduce_bytes > 0 ? opts->zero3_reduce_bytes : 4.0) * w->grad_frac;
     put(w, c, cache, MP_WC_Z3_AG, z3, MP_COLL_ALL_GATHER, pe * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
     if (z3 && opts->zero3_gather_per_tensor && w->coll[MP_WC_Z3_AG].time_s > 0)
-        z3_per_tensor(w, m, c, cache, pe, layer_p, opts->zero3_gather_host_s, &w->coll[MP_WC_Z3_AG]);
+        z3_per_tensor(w, m, c, cache, pe, layer_p,
+                      opts->zero3_gather_host_s + opts->zero3_gather_host_rank_s * (double)w->shard,
+                      &w->coll[MP_WC_Z3_AG]);
     put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, gZ * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
     if (z3 && opts->zero3_gather_per_tensor && w->coll[MP_WC_Z3_RS].time_s > 0)
         z3_per_tensor(w, m, c, cache, gZ, layer_p, 0.0, &w->coll[MP_WC_Z3_RS]);
@@ -228,11 +232,12 @@ static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluste
                               const mp_plan *p, const mp_workload_opts *opts, mp_wl_cache *cache)
 {
     const mp_group *g[5] = {&w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out, &w->g_edp};
-    double key[27] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
+    double key[28] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
                       w->gather_bytes_per_param, w->stage_params_max, w->stage_expert_params_max,
                       w->layers_per_stage_max, w->tp, w->ep, w->etp, w->moe_nonexpert_per_layer,
                       w->grad_frac, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                      opts->zero3_gather_per_tensor, opts->zero3_gather_host_s, opts->zero3_reduce_bytes};
+                      opts->zero3_gather_per_tensor, opts->zero3_gather_host_s, opts->zero3_reduce_bytes,
+                      opts->zero3_gather_host_rank_s};
     for (int i = 0; i < 5; i++) {
         key[14 + 2 * i] = (double)g[i]->size;
         key[15 + 2 * i] = (double)g[i]->stride;
