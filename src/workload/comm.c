@@ -18,10 +18,11 @@
  *   PP: one micro-batch's activations, T*h 16-bit values (/tp with Megatron's scatter-gather
  *     optimisation when TP > 1, Narayanan et al. 2021 Sec. 4.1).
  *   DP/ZeRO: gradients reduced in fp32 (4 bytes: Megatron-LM main grads, torchtitan's default
- *     reduce_dtype), parameters gathered in 16-bit (fp8 with fp8_comm: Megatron-Core
- *     --fp8-param-gather); over the shard group (dp*cp ranks, or hsdp of them), experts over
- *     expert-DP (stride etp*ep). ZeRO-3 per layer (Zhao et al. 2023, PyTorch FSDP Sec. 3); the
- *     embedding and LM head (the root module) once per micro-batch.
+ *     reduce_dtype; ZeRO-3's in the stack's zero3_reduce_bytes where it gives them), parameters
+ *     gathered in 16-bit (fp8 with fp8_comm: Megatron-Core --fp8-param-gather); over the shard
+ *     group (dp*cp ranks, or hsdp of them), experts over expert-DP (stride etp*ep). ZeRO-3 per
+ *     layer (Zhao et al. 2023, PyTorch FSDP Sec. 3); the embedding and LM head (the root module)
+ *     once per micro-batch.
  */
 #include <math.h>
 #include <string.h>
@@ -149,15 +150,14 @@ static void layer_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, 
  * views of its 16-bit .grad): each pays the ring's latency over the shard group, which grows
  * with its size. pe: bytes per element. The tensors of a layer: the fused QKV, output,
  * FFN-in (gate and up fused) and FFN-out weights split by TP; the biases and the norms' weights
- * (and LayerNorm biases) share the rest of the layer's bytes. x is the one-collective gather,
- * replaced by the sum. host_s: the host time each tensor's gather adds on the critical path
+ * (and LayerNorm biases) share the rest of the layer's bytes. x is the one-collective gather
+ * (or reduce-scatter), replaced by the sum; the host time is charged as part of it. host_s: the host time each tensor's gather adds on the critical path
  * (the stack's zero3_gather_host_s + zero3_gather_host_rank_s x the shard group's ranks:
  * DeepSpeed of that era calls torch.cuda.synchronize() before each launch, then builds one
  * view per rank in Python, so it is not hidden; 0 for the reduce-scatters, launched from the
  * backward hooks while the layer's backward kernels are still queued). */
 static void z3_per_tensor(mp_workload *w, const mp_model *m, const mp_cluster *c,
-                                 mp_wl_cache *cache, double pe, double layer_p, double host_s,
-                                 mp_wl_coll *x)
+                          mp_wl_cache *cache, double pe, double layer_p, double host_s, mp_wl_coll *x)
 {
     const double h = (double)m->hidden, d = (double)m->head_dim, tp = (double)w->tp;
     const double f = (double)m->ffn_hidden * (m->glu ? 2.0 : 1.0);
