@@ -210,6 +210,8 @@ static void test_fast_paths_are_the_reference(void **state)
         mp_estimate_opts_init(&x.full);
         x.ref_full = x.full;
         x.full.cache = x.cache;
+        x.full.memo = mp_est_memo_create();
+        assert_non_null(x.full.memo);
         x.hot = x.full;
         x.hot.skip_text = 1;
         x.hot.skip_per_stage = 1;
@@ -234,16 +236,84 @@ static void test_fast_paths_are_the_reference(void **state)
                       j->model ? j->model : "deepseek-v3 (6 layers)", (long long)j->gpus, j->gpu,
                       (unsigned long long)x.plans, (unsigned long long)x.kept,
                       (unsigned long long)x.full_checked);
+        mp_est_memo_destroy(x.full.memo);
         free(x.cache);
         free(x.fast);
         free(x.ref);
     }
 }
 
+/* One cache and one memo (mp_est_memo) for plans alternating between two clusters of the same
+ * GPU count and fabric whose GPUs differ (H100 80 GB and H200 141 GB: the same NVLink 4 and
+ * scale-out tiers, other memory, HBM bandwidth and runtime rows), with the cache checking its
+ * cluster on every call (trust_addresses 0), and two caches sharing the memo: every estimate is
+ * the reference's, byte for byte. The memo's entries name a shape generation, unique across
+ * caches, and the GPU they read. */
+static void test_memo_across_clusters_and_caches(void **state)
+{
+    (void)state;
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-70b");
+    assert_non_null(m);
+    static const char *const gpus[2] = {"h100-sxm5-80gb", "h200-sxm-141gb"};
+    mp_cluster c[2];
+    for (int i = 0; i < 2; i++) {
+        mp_diag d = {0};
+        if (mp_cluster_from_catalog(g_cat, gpus[i], 64, 0, NULL, &c[i], &d) != MP_OK)
+            fail_msg("cluster %s x 64: %s", gpus[i], d.text);
+    }
+    static const char *const plans[] = {
+        "tp=8,pp=4,mb=1,gb=64,seq=4096,zero=1",          "tp=8,pp=4,mb=2,gb=64,seq=4096,zero=1",
+        "tp=4,pp=4,mb=1,gb=64,seq=4096,zero=3,hsdp=2",   "tp=8,pp=2,vpp=4,mb=1,gb=64,seq=4096",
+        "tp=8,pp=8,mb=1,gb=64,seq=4096,recompute=full",
+    };
+    mp_wl_cache *cache[2] = {malloc(sizeof *cache[0]), malloc(sizeof *cache[1])};
+    mp_estimate *f = malloc(sizeof *f), *r = malloc(sizeof *r);
+    mp_est_memo *memo = mp_est_memo_create();
+    assert_non_null(cache[0]);
+    assert_non_null(cache[1]);
+    assert_non_null(f);
+    assert_non_null(r);
+    assert_non_null(memo);
+    mp_wl_cache_init(cache[0]);
+    mp_wl_cache_init(cache[1]);
+    mp_estimate_opts hot, ref;
+    mp_estimate_opts_init(&hot);
+    hot.skip_text = 1;
+    hot.skip_per_stage = 1;
+    hot.memo = memo;
+    ref = hot;
+    int n = 0;
+    for (int round = 0; round < 4; round++) {
+        for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+            for (int g = 0; g < 2; g++) {
+                mp_plan p;
+                mp_plan_init_default(&p);
+                assert_int_equal(mp_plan_parse(plans[k], &p, NULL), MP_OK);
+                assert_int_equal(mp_plan_resolve(&p, m, 64, NULL), MP_OK);
+                hot.cache = cache[(round >> 1) & 1]; /* rounds 2, 3: the other cache */
+                ref.cache = NULL;
+                memset(f, 0x5A, offsetof(mp_estimate, per_stage));
+                assert_int_equal(mp_estimate_plan(m, &c[g], &p, &hot, f, NULL), MP_OK);
+                assert_int_equal(mp_estimate_plan(m, &c[g], &p, &ref, r, NULL), MP_OK);
+                check_same(gpus[g], &p, f, r);
+                n++;
+            }
+        }
+    }
+    assert_true(n == 40);
+    mp_est_memo_destroy(memo);
+    mp_est_memo_destroy(NULL);
+    free(cache[0]);
+    free(cache[1]);
+    free(f);
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fast_paths_are_the_reference),
+        cmocka_unit_test(test_memo_across_clusters_and_caches),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

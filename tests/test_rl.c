@@ -15,6 +15,8 @@
  *     >= 0 and never above the best static step, with its reason;
  *   - golden: the fully_async streaming bubble (1/n - staleness)+ x min(rollout, train) by hand;
  *   - golden: the update's data-parallel imbalance (balance.c eq. 1) by hand, and its monotonicity;
+ *   - golden and property: the length moments by hand; the trainer's passes at the attention-
+ *     equivalent length E[s^2]/E[s]: fixed lengths unchanged, a wider spread never cheaper per token;
  *   - validate on tests/data/rl_runs_small.csv: every row predicted, the pair derived, the
  *     per-tensor sync slower than the bucketed one;
  *   - validate detects the RL schema from the header; on ../shared/validation/inference/
@@ -447,10 +449,15 @@ static void test_validate_rl_schema(void **state)
      * the README's chunks (trigger_parameter_sync_step), which lengthens the staleness-0 rows
      * 049/051 (94% -> 109%, both at the median) while their update is over-predicted 4x by the
      * default length; with the what-if lengths the same change brings them from -39% to -30%
-     * (docs/rl.md "Validation") */
+     * (docs/rl.md "Validation"). step_s 120 -> 175, train_s 260 -> 355, logprob_s 55 -> 70:
+     * the trainer's passes price attention at E[s^2]/E[s] (2.2 x the mean at the 28K rows'
+     * default lengths: +9-23% on the passes) and the update's rank imbalance counts attention's
+     * quadratic work (balance.c eq. 2: +2-16%), on rows the default length already
+     * over-predicts (step 112% -> 137% -> 160%, update 239% -> 284% -> 325%, log-prob 49% ->
+     * 63%); at the what-if lengths the update's median stays 25-27% */
     static const struct { const char *metric; double max_pct; } guard[] = {
-        {"weight_sync_s", 25.0}, {"step_s", 120.0}, {"rollout_s", 35.0}, {"logprob_s", 55.0},
-        {"train_s", 260.0}, {"ref_s", 50.0}, {"speedup_vs_baseline", 60.0}};
+        {"weight_sync_s", 25.0}, {"step_s", 175.0}, {"rollout_s", 35.0}, {"logprob_s", 70.0},
+        {"train_s", 355.0}, {"ref_s", 50.0}, {"speedup_vs_baseline", 60.0}};
     for (size_t g = 0; g < sizeof guard / sizeof guard[0]; g++) {
         double e[256];
         size_t n = 0;
@@ -478,26 +485,32 @@ static void test_validate_rl_schema(void **state)
  *   uniform lengths on [1, 1999] (mean 1000), no prompt: sigma = 1998 / sqrt 12 = 576.77;
  *   16 sequences per rank, 2 ranks: f = 1 + 0.57677 x 0.58946 / 4 = 1.08500.
  * Fixed lengths or one rank: 1. More ranks never lower it, more sequences per rank never raise
- * it. In a step: the update carries it (the forward-only passes do not), fixed lengths give 1. */
+ * it; with attention's quadratic work (eq. 2) by hand at a = 1 below. In a step: the update carries it (the forward-only passes do not), fixed lengths give 1. */
 static void test_dp_imbalance(void **state)
 {
     (void)state;
     assert_true(mp_rl_expected_max_z(1) == 0.0);
     assert_close(mp_rl_expected_max_z(2), 0.58946, 2e-4);
     mp_rl_lengths u = {MP_RL_LEN_UNIFORM, 1000, 1e6, 1.0};
-    assert_close(mp_rl_dp_imbalance(&u, 0.0, 16.0, 2), 1.08500, 1e-3);
+    assert_close(mp_rl_dp_imbalance(&u, 0.0, 16.0, 2, 0.0), 1.08500, 1e-3);
+    /* eq. 2, all attention (a = 1): w = s^2 / E[s^2]; uniform on [0, 2000]: E[s^4] / E[s^2]^2 =
+     * (2000^4 / 5) / (2000^2 / 3)^2 = 9/5, sigma_w = sqrt(0.8) = 0.89443, f = 1 + 0.89443 x
+     * 0.58946 / 4 = 1.13181; the share never lowers f */
+    assert_close(mp_rl_dp_imbalance(&u, 0.0, 16.0, 2, 1.0), 1.13181, 2e-3);
+    for (double a = 0.0; a < 0.99; a += 0.25)
+        assert_true(mp_rl_dp_imbalance(&u, 0.0, 16.0, 2, a + 0.25) >= mp_rl_dp_imbalance(&u, 0.0, 16.0, 2, a));
     mp_rl_lengths fixed = {MP_RL_LEN_FIXED, 1000, 4096, 1.0};
-    assert_true(mp_rl_dp_imbalance(&fixed, 256.0, 16.0, 64) == 1.0);
-    assert_true(mp_rl_dp_imbalance(&u, 0.0, 16.0, 1) == 1.0);
+    assert_true(mp_rl_dp_imbalance(&fixed, 256.0, 16.0, 64, 0.0) == 1.0);
+    assert_true(mp_rl_dp_imbalance(&u, 0.0, 16.0, 1, 0.0) == 1.0);
     mp_rl_lengths ln = {MP_RL_LEN_LOGNORMAL, 2000, 16384, 1.0};
     double prev = 1.0;
     for (int64_t g = 2; g <= 1024; g *= 2) {
-        double f = mp_rl_dp_imbalance(&ln, 512.0, 16.0, g);
+        double f = mp_rl_dp_imbalance(&ln, 512.0, 16.0, g, 0.0);
         assert_true(f >= prev);
         prev = f;
     }
     for (double n = 1; n <= 4096; n *= 2)
-        assert_true(mp_rl_dp_imbalance(&ln, 512.0, 2 * n, 32) <= mp_rl_dp_imbalance(&ln, 512.0, n, 32));
+        assert_true(mp_rl_dp_imbalance(&ln, 512.0, 2 * n, 32, 0.0) <= mp_rl_dp_imbalance(&ln, 512.0, n, 32, 0.0));
 
     mp_cluster c;
     cluster("h100-sxm5-80gb", 16, &c);
@@ -524,11 +537,65 @@ static void test_dp_imbalance(void **state)
     assert_non_null(strstr(d.text, "train_tokens_per_gpu"));
 }
 
+static int has_assumed(const mp_rl_result *r, const char *what)
+{
+    for (int i = 0; i < r->nassumed; i++)
+        if (strstr(r->assumed[i], what))
+            return 1;
+    return 0;
+}
+
+/* The trainer's passes at the attention-equivalent length (src/rl/rl_step.c, docs/rl.md "The
+ * update"): the moments by hand (fixed lengths: E[s] = p + L, E[s^2] = E[s]^2; uniform on
+ * [1, 1999] with no prompt: E[s^2] = 1000^2 + 1998^2 / 12 = 1,332,667 within the quantiles'
+ * rounding); in a step, fixed lengths keep seq = E[s] (no such assumption listed), and at the
+ * same mean a wider spread (sigma 0.5 -> 1 -> 1.5, no cut) never lowers the forward pass's
+ * seconds per token (the forward-only pass carries no rank imbalance: only attention's
+ * quadratic term moves it), and raises it at sigma 1.5 over fixed lengths. */
+static void test_attention_equivalent_length(void **state)
+{
+    (void)state;
+    double mo[5];
+    mp_rl_lengths fixed = {MP_RL_LEN_FIXED, 1000, 4096, 1.0};
+    mp_rl_seq_moments(&fixed, 256.0, mo);
+    assert_true(mo[0] == 1.0);
+    assert_close(mo[1], 1256.0, 1e-12);
+    assert_close(mo[2], 1256.0 * 1256.0, 1e-9);
+    mp_rl_lengths u = {MP_RL_LEN_UNIFORM, 1000, 1e6, 1.0};
+    mp_rl_seq_moments(&u, 0.0, mo);
+    assert_close(mo[1], 1000.0, 2e-3);
+    assert_close(mo[2], 1000.0 * 1000.0 + 1998.0 * 1998.0 / 12.0, 5e-3);
+    assert_close(mo[4], 2000.0 * 2000.0 * 2000.0 * 2000.0 / 5.0, 5e-3); /* uniform on [0, 2000] */
+    mp_rl_seq_moments(NULL, 300.0, mo);
+    assert_close(mo[1], 300.0, 1e-12);
+
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 16, &c);
+    mp_rl_config k;
+    base_config(&k);
+    k.train_tokens_per_gpu = 32768;
+    k.response = (mp_rl_lengths){MP_RL_LEN_FIXED, 1500, 1 << 20, 1.0};
+    estimate(model("llama3-8b"), &c, &k, &g_r);
+    assert_false(has_assumed(&g_r, "attention-equivalent"));
+    const double fixed_per_tok = g_r.logprob_s / g_r.tokens_per_step;
+    double prev = fixed_per_tok;
+    for (double sigma = 0.5; sigma <= 1.51; sigma += 0.5) {
+        k.response = (mp_rl_lengths){MP_RL_LEN_LOGNORMAL, 1500, 1 << 20, sigma};
+        estimate(model("llama3-8b"), &c, &k, &g_r2);
+        assert_true(has_assumed(&g_r2, "attention-equivalent"));
+        double per_tok = g_r2.logprob_s / g_r2.tokens_per_step;
+        assert_true(per_tok >= prev * (1.0 - 1e-9));
+        prev = per_tok;
+    }
+    assert_true(prev > 1.01 * fixed_per_tok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantiles),
         cmocka_unit_test(test_dp_imbalance),
+        cmocka_unit_test(test_attention_equivalent_length),
         cmocka_unit_test(test_engine_golden),
         cmocka_unit_test(test_event_loop_vs_naive),
         cmocka_unit_test(test_tail_never_shortens_sync_step),

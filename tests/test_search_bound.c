@@ -3,9 +3,9 @@
  * Two kinds of test (STYLE.md):
  *   - property: the bound is below the estimator's step on every plan of several spaces (dense,
  *     GQA, MoE with MLA and MTP, long-context CP, fp8, ZeRO-3/HSDP, pinned ZB and GPipe); so is
- *     the line bound with its communication term, for every micro-batch range a search tail can
- *     ask about, and the term is non-decreasing in mb with term / mb non-increasing (what the
- *     line bound rests on);
+ *     the line bound with its compute (beyond the GEMMs) and communication terms, for every
+ *     micro-batch range a search tail can ask about, and the terms are non-decreasing in mb
+ *     with term / mb non-increasing (what the line bound rests on);
  *   - differential: a search with pruning on (the bound skipping plans) and off (every plan
  *     timed) gives the same top list, frontiers, rank, ties, explanation and feasible /
  *     over-memory counts, on spaces where the bound does skip plans, with 1 and 2 threads.
@@ -59,6 +59,8 @@ static const job jobs[] = {
     {"llama3-8b", "h100-sxm5-80gb", 16, 64, 4096, "schedule=gpipe"},
     {"mixtral-8x7b", "h100-sxm5-80gb", 16, 32, 4096, "zero=1"},
     {NULL, "h100-sxm5-80gb", 16, 32, 4096, "cp=1"},                       /* MLA, MoE, MTP */
+    {NULL, "h100-sxm5-80gb", 16, 32, 4096, "tp=2,zero=1"},  /* CP variants of MLA + MoE plans */
+    {"llama2-7b", "h100-sxm5-80gb", 8, 16, 4096, "stack=megatron-2021"}, /* a stack faster than the default in element-wise kernels: the bound must use its fractions */
 };
 
 static mp_model g_ds;
@@ -91,25 +93,43 @@ typedef struct {
     mp_estimate *e;
     mp_estimate_opts eo;
     mp_workload_opts wo;
+    mp_workload_opts wo_est; /* the estimator's (mp_estimate.workload_opts of the plan) */
     uint64_t plans, timed, comm_plans;
     double worst_ratio; /* largest bound / step seen */
     double worst_line_ratio; /* largest line bound (communication included) / step seen */
+    double worst_plan_ratio; /* largest plan bound (sb_plan_lb_s) / step seen */
+    int stack;               /* the job's stack (pinned or the default): every plan runs on it */
     int64_t gmax;       /* gb / dp of the plan: its largest micro-batch */
 } bound_ctx;
 
 /* The line bound of p over micro-batches [lo, hi] (both dividing gb / dp): GEMMs and the
  * communication no overlap hides (bound.c). */
+/* The line's per-micro-batch term at p's mb, as the search forms it: the compute beyond the
+ * GEMMs for p's recompute mode (priced with the estimator's workload options, wo_est) plus the
+ * communication. */
+static double line_term(bound_ctx *b, const mp_plan *p)
+{
+    sb_parts x;
+    assert_true(sb_line_parts(b->m, b->c, p, &b->wo_est, NULL, &x));
+    const double comm = sb_comm_mb_s(b->m, b->c, p, &b->wo, NULL);
+    /* the communication part is the same priced either way (no collective reads a fraction) */
+    if (fabs(sb_comm_of(p, x.comm_layers_s, x.p2p_s) - comm) > 1e-12 * comm)
+        fail_msg("communication term %.17g s with the estimator's options, %.17g s without",
+                 sb_comm_of(p, x.comm_layers_s, x.p2p_s), comm);
+    return sb_compute_of(&x, p->recompute) + comm;
+}
+
 static double line_lb(bound_ctx *b, const sb_bound *sb, const mp_plan *p, int64_t lo, int64_t hi)
 {
     mp_plan q = *p;
     q.mb = lo;
-    const double c_lo = sb_comm_mb_s(b->m, b->c, &q, &b->wo, NULL);
+    const double c_lo = line_term(b, &q);
     q.mb = hi;
-    const double c_hi = sb_comm_mb_s(b->m, b->c, &q, &b->wo, NULL);
+    const double c_hi = line_term(b, &q);
     return sb_line_lb_s(sb, lo, hi, p->recompute, c_lo, c_hi);
 }
 
-/* The communication term of p's line: non-decreasing in mb, term / mb non-increasing, over
+/* The line term (compute beyond the GEMMs + communication) of p's line: non-decreasing in mb, term / mb non-increasing, over
  * every divisor of gb / dp (to one part in 1e12: sums in another order). */
 static void check_comm_monotone(bound_ctx *b, const mp_plan *p)
 {
@@ -121,15 +141,15 @@ static void check_comm_monotone(bound_ctx *b, const mp_plan *p)
         if (g % mb)
             continue;
         q.mb = mb;
-        const double c = sb_comm_mb_s(b->m, b->c, &q, &b->wo, NULL);
+        const double c = line_term(b, &q);
         if (prev >= 0) {
             char s[512];
             mp_plan_format(&q, s, sizeof s);
             if (c < prev * (1.0 - 1e-12))
-                fail_msg("communication term %.17g s at mb %lld below %.17g s at mb %lld: %s", c,
+                fail_msg("line term (compute beyond the GEMMs + communication) %.17g s at mb %lld below %.17g s at mb %lld: %s", c,
                          (long long)mb, prev, (long long)prev_mb, s);
             if (c / (double)mb > prev / (double)prev_mb * (1.0 + 1e-12))
-                fail_msg("communication term per sequence grows from mb %lld to %lld: %s",
+                fail_msg("line term per sequence grows from mb %lld to %lld: %s",
                          (long long)prev_mb, (long long)mb, s);
         }
         prev = c;
@@ -140,10 +160,12 @@ static void check_comm_monotone(bound_ctx *b, const mp_plan *p)
 static int check_plan(void *ctx, const mp_plan *p)
 {
     bound_ctx *b = ctx;
+    assert_int_equal(p->stack, b->stack); /* a pinned stack reaches the plans */
     if (mp_estimate_plan(b->m, b->c, p, &b->eo, b->e, NULL) != MP_OK)
         return 0;
+    b->wo_est = b->e->workload_opts;
     sb_bound sb;
-    sb_bound_init(b->m, b->c, p, &b->wo, NULL, &sb);
+    sb_bound_init(b->m, b->c, p, &b->wo_est, NULL, &sb); /* as the search: the estimator's options */
     assert_true(sb.ok);
     const double lb = sb_step_lb_s(&sb, p->mb, p->recompute);
     b->plans++;
@@ -166,6 +188,21 @@ static int check_plan(void *ctx, const mp_plan *p)
         mp_plan_format(p, s, sizeof s);
         fail_msg("line bound %.17g / %.17g s above the step %.17g s of %s", l1, l2, b->e->step_s, s);
     }
+    /* The bound of the plan alone (its micro-batch's layers priced, tiles and waves included):
+     * below the step, with and without the communication term. */
+    {
+        sb_parts x;
+        assert_true(sb_line_parts(b->m, b->c, p, &b->wo_est, NULL, &x));
+        const double comm = sb_comm_of(p, x.comm_layers_s, x.p2p_s);
+        const double pl = sb_plan_lb_s(&sb, p->mb, p->recompute, &x, comm);
+        if (pl > b->e->step_s || sb_plan_lb_s(&sb, p->mb, p->recompute, &x, 0.0) > pl) {
+            char s[512];
+            mp_plan_format(p, s, sizeof s);
+            fail_msg("plan bound %.17g s above the step %.17g s of %s", pl, b->e->step_s, s);
+        }
+        if (pl / b->e->step_s > b->worst_plan_ratio)
+            b->worst_plan_ratio = pl / b->e->step_s;
+    }
     if (l1 / b->e->step_s > b->worst_line_ratio)
         b->worst_line_ratio = l1 / b->e->step_s;
     if (l1 > lb)
@@ -180,6 +217,17 @@ static int check_plan(void *ctx, const mp_plan *p)
         double lay1, p1, lv, pv;
         assert_true(sb_comm_parts(b->m, b->c, p, &b->wo, NULL, &lv, &pv));
         assert_true(sb_comm_parts(b->m, b->c, &q, &b->wo, NULL, &lay1, &p1));
+        sb_parts xv, x1;
+        assert_true(sb_line_parts(b->m, b->c, p, &b->wo_est, NULL, &xv));
+        assert_true(sb_line_parts(b->m, b->c, &q, &b->wo_est, NULL, &x1));
+        if (fabs(xv.compute_s - x1.compute_s) > 1e-12 * fmax(xv.compute_s, x1.compute_s) ||
+            fabs(xv.full_extra_s - x1.full_extra_s) > 1e-12 * fmax(xv.full_extra_s, x1.full_extra_s) ||
+            fabs(xv.selective_extra_s - x1.selective_extra_s) > 1e-12 * fmax(xv.selective_extra_s, x1.selective_extra_s)) {
+            char s[512];
+            mp_plan_format(p, s, sizeof s);
+            fail_msg("compute parts %.17g at vpp %lld, %.17g at 1: %s", xv.compute_s, (long long)p->vpp,
+                     x1.compute_s, s);
+        }
         if (fabs(lv - lay1) > 1e-12 * fmax(lv, lay1) || pv != p1) {
             char s[512];
             mp_plan_format(p, s, sizeof s);
@@ -204,6 +252,7 @@ static void test_bound_below_every_step(void **state)
         memset(&b, 0, sizeof b);
         b.m = m;
         b.c = &c;
+        b.stack = o.pin.stack;
         b.e = malloc(sizeof(mp_estimate));
         assert_non_null(b.e);
         mp_estimate_opts_init(&b.eo);
@@ -213,12 +262,13 @@ static void test_bound_below_every_step(void **state)
         mp_diag d = {0};
         if (mp_search_enumerate(m, j->gpus, &o, check_plan, &b, &counts, &d) != MP_OK)
             fail_msg("enumerate %s: %s", m->key, d.text);
-        printf("# %s on %lld x %s (%s): %llu plans, bound / step at most %.3f; with communication "
-               "%.3f, larger on %llu plans\n", m->key, (long long)j->gpus, j->gpu, j->fix,
-               (unsigned long long)b.plans, b.worst_ratio, b.worst_line_ratio,
-               (unsigned long long)b.comm_plans);
+        printf("# %s on %lld x %s (%s): %llu plans, bound / step at most %.3f; line bound (compute "
+               "and communication) %.3f, larger on %llu plans; plan bound %.3f\n", m->key,
+               (long long)j->gpus, j->gpu, j->fix, (unsigned long long)b.plans, b.worst_ratio,
+               b.worst_line_ratio, (unsigned long long)b.comm_plans, b.worst_plan_ratio);
         assert_true(b.plans > 100);
         assert_true(b.worst_line_ratio >= b.worst_ratio && b.worst_line_ratio <= 1.0);
+        assert_true(b.worst_plan_ratio > 0.5 && b.worst_plan_ratio <= 1.0); /* it has bite */
         if (j->gpus >= 16)
             assert_true(b.comm_plans > 0); /* TP, EP or PP communicates: the term has bite */
         assert_true(b.worst_ratio > 0.1 && b.worst_ratio <= 1.0); /* long-context CP: attention, left out, dominates */

@@ -18,6 +18,22 @@
 /** Most pipeline stages reported individually (a cap; stages beyond are summarised by the max). */
 #define MP_MAX_STAGES 512
 
+/** The estimator's memo for a caller evaluating many plans through one mp_wl_cache (the
+ *  search, one per thread): what a plan's memory holds apart from its micro-batch size — every
+ *  stage class's weights, gradients, optimizer states, buffers and optimizer-step transient,
+ *  and the runtime memory — kept for the cache's shape (mp_wl_cache.shape_gen), so that the
+ *  plans of one line (its micro-batch sizes, its communication variants, the memory checks of
+ *  a skipped tail) compute only the activations and logits. The estimate is byte for byte the
+ *  one without it (tests/test_estimate_fast.c). Opaque (about 20 KiB); create, pass through
+ *  mp_estimate_opts.memo beside its cache, destroy. */
+typedef struct mp_est_memo mp_est_memo;
+
+/** A new, empty memo; NULL when out of memory. */
+mp_est_memo *mp_est_memo_create(void);
+
+/** Free a memo (NULL: nothing). */
+void mp_est_memo_destroy(mp_est_memo *memo);
+
 /** Memory of one GPU, bytes, by component. */
 typedef struct {
     double weights;      /* model weights in the compute dtype (+ fp8 copies) */
@@ -127,6 +143,10 @@ typedef struct {
      * estimate is the one a call with 0 gives (tests/test_estimate_fast.c). For the search's
      * communication variants of a line. Default 0. */
     int memory_kept;
+    /* Optional memo of a line's memory apart from its micro-batch (mp_est_memo above), used
+     * only together with cache (one of each per thread); NULL (default): none. The estimate is
+     * the same with and without it. */
+    mp_est_memo *memo;
 } mp_estimate_opts;
 
 void mp_estimate_opts_init(mp_estimate_opts *o);

@@ -186,10 +186,18 @@ double mp_infer_kernel_power_w(double tdp_W, double wait_W, double best_flops, d
  *  it waits at P_wait. g: the GPU (tdp_W > 0); wait_W: its active-idle power, W
  *  (mp_energy_gpu_points); pj_per_bit: HBM + on-chip access energy, pJ/bit (mp_energy_opts);
  *  flop, bytes: FLOPs and HBM bytes per GPU of the phase; times in s, each >= 0. Returns W; 0
- *  when the three times sum to 0. */
+ *  when the three times sum to 0. An eager phase (dispatch_s > 0) on a GPU with a measured
+ *  eager-decode power (mp_infer_eager_power_w) draws at least that, at most the TDP. */
 double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit, double flop,
                               double bytes, double kernel_s, double dispatch_s, double host_s,
                               mp_dtype dt);
+
+/** Measured average power of one GPU through whole requests of launch-bound eager decoding
+ *  (HF transformers without CUDA graphs), W; 0 when g is NULL or has no such measurement (then
+ *  only the activity model prices the phase). source, when not NULL, receives the measurement's
+ *  source (static storage) or NULL. Table and sources: src/infer/power.c, docs/infer.md
+ *  "Measured eager-decode power". */
+double mp_infer_eager_power_w(const mp_gpu *g, const char **source);
 
 /** infer --json (the CLI, the request -> JSON layer's "infer", the web's /api/infer): the object
  *  of rows[0] when sweep is 0 (nrows must be 1), else {"sweep": [one object per row]}. Keys:

@@ -276,7 +276,7 @@ int mp_wl_layer_matrices(const mp_workload *w, const mp_model *m, int moe, mp_wl
  *  depend only on a few plan keys (parameter counts per tp, attention geometry, FLOPs per seq,
  *  activation bytes per layer shape) are kept for the next plan with the same keys. It holds a
  *  copy of the model and the cluster it was filled for and empties itself when either differs
- *  (the model's numbers and the cluster's GPU count and tiers, byte for byte), so a cluster
+ *  (the model's numbers and the cluster's GPU count, GPU and tiers, byte for byte), so a cluster
  *  changed in place, or another one at the same address, is never priced from stale entries. Results with and without a cache are identical. The caller owns
  *  it (about 180 KiB) and gives one to each thread; mp_wl_cache_init before first use. */
 #define MP_WL_MEMO 256
@@ -339,6 +339,11 @@ typedef struct {
      * cleared) and the options shape_opts: the search's consecutive plans differ mostly in
      * those keys (a line's micro-batches, its communication variants). */
     int shape_set;
+    /* Names the shape in `shape` (0: none): a new number, unique in the process, each time one
+     * is built. A consumer that keeps values derived from the shape alone (the estimator's
+     * memory of a line apart from its micro-batch, estimate.h mp_est_memo) keeps them for one
+     * generation. */
+    uint64_t shape_gen;
     mp_plan shape_key;
     mp_workload_opts shape_opts;
     mp_workload shape;
@@ -364,6 +369,17 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
                             mp_workload *w, mp_diag *diag);
 void mp_workload_price(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                        const mp_workload_opts *opts, mp_wl_cache *cache, mp_workload *w);
+
+/** mp_workload_shape into the cache's own description, copying nothing: *out points at the
+ *  cache's shape (the line's memo above, its micro-batch and rank-order values filled for p),
+ *  valid until the next call with this cache. The caller may price it (mp_workload_price with
+ *  the same cache) but must not change its shape. The same workload, byte for byte, as
+ *  mp_workload_shape gives (tests/test_estimate_fast.c); cache must not be NULL. On an error
+ *  the cache's shape is emptied (*out points at it, all zero). For the estimator's hot path:
+ *  a line's shape is about 6 KiB, and copying it was a twelfth of an evaluation. */
+mp_status mp_workload_shape_in(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                               mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
+                               mp_workload **out, mp_diag *diag);
 
 /** Stage i (0 .. pp-1) of w: its counts of each kind and parameters. O(vpp) for an MoE model
  *  whose dense and MoE layers interleave, else O(1). i out of range: all zero. */

@@ -45,6 +45,7 @@ void mp_estimate_opts_init(mp_estimate_opts *o)
     o->memory_only = 0;
     o->stack_fractions = 1;
     o->memory_kept = 0;
+    o->memo = NULL;
 }
 
 /* What the workload is priced with: the stack's fitted fractions (or the caller's), its
@@ -126,7 +127,7 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     if (mp_plan_check_init(p, diag) != MP_OK)
         return MP_ERR_INPUT;
     e->tp_tier = e->cp_tier = e->pp_tier = e->dp_tier = -1;
-    mp_workload w;
+    mp_workload local, *w = &local; /* with a cache: the cache's own shape (no copy) */
     const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
     if (!sk) {
         mp_diag_add(diag, "plan.stack = %d: no stack profile (data/stacks.json)", p->stack);
@@ -136,29 +137,30 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
     effective_plan(p, c, &eff);
     p = &eff;
     workload_opts(opts, sk, &e->workload_opts);
-    mp_status st = mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, &e->workload_opts, opts->cache, &w, diag);
+    mp_status st = opts->cache ? mp_workload_shape_in(m, c, p, MP_WL_TRAIN_STEP, &e->workload_opts, opts->cache, &w, diag)
+                               : mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, &e->workload_opts, NULL, w, diag);
     if (st != MP_OK)
         return st;
-    e->microbatches = (int)w.microbatches;
-    e->moe_load = w.moe ? w.moe_load : 0.0;
-    e->nstages = w.pp;
-    e->layers_per_stage_min = w.layers_per_stage_min;
-    e->layers_per_stage_max = w.layers_per_stage_max;
-    e->expert_params_per_gpu = w.expert_params_per_gpu;
+    e->microbatches = (int)w->microbatches;
+    e->moe_load = w->moe ? w->moe_load : 0.0;
+    e->nstages = w->pp;
+    e->layers_per_stage_min = w->layers_per_stage_min;
+    e->layers_per_stage_max = w->layers_per_stage_max;
+    e->expert_params_per_gpu = w->expert_params_per_gpu;
     /* Memory first: a plan over memory need not be timed when only feasibility is asked. */
     if (!opts->memory_kept)
-        mp_est_memory(&w, m, c, p, opts, e);
+        mp_est_memory(w, m, c, p, opts, e);
     if ((!e->feasible && opts->feasibility_only) || opts->memory_only) {
-        mp_est_explain(&w, c, p, opts, e);
+        mp_est_explain(w, c, p, opts, e);
         if (!isfinite(e->memory.total)) {
             mp_diag_add(diag, "estimate is not finite (memory %g B): inputs out of range", e->memory.total);
             return MP_ERR_RANGE;
         }
         return MP_OK;
     }
-    mp_workload_price(m, c, p, &e->workload_opts, opts->cache, &w);
-    mp_est_step(&w, m, c, p, opts, sk, e);
-    mp_est_explain(&w, c, p, opts, e);
+    mp_workload_price(m, c, p, &e->workload_opts, opts->cache, w);
+    mp_est_step(w, m, c, p, opts, sk, e);
+    mp_est_explain(w, c, p, opts, e);
     if (!isfinite(e->step_s) || !isfinite(e->memory.total) || e->step_s <= 0) {
         mp_diag_add(diag, "estimate is not finite (step %g s, memory %g B): inputs out of range",
                     e->step_s, e->memory.total);

@@ -4,6 +4,7 @@
  * the workload's shape, so a plan over memory is known before it is timed. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "estimate_internal.h"
@@ -15,20 +16,44 @@ typedef struct {
 } mem_ctx;
 
 /* What a stage's memory is made of apart from its in-flight micro-batches, the same for every
- * stage of one class (the same counts of each layer kind: most stages of a pipeline share one):
- * the model states, buffers and logits in *out, one micro-batch's stored activations in
- * *per_mb and the full-recompute working set in *rc_extra. */
-static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *p, const mem_ctx *x,
-                        const mp_wl_stage *st, int last, mp_memory *out, double *per_mb,
-                        double *rc_extra, double *step_temp, mp_stage_states *states)
+ * stage of one class (the same counts of each layer kind: most stages of a pipeline share one).
+ * Its part that no micro-batch size changes (stage_fixed: the model states, buffers and the
+ * optimizer step's transient, what the plans of one line share: mp_est_memo) and the rest
+ * (stage_mb: the logits, one micro-batch's stored activations, the recompute working set). */
+typedef struct {
+    int first, count, last;  /* the run of stages (mp_workload_run) */
+    double nd, nm, mtp_l;    /* its dense and MoE layers, MTP modules */
+    mp_memory fixed;         /* weights, gradients, optimizer, buffers; the rest 0 */
+    double step_temp;        /* the optimizer step's transient */
+    mp_stage_states ss;
+} mem_class;
+
+struct mp_est_memo {
+    uint64_t gen;                /* mp_wl_cache.shape_gen these are for; 0: none */
+    int64_t gpus_per_node;       /* the cluster's values they read (runtime.c, states_of_stage) */
+    char gpu_key[MP_KEY_CAP];
+    mp_runtime_mem rt;
+    int nruns;
+    mem_class run[MP_WL_MAX_RUNS];
+};
+
+mp_est_memo *mp_est_memo_create(void)
+{
+    mp_est_memo *memo = malloc(sizeof *memo);
+    if (memo)
+        memo->gen = 0;
+    return memo;
+}
+
+void mp_est_memo_destroy(mp_est_memo *memo) { free(memo); }
+
+static void stage_fixed(const mp_workload *w, const mp_model *m, const mp_plan *p,
+                        const mp_wl_stage *st, int last, mem_class *out)
 {
     const int tp = w->tp, fp8 = w->fp8;
-    const double T = w->tokens_mb, V = w->vocab_padded;
     const double shard = w->shard, eshard = w->expert_shard;
     const double moe_nonexpert = w->moe_nonexpert_per_layer, D_mtp = w->mtp_modules;
     const double expert_per_layer_gpu = w->layer[MP_LK_MOE].expert_params;
-    const int mtp_moe = w->mtp_moe;
-    const mp_layer_act *la = &x->la, *lam = &x->lam;
     /* fp8 weight copies of the linear layers (Transformer Engine keeps a rowwise and a
      * transposed columnwise fp8 copy beside the 16-bit weight, 1 + 1 bytes; block-scaled MXFP8
      * adds one 1-byte scale per 32 values for each, OCP MX spec v1.0); scaling factors of
@@ -48,45 +73,10 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     }
     mm.gradients = ss.gradients;
     mm.optimizer = ss.optimizer;
-    *states = ss;
-    double mtp_l = last ? D_mtp : 0.0;
-    *per_mb = nd * la->stored_bytes + nm * lam->stored_bytes +
-              mtp_l * (mtp_moe ? lam->stored_bytes : la->stored_bytes);
-    /* The recompute working set: while one checkpointed layer is recomputed in backward its
-     * dropped activations are live again (full: all of them; per-op and MLP-only: what they
-     * dropped). */
-    if (p->recompute == MP_RC_FULL)
-        *rc_extra = nm > 0 ? fmax(la->working_bytes, lam->working_bytes) : la->working_bytes;
-    else if (p->recompute == MP_RC_OP || p->recompute == MP_RC_MLP)
-        *rc_extra = fmax(la->working_bytes - la->stored_bytes, nm > 0 ? lam->working_bytes - lam->stored_bytes : 0.0);
-    else
-        *rc_extra = 0.0;
-    if (last) {
-        /* LM-head output (16-bit), its fp32 upcast and the fp32 gradient/softmax buffer:
-         * 2 + 4 + 4 bytes per logit (case C1: the failing 786 MiB request is b*s*V*4);
-         * each MTP module keeps its own logits live too. */
-        /* compile bit 2, the loss compiled: Inductor fuses the fp32 upcast, log-softmax and
-         * its backward into one kernel each way, so only the 16-bit logits and their 16-bit
-         * gradient (autograd gives a gradient the logits' dtype) are live, 2 + 2 bytes per
-         * logit, plus one fp32 log-sum-exp per token (torch._inductor's fused cross-entropy;
-         * torchtitan components/loss.py torch.compile(loss_fn)). */
-        /* logits_fp32: the model itself upcasts (torchtune/modules/transformer.py,
-         * TransformerDecoder: output = self.output(h).float(); transformers' LlamaForCausalLM
-         * before 4.45: logits = logits.float()) and the training step keeps that fp32 tensor
-         * referenced until the backward is done (the recipe's `logits` variable), so beside
-         * what the loss holds, 4 more bytes a logit stay live at the loss's peak. */
-        /* torchtitan under TP computes the loss with loss_parallel (its default,
-         * parallelism.disable_loss_parallel = false) on the vocabulary-sharded logits:
-         * torch/distributed/tensor/parallel/loss.py _log_softmax keeps the fp32 input x, then
-         * shifted = x - max and exp(shifted) before the all-reduced sum, then the result
-         * shifted - log(sum) beside shifted: 2 (16-bit logits) + 4 (x) + 4 (shifted) + 4
-         * (exp(shifted), then the result) = 14 bytes a logit of the shard, not 2 + 4 + 4. */
-        const int loss_parallel = !(p->compile & 2) && tp > 1 && p->stack == MP_STACK_TORCHTITAN;
-        const double per_logit_bytes = ((p->compile & 2) ? 4.0 : loss_parallel ? 14.0 : 10.0) +
-                                       (p->logits_fp32 ? 4.0 : 0.0);
-        mm.logits = T * V / tp * per_logit_bytes * (1.0 + (double)m->mtp_layers) +
-                    ((p->compile & 2) ? T * 4.0 * (1.0 + (double)m->mtp_layers) : 0.0);
-    }
+    out->ss = ss;
+    out->last = last;
+    out->nd = nd, out->nm = nm;
+    out->mtp_l = last ? D_mtp : 0.0;
     /* ZeRO-2/3 buffers hold only what is sharded: with one rank per shard group nothing is
      * gathered or reduce-scattered (PyTorch FSDP switches to NO_SHARD at world size 1). The
      * largest layer of the stage, counting its non-expert part when shard > 1 and its
@@ -110,9 +100,10 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     const double trained = ss.trainable_params + ss.frozen_params > 0
                          ? ss.trainable_params / (ss.trainable_params + ss.frozen_params) : 1.0;
     const int gpu_step = p->offload != MP_OFF_OPTIMIZER && p->offload != MP_OFF_ALL;
-    *step_temp = p->zero >= 2 && gpu_step && p->optimizer == MP_OPT_ADAMW
-               ? moment_b * trained * (dense_p / shard + exp_p / eshard) : 0.0;
-    *step_temp += ss.step_transient_bytes;
+    double step_temp = p->zero >= 2 && gpu_step && p->optimizer == MP_OPT_ADAMW
+                     ? moment_b * trained * (dense_p / shard + exp_p / eshard) : 0.0;
+    step_temp += ss.step_transient_bytes;
+    out->step_temp = step_temp;
     const int pp_unsharded = p->zero == 3 && w->pp > 1 && shard > 1;
     if (pp_unsharded) {
         /* FSDP under pipeline parallelism (torchtitan): parameters stay unsharded between the
@@ -151,6 +142,56 @@ static void stage_class(const mp_workload *w, const mp_model *m, const mp_plan *
     }
     /* Communication buckets: Megatron/DDP reduce in place on the grad buffer; the NCCL
      * channel buffers are outside the allocator (runtime.c, part nccl). */
+    out->fixed = mm;
+}
+
+/* The class k's memory with its logits into *out, one micro-batch's stored activations into
+ * *per_mb and the recompute working set into *rc_extra. */
+static void stage_mb(const mp_workload *w, const mp_model *m, const mp_plan *p, const mem_ctx *x,
+                     const mem_class *k, mp_memory *out, double *per_mb, double *rc_extra)
+{
+    const int tp = w->tp;
+    const double T = w->tokens_mb, V = w->vocab_padded;
+    const mp_layer_act *la = &x->la, *lam = &x->lam;
+    const double nd = k->nd, nm = k->nm, mtp_l = k->mtp_l;
+    mp_memory mm = k->fixed;
+    *per_mb = nd * la->stored_bytes + nm * lam->stored_bytes +
+              mtp_l * (w->mtp_moe ? lam->stored_bytes : la->stored_bytes);
+    /* The recompute working set: while one checkpointed layer is recomputed in backward its
+     * dropped activations are live again (full: all of them; per-op and MLP-only: what they
+     * dropped). */
+    if (p->recompute == MP_RC_FULL)
+        *rc_extra = nm > 0 ? fmax(la->working_bytes, lam->working_bytes) : la->working_bytes;
+    else if (p->recompute == MP_RC_OP || p->recompute == MP_RC_MLP)
+        *rc_extra = fmax(la->working_bytes - la->stored_bytes, nm > 0 ? lam->working_bytes - lam->stored_bytes : 0.0);
+    else
+        *rc_extra = 0.0;
+    if (k->last) {
+        /* LM-head output (16-bit), its fp32 upcast and the fp32 gradient/softmax buffer:
+         * 2 + 4 + 4 bytes per logit (case C1: the failing 786 MiB request is b*s*V*4);
+         * each MTP module keeps its own logits live too. */
+        /* compile bit 2, the loss compiled: Inductor fuses the fp32 upcast, log-softmax and
+         * its backward into one kernel each way, so only the 16-bit logits and their 16-bit
+         * gradient (autograd gives a gradient the logits' dtype) are live, 2 + 2 bytes per
+         * logit, plus one fp32 log-sum-exp per token (torch._inductor's fused cross-entropy;
+         * torchtitan components/loss.py torch.compile(loss_fn)). */
+        /* logits_fp32: the model itself upcasts (torchtune/modules/transformer.py,
+         * TransformerDecoder: output = self.output(h).float(); transformers' LlamaForCausalLM
+         * before 4.45: logits = logits.float()) and the training step keeps that fp32 tensor
+         * referenced until the backward is done (the recipe's `logits` variable), so beside
+         * what the loss holds, 4 more bytes a logit stay live at the loss's peak. */
+        /* torchtitan under TP computes the loss with loss_parallel (its default,
+         * parallelism.disable_loss_parallel = false) on the vocabulary-sharded logits:
+         * torch/distributed/tensor/parallel/loss.py _log_softmax keeps the fp32 input x, then
+         * shifted = x - max and exp(shifted) before the all-reduced sum, then the result
+         * shifted - log(sum) beside shifted: 2 (16-bit logits) + 4 (x) + 4 (shifted) + 4
+         * (exp(shifted), then the result) = 14 bytes a logit of the shard, not 2 + 4 + 4. */
+        const int loss_parallel = !(p->compile & 2) && tp > 1 && p->stack == MP_STACK_TORCHTITAN;
+        const double per_logit_bytes = ((p->compile & 2) ? 4.0 : loss_parallel ? 14.0 : 10.0) +
+                                       (p->logits_fp32 ? 4.0 : 0.0);
+        mm.logits = T * V / tp * per_logit_bytes * (1.0 + (double)m->mtp_layers) +
+                    ((p->compile & 2) ? T * 4.0 * (1.0 + (double)m->mtp_layers) : 0.0);
+    }
     *out = mm;
 }
 
@@ -214,12 +255,47 @@ static double inflight(const mp_workload *w, const mp_plan *p, int i)
     return fmin(M, (double)(pp - i));
 }
 
+/* The memo's classes for w's shape, filled now when it holds another shape: NULL when there is
+ * no memo to use (no memo or cache, a workload not the cache's own, more runs than it keeps). */
+static const mp_est_memo *line_memo(const mp_workload *w, const mp_model *m, const mp_cluster *c,
+                                    const mp_plan *p, const mp_estimate_opts *o)
+{
+    mp_est_memo *memo = o->memo;
+    const mp_wl_cache *cache = o->cache;
+    if (!memo || !cache || w != &cache->shape || cache->shape_gen == 0)
+        return NULL;
+    if (memo->gen == cache->shape_gen && memo->gpus_per_node == c->gpus_per_node &&
+        strcmp(memo->gpu_key, c->gpu.key) == 0)
+        return memo;
+    const int nr = mp_workload_runs(w);
+    if (nr > MP_WL_MAX_RUNS || strlen(c->gpu.key) >= sizeof memo->gpu_key)
+        return NULL;
+    memo->gen = 0; /* invalid until filled */
+    mp_est_runtime_memory(w, c, p, &memo->rt);
+    for (int r = 0; r < nr; r++) {
+        mp_wl_stage st;
+        mem_class *k = &memo->run[r];
+        mp_workload_run(w, m, r, &st, &k->first, &k->count);
+        stage_fixed(w, m, p, &st, k->first + k->count == w->pp, k);
+    }
+    memo->nruns = nr;
+    memo->gpus_per_node = c->gpus_per_node;
+    strcpy(memo->gpu_key, c->gpu.key);
+    memo->gen = cache->shape_gen;
+    return memo;
+}
+
 void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                    const mp_estimate_opts *o, mp_estimate *e)
 {
     mem_ctx x;
-    mp_runtime_mem rt;
-    mp_est_runtime_memory(w, c, p, &rt);
+    mp_runtime_mem rt_own;
+    const mp_est_memo *memo = line_memo(w, m, c, p, o);
+    const mp_runtime_mem *rt = &rt_own;
+    if (memo)
+        rt = &memo->rt;
+    else
+        mp_est_runtime_memory(w, c, p, &rt_own);
     x.la = w->act;
     x.lam = w->act_moe;
     if (w->act_elem_bytes > 2.0) { /* fp32/tf32 training: 4-byte activations (finetune.c) */
@@ -230,16 +306,21 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
     double worst = -1.0;
     int worst_i = 0, worst_rc = 0;
     const int nrep = w->pp < MP_MAX_STAGES ? w->pp : MP_MAX_STAGES;
-    const int nr = mp_workload_runs(w);
+    const int nr = memo ? memo->nruns : mp_workload_runs(w);
     for (int r = 0; r < nr; r++) {
         /* one class of like stages; each stage differs only in its micro-batches in flight */
-        mp_wl_stage st;
+        mem_class own;
+        const mem_class *k = memo ? &memo->run[r] : &own;
+        if (!memo) {
+            mp_wl_stage st;
+            mp_workload_run(w, m, r, &st, &own.first, &own.count);
+            stage_fixed(w, m, p, &st, own.first + own.count == w->pp, &own);
+        }
         mp_memory cls;
-        int first, count;
-        double per_mb, rc_extra, step_temp;
-        mp_stage_states ss;
-        mp_workload_run(w, m, r, &st, &first, &count);
-        stage_class(w, m, p, &x, &st, first + count == w->pp, &cls, &per_mb, &rc_extra, &step_temp, &ss);
+        double per_mb, rc_extra;
+        const double step_temp = k->step_temp;
+        const int first = k->first, count = k->count;
+        stage_mb(w, m, p, &x, k, &cls, &per_mb, &rc_extra);
         /* in flight is non-increasing in the stage index (every schedule): a run's first stage
          * holds the most, so without per_stage it alone can be the most loaded */
         const int last_i = o->skip_per_stage ? first + 1 : first + count;
@@ -271,7 +352,7 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
                 mm.step_temp = step_temp;
             }
             mm.capacity = c->gpu.memory_bytes;
-            mp_est_runtime_apply(&rt, &mm);
+            mp_est_runtime_apply(rt, &mm);
             mm.allocator_margin = o->allocator_margin_frac * mm.total;
             if (i < nrep && !o->skip_per_stage)
                 e->per_stage[i] = mm;
@@ -280,7 +361,7 @@ void mp_est_memory(const mp_workload *w, const mp_model *m, const mp_cluster *c,
                 e->memory = mm;
                 worst_i = i;
                 worst_rc = recompute_peak && mm.step_temp == 0.0;
-                states_of_stage(&ss, c, e);
+                states_of_stage(&k->ss, c, e);
             }
         }
     }

@@ -262,6 +262,10 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
         assume(r, "MoE routing uniform, busiest expert x %.2f of the mean", s.moe_load);
     if (!measured)
         assume(r, "GPU power points derived from the %.0f W TDP (no measurement)", g->tdp_W);
+    const char *eager_src = NULL;
+    const double eager_W = mp_infer_eager_power_w(g, &eager_src);
+    if (dispatch > 0 && eager_W > 0 && r->decode.power_w <= fmin(g->tdp_W, eager_W) + 1e-9)
+        assume(r, "eager decode at the %s's measured %.1f W (%s)", g->key, eager_W, eager_src);
     assume(r, "power: GPUs only (no host, switches or PUE)");
     if (measured_mem)
         assume(r, "device memory %.2f GiB and runtime %.2f GiB as %s's log of %s reports them", r->capacity_bytes / 1073741824.0,

@@ -20,8 +20,18 @@
  *   (P_wait through the dispatch window) leaves out. With CUDA graphs there is no dispatch window.
  * host_s: host work the GPU waits on (scheduler, sampler, stopping criteria, detokenizer): P_wait,
  *   the measured active-idle power (mp_energy_gpu_points).
- * The phase's average is the time-weighted mean of the parts. */
+ * The phase's average is the time-weighted mean of the parts.
+ * Measured eager-decode power (mp_infer_eager_power_w): where a GPU's average power through
+ *   launch-bound eager decoding was measured, an eager phase (dispatch_s > 0) draws at least that
+ *   (capped at the TDP). ML.ENERGY v1's A100 table shows why the activity model alone is low there:
+ *   its 14 chat models outside the validation rows draw 146-238 W through such requests, in no
+ *   order of the bytes each step streams (7B models span 146-233 W), where the activity model
+ *   gives ~154 W for every such step: a state power of SMs held at boost clocks, which the
+ *   rate terms miss (docs/infer.md "Measured eager-decode power"). Measured for the A100 only;
+ *   no TDP share carries it to other GPUs (the same benchmark's A40 runs draw 0.80 of their TDP,
+ *   the A100's 0.47), so an unseen GPU keeps the activity model. */
 #include <math.h>
+#include <string.h>
 
 #include "meshplan/infer.h"
 
@@ -38,6 +48,33 @@ double mp_infer_kernel_power_w(double tdp_W, double wait_W, double best_flops, d
     return fmin(tdp_W, wait_W + (tdp_W - wait_W) * u + bytes / kernel_s * 8.0 * pj_per_bit * 1e-12);
 }
 
+/* GPU power averaged over whole requests of launch-bound eager decoding, measured per GPU. */
+static const struct {
+    const char *key;
+    double eager_W;
+    const char *source;
+} eager_points[] = {
+    /* the median of energy x batch / latency over the 29 batch-1 and batch-2 rows of the 14 chat
+     * models of ML.ENERGY v1's A100 table that are not validation rows (Zeus, NVML energy counter,
+     * HF transformers eager via FastChat, fp16); tests/data/mlenergy_v1_a100_other_models.csv,
+     * recomputed by tests/test_infer_power.c. Quartiles 168.1 and 208.0 W. The table:
+     * ml-energy/leaderboard data/A100_chat_benchmark.csv at 4717739 (2023). */
+    {"a100-sxm4-40gb", 189.11, "ML.ENERGY v1 A100 chat table, 14 models outside the validation rows"},
+};
+
+double mp_infer_eager_power_w(const mp_gpu *g, const char **source)
+{
+    for (size_t i = 0; g && i < sizeof eager_points / sizeof eager_points[0]; i++)
+        if (!strcmp(g->key, eager_points[i].key)) {
+            if (source)
+                *source = eager_points[i].source;
+            return eager_points[i].eager_W;
+        }
+    if (source)
+        *source = NULL;
+    return 0.0;
+}
+
 double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit, double flop,
                               double bytes, double kernel_s, double dispatch_s, double host_s,
                               mp_dtype dt)
@@ -50,5 +87,8 @@ double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit,
         return 0.0;
     double p_k = mp_infer_kernel_power_w(g->tdp_W, wait_W, mp_infer_best_gemm_flops(g, dt), pj_per_bit,
                                          flop, bytes, kernel_s);
-    return (p_k * (kernel_s + dispatch_s) + wait_W * host_s) / total;
+    double avg = (p_k * (kernel_s + dispatch_s) + wait_W * host_s) / total;
+    if (dispatch_s > 0)
+        avg = fmax(avg, fmin(g->tdp_W, mp_infer_eager_power_w(g, NULL)));
+    return avg;
 }

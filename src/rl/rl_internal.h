@@ -44,10 +44,16 @@ void mp_rl_pool(const mp_cluster *c, int64_t gpus, mp_cluster *out);
 mp_status mp_rl_sync_estimate(const mp_model *m, const mp_cluster *c, const mp_rl_config *cfg,
                               const mp_plan *train, mp_rl_sync_result *out, mp_diag *d);
 
-/** The update's data-parallel imbalance (src/rl/balance.c, eq. 1): the expected largest of `ranks`
- *  sums of `seqs_per_rank` sequences of prompt + l tokens, l from l's distribution, over their
- *  mean; 1 for one rank, fixed lengths or fewer than one sequence per rank. */
-double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per_rank, int64_t ranks);
+/** The update's data-parallel imbalance (src/rl/balance.c, eqs. 1-2): the expected largest of
+ *  `ranks` sums of the work of `seqs_per_rank` sequences of prompt + l tokens, l from l's
+ *  distribution, over their mean; attn_frac in [0, 1] is attention's share of the pass's compute
+ *  time (its work quadratic in a sequence's tokens, the rest linear; 0: work linear in tokens).
+ *  1 for one rank, fixed lengths or fewer than one sequence per rank. */
+double mp_rl_dp_imbalance(const mp_rl_lengths *l, double prompt, double seqs_per_rank, int64_t ranks,
+                          double attn_frac);
+/** The moments m[k] = E[s^k], k = 0..4, of a sequence's tokens s = prompt + a response of l's
+ *  distribution (256 quantiles, src/rl/balance.c), in tokens^k. l NULL: the prompt alone. */
+void mp_rl_seq_moments(const mp_rl_lengths *l, double prompt, double m[5]);
 /** The standard normal quantile Phi^-1(p) (src/rl/rollout.c: Newton on C99 erfc, to 1e-12); p is
  *  clamped to [1e-12, 1 - 1e-12], so the result is finite. */
 double mp_rl_norm_quantile(double p);

@@ -57,6 +57,7 @@ static int resolve_pools(const mp_cluster *c, mp_rl_config *k, mp_diag *d)
 
 typedef struct {
     double update_s, fwd_pass_s, imbalance, mfu, power_W, mem_total, mem_state, capacity;
+    int64_t mini;       /* optimizer steps (mini-batches) per epoch over the batch */
     int feasible;
     char reason[256];
     mp_plan plan;
@@ -64,9 +65,10 @@ typedef struct {
 
 /* Dynamic batching (verl use_dynamic_bsz; verl/utils/seqlen_balancing.py rearrange_micro_batches
  * packs a rank's sequences into micro-batches of at most ppo_max_token_len_per_gpu x the
- * sequence-parallel size tokens, verl/workers/actor/dp_actor.py): sequences per micro-batch =
- * budget / seq, at most the rank's share of a mini-batch, and a divisor of that share so that
- * gb = mini-batch stays exact. Fewer, larger micro-batches re-gather ZeRO-3 weights less often. */
+ * sequence-parallel size tokens, verl/workers/actor/dp_actor.py): the rank's share of a
+ * mini-batch in the fewest micro-batches of at most budget / seq sequences, split evenly (the
+ * caller rounds gb up to whole micro-batches and scales the update back to the step's tokens).
+ * Fewer, larger micro-batches re-gather ZeRO-3 weights less often. */
 static int64_t packed_mb(int64_t budget_tokens, int64_t seq, int64_t per_step, int64_t dp)
 {
     int64_t share = dp > 0 ? per_step / dp : per_step;
@@ -75,10 +77,8 @@ static int64_t packed_mb(int64_t budget_tokens, int64_t seq, int64_t per_step, i
         share = 1;
     if (fit < 1)
         fit = 1;
-    int64_t mb = fit < share ? fit : share;
-    while (mb > 1 && share % mb)
-        mb--;
-    return mb;
+    int64_t k = (share + fit - 1) / fit; /* micro-batches: the fewest the budget allows */
+    return (share + k - 1) / k;             /* equal ones (the step's gb rounds up to them) */
 }
 
 /* The training plan on the train pool: zero=3 and full recompute by default (verl's FSDP with
@@ -102,18 +102,33 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
     if (k->train_plan[0] && mp_plan_parse(k->train_plan, p, d) != MP_OK)
         return MP_ERR_INPUT;
     const int64_t N = k->prompts * k->responses;
+    /* The attention-equivalent sequence (docs/rl.md "The step"). A step's sequences differ in
+     * length and each attends only to itself (verl use_remove_padding: flash_attn_varlen_func
+     * over the packed micro-batch's cu_seqlens), so its attention work is N E[s^2] (keys per query
+     * (s + 1) / 2, causal) while its GEMMs see N E[s] tokens. One length s_eq = E[s^2] / E[s] run
+     * over N_eq = N E[s] / s_eq sequences keeps both: N_eq s_eq = N E[s] tokens and
+     * N_eq s_eq^2 = N E[s^2]. Fixed lengths give s_eq = E[s], N_eq = N. Taken when the plan
+     * leaves seq, mb and gb to the step (a given mb or gb counts real sequences). */
+    const double tok = k->prompt_tokens + mean_resp;
+    double eq = 1.0; /* s_eq / E[s] */
+    if (!user.seq && !user.mb && !user.gb) {
+        double mo[5];
+        mp_rl_seq_moments(&k->response, k->prompt_tokens, mo);
+        eq = mo[1] > 0.0 && mo[2] > mo[1] * mo[1] ? mo[2] / (mo[1] * mo[1]) : 1.0;
+    }
+    const int64_t Neq = (int64_t)ceil((double)N / eq);
     if (!user.seq) /* a multiple of 8 (2 cp for load-balanced context parallelism, up to cp 4) */
-        p->seq = ((int64_t)ceil(k->prompt_tokens + mean_resp) + 7) / 8 * 8;
+        p->seq = ((int64_t)ceil(tok * eq) + 7) / 8 * 8;
     int64_t tp = p->tp ? p->tp : 1, pp = p->pp ? p->pp : 1, cp = p->cp ? p->cp : 1;
     int64_t dp = p->dp ? p->dp : k->train_gpus / (tp * pp * cp);
     int64_t steps = k->mini_batches > 0 ? k->mini_batches : 1;
     if (!user.mb && !user.gb && k->train_tokens_per_gpu > 0)
-        p->mb = packed_mb(k->train_tokens_per_gpu * cp, p->seq, (N + steps - 1) / steps, dp);
+        p->mb = packed_mb(k->train_tokens_per_gpu * cp, p->seq, (Neq + steps - 1) / steps, dp);
     int64_t mb = p->mb ? p->mb : 1, unit = (dp > 0 ? dp : 1) * mb;
     if (user.gb)
         steps = (N + user.gb - 1) / user.gb;
     else
-        p->gb = ((N + steps - 1) / steps + unit - 1) / unit * unit;
+        p->gb = ((Neq + steps - 1) / steps + unit - 1) / unit * unit;
     if (mp_plan_resolve(p, m, k->train_gpus, d) != MP_OK)
         return MP_ERR_INPUT;
     mp_estimate *e = malloc(sizeof *e);
@@ -128,14 +143,16 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
         double F = q->layer_fwd_s + q->moe_layer_fwd_s, B = q->layer_bwd_s + q->moe_layer_bwd_s;
         double R = q->layer_recompute_s + q->moe_layer_recompute_s;
         double share = F + B + R > 0 ? F / (F + B + R) : 1.0 / 3.0;
-        double per_batch = (double)N / (double)p->gb; /* optimizer steps covering the batch */
+        double per_batch = (double)Neq / (double)p->gb; /* optimizer steps covering the batch */
+        ts->mini = (int64_t)ceil(per_batch);
         /* every optimizer step waits for the rank with the longest share of its mini-batch
          * (src/rl/balance.c eq. 1; verl dp_actor update_policy): the compute and its exposed
          * communication scale, the optimizer does not. Ranks: the dp replicas (tp, pp, cp
          * ranks of one replica hold the same sequences). */
         int64_t ranks = p->dp > 0 ? p->dp : dp;
         ts->imbalance = mp_rl_dp_imbalance(&k->response, k->prompt_tokens,
-                                           (double)p->gb / (double)(ranks > 0 ? ranks : 1), ranks);
+                                           (double)p->gb * eq / (double)(ranks > 0 ? ranks : 1), ranks,
+                                           e->attention_frac);
         ts->update_s = (double)k->ppo_epochs * per_batch *
                        (e->time.optimizer + ts->imbalance * (e->step_s - e->time.optimizer));
         ts->fwd_pass_s = per_batch * share * (e->step_s - e->time.optimizer);
@@ -154,6 +171,9 @@ static mp_status train_estimate(const mp_model *m, const mp_cluster *c, const mp
         assume(r, "training plan %s on %lld GPUs (forward-only passes = %.2f of a step's compute; "
                "update x %.3f for the rank with the longest share)", buf, (long long)k->train_gpus, share,
                ts->imbalance);
+        if (eq > 1.0)
+            assume(r, "trainer passes at the attention-equivalent length E[s^2]/E[s] = %.0f tokens (%.2f x the "
+                   "mean %.0f), %lld sequences of it carrying the step's tokens", tok * eq, eq, tok, (long long)Neq);
     }
     free(e);
     return st;
@@ -271,8 +291,7 @@ mp_status mp_rl_estimate(const mp_model *m, const mp_cluster *c, const mp_rl_con
                      r->sync.bytes_per_rollout_gpu / 1073741824.0, ts.capacity / 1073741824.0);
         }
     }
-    int64_t mini = (int64_t)ceil((double)N / (double)ts.plan.gb);
-    compose(k, r, mini);
+    compose(k, r, ts.mini);
     r->tokens_per_step = (double)N * (k->prompt_tokens + r->rollout.mean_response_tokens);
     r->tokens_per_s = r->step_s > 0 ? r->tokens_per_step / r->step_s : 0;
     r->tokens_per_s_per_gpu = r->tokens_per_s / (double)c->num_gpus;
@@ -298,7 +317,7 @@ mp_status mp_rl_estimate(const mp_model *m, const mp_cluster *c, const mp_rl_con
     if (k->placement == MP_RL_FULLY_ASYNC) {
         assume(r, "fully_async: old log-probs from the rollout engine (no trainer pass)");
         assume(r, "fully_async: trainer takes %lld chunks per sync%s at staleness %.2f: bubble (1/n - staleness)+ x "
-               "min(rollout, train)", (long long)(k->sync_chunks > 0 ? k->sync_chunks : mini),
+               "min(rollout, train)", (long long)(k->sync_chunks > 0 ? k->sync_chunks : ts.mini),
                k->sync_chunks > 0 ? "" : " (one per mini-batch)", k->staleness);
     }
     if (k->algorithm == MP_RL_PPO)

@@ -64,8 +64,30 @@
  * line has one order. tests/test_search_bound.c checks C's monotonicity and the line bound
  * against the estimator on every plan of its spaces.
  *
+ * Compute beyond the GEMMs (sb_line_parts). The same stage micro-batch time holds, in full, each
+ * layer's compute_s + recompute_s (mp_workload_stage_time): forward gemm_s + attn_s + elem_s,
+ * backward 2 * gemm_s + a * attn_s + elem_bwd_s + bwd_extra_s with a = 2.5 fused, 2 unfused
+ * (layers.c passes), recompute fwd_s (full) or attn_s (selective) on one layer in
+ * recompute_every. The GEMM term above counts the gemm_s shares at FLOPs / R; the rest,
+ * X = 3 * attn_s + elem_s + elem_bwd_s + bwd_extra_s per layer (a >= 2), plus attn_s + elem_s
+ * (full) or attn_s (selective) over recompute_every, is priced without tiles or waves: the
+ * fused core is FLOPs / rate, the unfused one two GEMMs at FLOPs / rate plus the scores over
+ * HBM, the element-wise kernels bytes / bandwidth, the MoE dispatcher's per-copy time a
+ * constant per routed copy (layers.c) — each proportional to the micro-batch's tokens, the
+ * fp8 dynamic-scaling weight casts a constant per micro-batch. So X(mb) is non-decreasing with
+ * X(mb) / mb non-increasing, as C(mb) is, and the line bound adds it to C in both places:
+ * M * (C + X)(mb) >= G * (C + X)(mb_hi) / mb_hi, b * (C + X)(mb) >= b * (C + X)(mb_lo). It
+ * holds for every CP algorithm and rank order (compute is placed nowhere), and only when the
+ * kernels are priced as the estimator prices them: the search passes the estimator's workload
+ * options (mp_estimate.workload_opts: the stack's fractions and fusions) and leaves the term out
+ * when the estimator would run another attention kernel than the plan names (no bf16 tensor
+ * cores and no flash key: estimate.c effective_plan). The LM head, MTP, embedding and FSDP2
+ * copy-outs are left out (>= 0). tests/test_search_bound.c checks the line bound with both
+ * terms against the estimator on every plan of its spaces (up to 0.98 of the step, against
+ * 0.32-0.91 with communication alone) and the monotonicity of C + X over every divisor of G.
+ *
  * Cost: one mp_workload_shape per cluster (no collective priced; F, R and the load do not change
- * within a job), then O(1) per group and per line; C(mb) is one shaped and priced workload (the
+ * within a job), then O(1) per group and per line; C(mb) and X(mb) are one shaped and priced workload (the
  * thread's collective cache holds its collectives), which the search memoises per degrees,
  * expert layout, sp and mb — not per vpp: the stages partition the layers, so the mean stage's
  * layer part is the same for every vpp (tests/test_search_bound.c checks it), and the p2p part
@@ -124,10 +146,10 @@ double sb_step_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc)
     return (1.0 - 1e-9) * (1.0 + r) * b->seq_s * (b->local_seqs + b->bubble * (double)mb);
 }
 
-int sb_comm_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
-                  const mp_workload_opts *wo, mp_wl_cache *cache, double *layers_s, double *p2p_s)
+int sb_line_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                  const mp_workload_opts *wo, mp_wl_cache *cache, sb_parts *out)
 {
-    *layers_s = *p2p_s = 0.0;
+    memset(out, 0, sizeof *out);
     const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
     mp_workload w;
     if (!sk || mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, wo, cache, &w, NULL) != MP_OK)
@@ -143,20 +165,83 @@ int sb_comm_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
     const mp_wl_layer *d = &w.layer[MP_LK_DENSE], *mo = &w.layer[MP_LK_MOE];
     const double per_dense = tpx * d->tp_fwd_s;
     const double per_moe = w.moe ? tpx * mo->tp_fwd_s + mo->ep_fwd_s + mo->ep_bwd_s : 0.0;
-    double sum = 0.0;
+    /* Compute beyond the GEMMs (bound.c "Compute beyond the GEMMs"): per layer the attention
+     * core forward and at least twice it in backward, the element-wise kernels both ways and
+     * the fp8 casts of backward; full recompute adds the forward's attention and element-wise
+     * work again, selective the attention core, each on one layer in recompute_every. */
+    const mp_wl_layer *kind[2] = {d, w.moe ? mo : NULL};
+    /* per layer kind: X, its full and selective extras; the layer's whole compute (forward +
+     * backward) and its recompute under full and selective recompute (layers.c passes) */
+    double x[2] = {0, 0}, xfull[2] = {0, 0}, xsel[2] = {0, 0}, lc[2] = {0, 0}, lfull[2] = {0, 0};
+    for (int k = 0; k < 2; k++)
+        if (kind[k]) {
+            const mp_wl_layer *l = kind[k];
+            x[k] = 3.0 * l->attn_s + l->elem_s + l->elem_bwd_s + l->bwd_extra_s;
+            xfull[k] = l->attn_s + l->elem_s;
+            xsel[k] = l->attn_s;
+            lc[k] = l->fwd_s + l->bwd_s;
+            lfull[k] = l->fwd_s;
+        }
+    double sum = 0.0, cx = 0.0, cfull = 0.0, csel = 0.0, clc = 0.0, clfull = 0.0;
     const int nr = mp_workload_runs(&w);
     for (int r = 0; r < nr; r++) {
         mp_wl_stage st;
         int first, count;
         mp_workload_run(&w, m, r, &st, &first, &count);
-        sum += (double)count * (st.n[MP_LK_DENSE] * per_dense + st.n[MP_LK_MOE] * per_moe);
+        const double nd = (double)count * st.n[MP_LK_DENSE], nm = (double)count * st.n[MP_LK_MOE];
+        sum += nd * per_dense + nm * per_moe;
+        cx += nd * x[0] + nm * x[1];
+        cfull += nd * xfull[0] + nm * xfull[1];
+        csel += nd * xsel[0] + nm * xsel[1];
+        clc += nd * lc[0] + nm * lc[1];
+        clfull += nd * lfull[0] + nm * lfull[1];
     }
-    const double layers = sum / (double)w.pp, p2p = w.pp > 1 ? w.coll[MP_WC_PP_SEND].time_s : 0.0;
+    const double pp = (double)w.pp, every = p->recompute_every > 1 ? (double)p->recompute_every : 1.0;
+    const double layers = sum / pp, p2p = w.pp > 1 ? w.coll[MP_WC_PP_SEND].time_s : 0.0;
     if (!isfinite(layers) || !isfinite(p2p) || !(layers >= 0) || !(p2p >= 0))
         return 0;
-    *layers_s = layers;
-    *p2p_s = p2p;
+    out->comm_layers_s = layers;
+    out->p2p_s = p2p;
+    /* The compute parts only when hiding TP communication cannot shorten compute (the stack's
+     * overlap_comm_sms >= 0; the search asks only with comm_compute_slowdown_frac >= 0). */
+    const double xs[5] = {cx / pp, cfull / pp / every, csel / pp / every, clc / pp, clfull / pp / every};
+    int ok = sk->overlap_comm_sms >= 0;
+    for (int i = 0; i < 5; i++)
+        ok = ok && isfinite(xs[i]) && xs[i] >= 0;
+    if (ok) {
+        out->compute_s = xs[0];
+        out->full_extra_s = xs[1];
+        out->selective_extra_s = xs[2];
+        out->layers_compute_s = xs[3];
+        out->layers_full_s = xs[4];
+    }
     return 1;
+}
+
+double sb_plan_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc, const sb_parts *x,
+                    double comm_s)
+{
+    if (!b->ok || mb < 1)
+        return 0.0;
+    const double rec = rc == MP_RC_FULL ? x->layers_full_s : rc == MP_RC_SELECTIVE ? x->selective_extra_s : 0.0;
+    const double t = x->layers_compute_s + rec + (isfinite(comm_s) && comm_s > 0 ? comm_s : 0.0);
+    const double lb = (1.0 - 1e-9) * (b->local_seqs / (double)mb + b->bubble) * t;
+    return isfinite(lb) && lb > 0 ? lb : 0.0;
+}
+
+double sb_compute_of(const sb_parts *x, mp_recompute rc)
+{
+    return x->compute_s + (rc == MP_RC_FULL ? x->full_extra_s : rc == MP_RC_SELECTIVE ? x->selective_extra_s : 0.0);
+}
+
+int sb_comm_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                  const mp_workload_opts *wo, mp_wl_cache *cache, double *layers_s, double *p2p_s)
+{
+    sb_parts x;
+    const int ok = sb_line_parts(m, c, p, wo, cache, &x);
+    *layers_s = x.comm_layers_s;
+    *p2p_s = x.p2p_s;
+    return ok;
 }
 
 double sb_comm_of(const mp_plan *p, double layers_s, double p2p_s)

@@ -53,6 +53,32 @@ double sb_comm_mb_s(const mp_model *m, const mp_cluster *c, const mp_plan *p,
 int sb_comm_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                   const mp_workload_opts *wo, mp_wl_cache *cache, double *layers_s, double *p2p_s);
 
+/* What sb_line_parts finds of a plan's micro-batch on the mean pipeline stage, s. */
+typedef struct {
+    double comm_layers_s;     /* sb_comm_parts' layers_s */
+    double p2p_s;             /* sb_comm_parts' p2p_s */
+    double compute_s;         /* compute beyond the GEMMs (bound.c): attention core and
+                                 element-wise kernels of every layer, forward and backward */
+    double full_extra_s;      /* what full recompute adds to it */
+    double selective_extra_s; /* what selective recompute adds to it (also: the whole
+                                 selective recompute, the attention core again) */
+    /* For one micro-batch alone (sb_plan_lb_s): the layers' whole compute, forward and
+     * backward, and what full recompute adds (their forward again, over recompute_every). */
+    double layers_compute_s, layers_full_s;
+} sb_parts;
+
+/* sb_comm_parts and the compute beyond the GEMMs from one shaped and priced workload, with the
+ * estimator's workload options (mp_estimate.workload_opts: the compute term is only a bound
+ * when the kernels are priced as the estimator prices them). Every part is non-decreasing in
+ * mb with part / mb non-increasing, the same for every vpp, CP algorithm and rank order (the
+ * communication parts: not for other rank orders). Returns 1, or 0 with every part 0 when the
+ * workload cannot be shaped. */
+int sb_line_parts(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                  const mp_workload_opts *wo, mp_wl_cache *cache, sb_parts *out);
+
+/* The compute part of x for recompute mode rc: compute_s plus the mode's extra. */
+double sb_compute_of(const sb_parts *x, mp_recompute rc);
+
 /* sb_comm_mb_s from its parts, at p's pp and vpp: layers_s + 2 * vpp * p2p_s when pp > 1. */
 double sb_comm_of(const mp_plan *p, double layers_s, double p2p_s);
 
@@ -63,6 +89,14 @@ double sb_comm_of(const mp_plan *p, double layers_s, double p2p_s);
  * at mb_lo and comm_hi_s at mb_hi (bound.c says why that holds for every mb between). */
 double sb_line_lb_s(const sb_bound *b, int64_t mb_lo, int64_t mb_hi, mp_recompute rc,
                     double comm_lo_s, double comm_hi_s);
+
+/* The lower bound on step_s of the plans of the group with micro-batch mb and recompute mode
+ * rc alone (any CP algorithm; the rank order x and comm_s were priced for): (M + bubble) mean
+ * stage micro-batches, M = G / mb, each at least the layers' compute x->layers_compute_s (+ the
+ * recompute) and comm_s, the communication term (sb_comm_of, or 0). Not monotone in mb (GEMM
+ * tiles and waves): for the one micro-batch x was priced at. 0 when !b->ok. */
+double sb_plan_lb_s(const sb_bound *b, int64_t mb, mp_recompute rc, const sb_parts *x,
+                    double comm_s);
 
 /* The estimator's workload options from its estimate options (what estimate.c prices with). */
 void sb_workload_opts(const mp_estimate_opts *eo, mp_workload_opts *wo);

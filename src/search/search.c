@@ -247,7 +247,7 @@ typedef struct {
 /* One slot of the memo of the bound's communication term (tstate.comm). */
 typedef struct {
     int64_t key[9];              /* tp, cp, pp, dp, ep, etp, sp, mb, cluster; mb 0: empty */
-    double layers_s, p2p_s;      /* sb_comm_parts */
+    sb_parts x;                  /* sb_line_parts */
 } comm_memo;
 
 typedef struct {
@@ -277,6 +277,7 @@ typedef struct {
      * collectives recur across the plans of one cluster; workload.h mp_wl_cache). */
     mp_estimate_opts eo;
     mp_wl_cache *cache;
+    mp_est_memo *memo;           /* the estimator's memo beside the cache (estimate.h) */
     /* eo with memory_kept, for a communication variant when e_line: e holds the estimate of
      * its line's head or of one of its variants (memory computed). */
     mp_estimate_opts eo_var;
@@ -287,7 +288,11 @@ typedef struct {
     int have_states;
     double sub_states, sub_capacity;
     mp_estimate_opts eo_mem;
-    mp_workload_opts wo;
+    /* The workload options the estimator priced the thread's first plan with
+     * (mp_estimate.workload_opts: the job's stack and fractions, the same for every plan of a
+     * search), for the bounds: their rates and kernel times are the estimator's. */
+    int have_wo_est;
+    mp_workload_opts wo_est;
     int have_bound;
     mp_plan bkey;
     int bkey_ci;
@@ -355,6 +360,10 @@ static int visit_with(tstate *t, const mp_plan *p, double *states, double *capac
     }
     if (states)
         t->e_line = 1; /* a line's head: e holds the memory its variants share */
+    if (!t->have_wo_est) {
+        t->wo_est = e->workload_opts;
+        t->have_wo_est = 1;
+    }
     /* evaluated counts the plans fully timed; one found over memory before its timing
      * (feasibility_only) is counted apart, in memory_checked. */
     const int untimed = !e->feasible && t->eo.feasibility_only;
@@ -497,6 +506,9 @@ static int cannot_matter(const tstate *t, double lb, double tps, double headroom
  * order-independent terms) is worse than the thread's top-K, than the best plan scoring worse
  * than the thread's best, and than the plan being ranked, and it is dominated on every frontier
  * at that best. Counted as feasible either way. */
+static void group_bound(tstate *t, const mp_plan *p);
+static double plan_lb(tstate *t, const mp_plan *p);
+
 static int ts_variant(sp_walker *w, const mp_plan *p)
 {
     tstate *t = (tstate *)w;
@@ -512,7 +524,15 @@ static int ts_variant(sp_walker *w, const mp_plan *p)
     if (o->objective == MP_OBJ_ENERGY || sc->eo->comm_compute_slowdown_frac != 0.0 ||
         t->nheap < sc->k || !t->have_b)
         return visit_variant(t, p);
-    if (cannot_matter(t, t->last_lb_step, t->last_tokens_per_step, t->last_headroom)) {
+    int skip = cannot_matter(t, t->last_lb_step, t->last_tokens_per_step, t->last_headroom);
+    if (!skip && t->have_wo_est) {
+        /* The plan bound at this micro-batch (the layers' compute and, with one rank order,
+         * the communication no overlap hides: the same for every CP algorithm) bounds the
+         * variant's step too. */
+        group_bound(t, p);
+        skip = cannot_matter(t, plan_lb(t, p), t->last_tokens_per_step, t->last_headroom);
+    }
+    if (skip) {
         t->counts.feasible++;
         t->order_skipped++;
         return 1;
@@ -536,8 +556,8 @@ static int same_group(const mp_plan *a, const mp_plan *b)
            a->vpp == b->vpp && a->schedule == b->schedule;
 }
 
-/* sb_comm_mb_s of plan p at micro-batch mb on the thread's cluster, through the memo. */
-static double comm_at(tstate *t, const mp_plan *p, int64_t mb)
+/* sb_line_parts of plan p at micro-batch mb on the thread's cluster, through the memo. */
+static const sb_parts *parts_at(tstate *t, const mp_plan *p, int64_t mb)
 {
     const int64_t key[9] = {p->tp, p->cp, p->pp, p->dp, p->ep, p->etp, p->sp, mb, t->ci};
     uint64_t h = 0;
@@ -549,9 +569,62 @@ static double comm_at(tstate *t, const mp_plan *p, int64_t mb)
         mp_plan q = *p;
         q.mb = mb;
         memcpy(e->key, key, sizeof key);
-        sb_comm_parts(t->sc->m, t->c, &q, &t->wo, t->cache, &e->layers_s, &e->p2p_s);
+        sb_line_parts(t->sc->m, t->c, &q, &t->wo_est, t->cache, &e->x);
     }
-    return sb_comm_of(p, e->layers_s, e->p2p_s);
+    return &e->x;
+}
+
+/* The compute parts hold only when the estimator runs p with the attention kernel p names
+ * (estimate.c effective_plan: not on a GPU without bf16 tensor cores and no flash key). */
+static int same_kernel(const tstate *t, const mp_plan *p)
+{
+    return p->flash_given || t->c->gpu.peak_flops_per_s[MP_DT_BF16] > 0;
+}
+
+/* The communication term of x for plan p when every line has one rank order (with --orders all
+ * the groups move between the plans of a line), else 0. */
+static double comm_of(const tstate *t, const mp_plan *p, const sb_parts *x)
+{
+    return t->sc->one_order ? sb_comm_of(p, x->comm_layers_s, x->p2p_s) : 0.0;
+}
+
+/* The per-micro-batch term of the line bound (bound.h sb_line_lb_s) of plan p at micro-batch mb:
+ * the compute beyond the GEMMs for p's recompute mode (0 unless same_kernel) plus comm_of. */
+static double term_of(const tstate *t, const mp_plan *p, const sb_parts *x)
+{
+    return (same_kernel(t, p) ? sb_compute_of(x, p->recompute) : 0.0) + comm_of(t, p, x);
+}
+
+static double term_at(tstate *t, const mp_plan *p, int64_t mb)
+{
+    return term_of(t, p, parts_at(t, p, mb));
+}
+
+/* The bound of plan p (its micro-batch) alone (bound.h sb_plan_lb_s), at least its line bound
+ * at [mb, mb]; t->bound holds p's group. */
+static double plan_lb(tstate *t, const mp_plan *p)
+{
+    const sb_parts *x = parts_at(t, p, p->mb);
+    const double term = term_of(t, p, x);
+    double lb = sb_line_lb_s(&t->bound, p->mb, p->mb, p->recompute, term, term);
+    if (same_kernel(t, p))
+        lb = fmax(lb, sb_plan_lb_s(&t->bound, p->mb, p->recompute, x, comm_of(t, p, x)));
+    return lb;
+}
+
+/* t->bound for the group of plan p (bound.h), computed once per group. */
+static void group_bound(tstate *t, const mp_plan *p)
+{
+    if (!t->have_bound || t->bkey_ci != t->ci) {
+        /* the estimator's own workload options: R is then the rate its kernels use */
+        sb_bound_init(t->sc->m, t->c, p, &t->wo_est, t->cache, &t->bound);
+        t->bkey = *p;
+        t->bkey_ci = t->ci;
+        t->have_bound = 1;
+    } else if (!same_group(&t->bkey, p)) {
+        sb_bound_regroup(&t->bound, p); /* the same job on the same cluster: F, R, load kept */
+        t->bkey = *p;
+    }
 }
 
 /* Memory alone of plan p (memory_only): 1 fits, 0 over memory, -1 failed; *headroom. */
@@ -620,6 +693,39 @@ static int fit_prefix(tstate *t, const mp_plan *p, const int64_t *mbs, int nmb, 
     return 0;
 }
 
+/* The head p of a tail whose line bound proved nothing, alone (sp_walker.tail returning 2): it
+ * and its nvar - 1 communication variants cannot matter when plan_lb (its own micro-batch's
+ * layers priced: GEMM tiles and waves included) scores worse than everything kept and is
+ * dominated on the frontiers at its headroom (headroom: known, or NaN to compute its memory).
+ * Counted in feasible and bound_skipped; over memory, the whole tail (nmb micro-batches) is
+ * counted over memory (memory grows with mb) and 1 returned; 0 when nothing is proven. */
+static int tail_head(tstate *t, const mp_plan *p, int nmb, uint64_t nvar, double headroom)
+{
+    const double tps = (double)p->gb * (double)p->seq;
+    if (!t->have_wo_est || !same_kernel(t, p) || t->nheap < t->sc->k || !t->have_b)
+        return 0;
+    const double lb = plan_lb(t, p);
+    if (!cannot_matter(t, lb, tps, -INFINITY))
+        return 0;
+    if (isnan(headroom)) {
+        const int fit = memory_fit(t, p, &headroom);
+        if (fit < 0)
+            return 0;
+        if (fit == 0) {
+            const uint64_t n = (uint64_t)nmb * nvar;
+            t->counts.memory_checked++;
+            t->counts.over_memory += n;
+            t->counts.over_memory_proven += n - 1;
+            return 1;
+        }
+    }
+    if (!cannot_matter(t, lb, tps, headroom))
+        return 0;
+    t->counts.feasible += nvar;
+    t->counts.bound_skipped += nvar;
+    return 2;
+}
+
 /* The tail of a line (sp_walker.tail): micro-batches mbs[0..nmb) of the line headed by p, nvar
  * plans each. Proven unable to matter when the bound at mbs[0] (the least: it grows with mb)
  * scores worse than everything kept and is dominated on the frontiers at the largest headroom
@@ -627,27 +733,21 @@ static int fit_prefix(tstate *t, const mp_plan *p, const int64_t *mbs, int nmb, 
  * space.c). Then only memory is computed, to count the feasible plans: they are a prefix of
  * the micro-batches (the same monotonicity), found by fit_prefix. Plans the bound skips are
  * counted in feasible and bound_skipped, those over memory in over_memory (memory_checked for
- * the heads whose memory was computed, over_memory_proven for the rest). */
+ * the heads whose memory was computed, over_memory_proven for the rest). When the line bound
+ * proves nothing, the head alone may be (tail_head). */
 static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, uint64_t nvar)
 {
     tstate *t = (tstate *)w;
     if (!t->have_states || t->sc->eo->comm_compute_slowdown_frac < 0)
         return 0;
-    if (!t->have_bound || t->bkey_ci != t->ci) {
-        sb_bound_init(t->sc->m, t->c, p, &t->wo, t->cache, &t->bound);
-        t->bkey = *p;
-        t->bkey_ci = t->ci;
-        t->have_bound = 1;
-    } else if (!same_group(&t->bkey, p)) {
-        sb_bound_regroup(&t->bound, p); /* the same job on the same cluster: F, R, load kept */
-        t->bkey = *p;
-    }
+    group_bound(t, p);
     double lb = sb_step_lb_s(&t->bound, mbs[0], p->recompute);
     const double tps = (double)p->gb * (double)p->seq;
-    if (t->sc->one_order && !cannot_matter(t, lb, tps, -INFINITY) && t->nheap >= t->sc->k &&
+    if (t->have_wo_est && !cannot_matter(t, lb, tps, -INFINITY) && t->nheap >= t->sc->k &&
         t->have_b) {
-        /* The GEMMs alone prove nothing: add the communication no overlap hides (bound.c). */
-        const double lo_s = comm_at(t, p, mbs[0]), hi_s = comm_at(t, p, mbs[nmb - 1]);
+        /* The GEMMs alone prove nothing: add the other compute and the communication no
+         * overlap hides (bound.c). */
+        const double lo_s = term_at(t, p, mbs[0]), hi_s = term_at(t, p, mbs[nmb - 1]);
         lb = fmax(lb, sb_line_lb_s(&t->bound, mbs[0], mbs[nmb - 1], p->recompute, lo_s, hi_s));
     }
     int lo = 0; /* micro-batches below lo are known to fit */
@@ -656,7 +756,7 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
     if (!cannot_matter(t, lb, tps, t->sub_capacity - t->sub_states)) {
         double headroom = 0;
         if (!cannot_matter(t, lb, tps, -INFINITY))
-            return 0; /* not even at no headroom: the memory would not help */
+            return tail_head(t, p, nmb, nvar, NAN); /* the memory would not help the line */
         int fit = memory_fit(t, p, &headroom);
         if (fit < 0)
             return 0;
@@ -669,7 +769,7 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
             return 1;
         }
         if (!cannot_matter(t, lb, tps, headroom))
-            return 0;
+            return tail_head(t, p, nmb, nvar, headroom);
         lo = 1;
         have_head = 1;
         head_headroom = headroom;
@@ -806,6 +906,7 @@ static void tstate_free(tstate *t)
 {
     free(t->e);
     free(t->cache);
+    mp_est_memo_destroy(t->memo);
     free(t->heap);
     free(t->fm.a);
     free(t->fc.a);
@@ -1064,17 +1165,18 @@ static tstate *tstates_create(const search_ctx *sc, const mp_estimate_opts *hot,
         ts[i].cache = malloc(sizeof *ts[i].cache);
         ts[i].eo = *hot;
         ts[i].eo.cache = ts[i].cache;
+        ts[i].memo = mp_est_memo_create();
+        ts[i].eo.memo = ts[i].memo;
         ts[i].eo.feasibility_only = o->prune ? 1 : 0;
         ts[i].eo_mem = ts[i].eo;
         ts[i].eo_mem.memory_only = 1;
         ts[i].eo_var = ts[i].eo;
         ts[i].eo_var.memory_kept = 1;
-        sb_workload_opts(&ts[i].eo, &ts[i].wo);
         if (ts[i].cache) {
             mp_wl_cache_init(ts[i].cache);
             ts[i].cache->trust_addresses = 1; /* the model and clusters are const during the search */
         }
-        if (!ts[i].e || !ts[i].heap || !ts[i].cache)
+        if (!ts[i].e || !ts[i].heap || !ts[i].cache || !ts[i].memo)
             ts[i].nomem = 1;
     }
     return ts;

@@ -75,7 +75,8 @@ struct sp_walker {
      * each with nvar plans (the head and its communication variants), not the first line of
      * its (sharding, expert layout, vpp) subtree. Return 1 if the walker proved that none of
      * those nmb * nvar plans can enter what the search reports and accounted for all of them
-     * (the walk then skips them), 0 to have them walked. */
+     * (the walk then skips them), 2 if it proved that of the nvar plans at mbs[0] and accounted
+     * for them (the walk goes on with the next micro-batch), 0 to have them walked. */
     int (*tail)(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, uint64_t nvar);
 };
 

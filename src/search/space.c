@@ -133,6 +133,9 @@ mp_status sp_space_init(sp_space *s, const mp_model *m, const mp_search_opts *o,
     s->base.compile = pin->compile;
     s->base.attn_kernel = pin->attn_kernel;
     s->base.doc_len = pin->doc_len;
+    /* The training stack (--fix stack=...): its kernels, overlaps and fitted fractions
+     * (data/stacks.json) are the job's, never searched over (it was left at the default). */
+    s->base.stack = pin->stack;
     /* The framework's FSDP: with fsdp = 2 pinned every candidate is ZeRO-3 (sp_shape_axes). */
     s->base.fsdp = pin->fsdp == 2 ? 2 : 0;
     /* The model's states: job inputs when pinned (--fix), never searched over, so the default
@@ -497,11 +500,16 @@ static int walk_layout(const sp_space *s, const sp_axes *ax, mp_plan p, const sp
                     p.cp_algo = ax->cpa[0];
                     memcpy(p.order, ords->order[0], sizeof p.order);
                     p.order_listed = ords->listed[0];
-                    if (w->prune && !first && w->tail &&
-                        w->tail(w, &p, &ax->mb[im], ax->nmb - im, nvar)) {
+                    const int tail = w->prune && !first && w->tail
+                                         ? w->tail(w, &p, &ax->mb[im], ax->nmb - im, nvar) : 0;
+                    if (tail == 1) {
                         /* This micro-batch and the larger ones cannot matter (bound.c). */
                         done += (uint64_t)(ax->nmb - im) * nvar;
                         break;
+                    }
+                    if (tail == 2) {
+                        done += nvar; /* this micro-batch cannot matter; the next may */
+                        continue;
                     }
                     double states = 0, capacity = 0;
                     int fit = w->visit(w, &p, &states, &capacity);
@@ -607,7 +615,7 @@ int sp_contains(const sp_space *s, int64_t gpus, const mp_plan *p)
         p->attn_kernel != s->base.attn_kernel || p->doc_len != s->base.doc_len ||
         p->optimizer != s->base.optimizer || p->finetune != s->base.finetune ||
         p->offload != s->base.offload || p->opt_dtype != s->base.opt_dtype ||
-        p->no_master != s->base.no_master ||
+        p->no_master != s->base.no_master || p->stack != s->base.stack ||
         (p->fsdp == 2) != (p->zero == 3 && s->base.fsdp == 2))
         return 0;
     sp_axes *ax = malloc(sizeof *ax);

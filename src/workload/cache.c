@@ -1,6 +1,7 @@
 /* src/workload/cache.c — the evaluation cache (workload.h mp_wl_cache): validity against the
  * model and cluster it was filled for, and the model's values that depend on a few plan keys.
  * The collectives' slots are looked up in comm.c. */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,6 +21,7 @@ void mp_wl_cache_init(mp_wl_cache *cache)
         cache->act[i].set = cache->kern[i].set = 0;
     cache->groups_set = 0;
     cache->shape_set = 0;
+    cache->shape_gen = 0; /* no shape (mp_wl_shape_gen_next's are never 0) */
     for (int i = 0; i < 4; i++)
         cache->stages[i].set = cache->dp[i].set = 0;
     for (int i = 0; i < MP_WL_CACHE_SLOTS; i++)
@@ -35,11 +37,23 @@ static int same_model(const mp_model *a, const mp_model *b)
            memcmp((const char *)a + n2, (const char *)b + n2, sizeof *a - n2) == 0;
 }
 
-/* What collectives are priced from: the GPU count and the tiers (coll.c), byte for byte. */
+/* What the entries are computed from: the GPU count and the tiers (collectives, coll.c) and
+ * the GPU (the shape's kernel rates, kernels.c; the estimator's memo reads its key), byte for
+ * byte. Two clusters of one fabric whose GPUs differ (H100 and H200 on NVLink 4 and the same
+ * scale-out) were once served each other's shapes (tests/test_estimate_fast.c). */
 static int same_cluster(const mp_cluster *a, const mp_cluster *b)
 {
-    return a->num_gpus == b->num_gpus && a->ntiers == b->ntiers && a->ntiers >= 0 &&
+    return a->num_gpus == b->num_gpus && memcmp(&a->gpu, &b->gpu, sizeof a->gpu) == 0 &&
+           a->ntiers == b->ntiers && a->ntiers >= 0 &&
            a->ntiers <= MP_MAX_TIERS && memcmp(a->tier, b->tier, (size_t)a->ntiers * sizeof a->tier[0]) == 0;
+}
+
+uint64_t mp_wl_shape_gen_next(void)
+{
+    /* One counter for every cache of the process, so a generation names one shape even across
+     * caches (a cache freed and another allocated at its address). */
+    static _Atomic uint64_t next = 0;
+    return atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) + 1;
 }
 
 int mp_wl_memo_slot(int64_t a, int64_t b, int64_t c, int64_t d)

@@ -174,6 +174,48 @@ static void line_key(const mp_plan *p, mp_plan *k)
     k->order_listed = 0;
 }
 
+/* The checks every shape passes (a resolved plan, tensor cores of its precision): MP_OK, or
+ * MP_ERR_INPUT with diag naming which. */
+static mp_status shape_checks(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                              mp_wl_phase phase, int moe, int64_t etp, mp_diag *diag)
+{
+    if (phase != MP_WL_TRAIN_STEP) { /* prefill and decode are shaped by mp_workload_infer */
+        mp_diag_add(diag, "workload phase %d: expected 0 (train step; prefill and decode: "
+                          "mp_workload_infer)", (int)phase);
+        return MP_ERR_INPUT;
+    }
+    if (!resolved(m, c, p, moe, etp)) {
+        mp_diag_add(diag, "plan is not resolved for %lld GPUs (call mp_plan_resolve)",
+                    (long long)c->num_gpus);
+        return MP_ERR_INPUT;
+    }
+    const mp_gpu *g = &c->gpu;
+    if (g->peak_flops_per_s[p->precision] <= 0) {
+        mp_diag_add(diag, "plan.precision = %s: %s has no %s tensor cores", mp_dtype_name(p->precision),
+                    g->key, mp_dtype_name(p->precision));
+        return MP_ERR_INPUT;
+    }
+    return MP_OK;
+}
+
+/* The cache's shape for p's line (built into it when its memo holds another line), its line
+ * values not yet filled. */
+static void cached_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p, mp_wl_phase phase,
+                         const mp_workload_opts *opts, mp_wl_cache *cache, int moe, int64_t etp)
+{
+    mp_wl_cache_validate(cache, m, c);
+    mp_plan k;
+    line_key(p, &k);
+    if (cache->shape_set && memcmp(&k, &cache->shape_key, sizeof k) == 0 &&
+        memcmp(opts, &cache->shape_opts, sizeof *opts) == 0)
+        return;
+    shape_base(&cache->shape, m, c, p, phase, opts, cache, moe, etp);
+    memcpy(&cache->shape_key, &k, sizeof k); /* padding too: the look-up compares bytes */
+    memcpy(&cache->shape_opts, opts, sizeof *opts);
+    cache->shape_set = 1;
+    cache->shape_gen = mp_wl_shape_gen_next();
+}
+
 mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                             mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
                             mp_workload *w, mp_diag *diag)
@@ -185,45 +227,43 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
     }
     const int moe = mp_model_is_moe(m);
     const int64_t etp = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
-    if (phase != MP_WL_TRAIN_STEP) { /* prefill and decode are shaped by mp_workload_infer */
+    mp_status st = shape_checks(m, c, p, phase, moe, etp, diag);
+    if (st != MP_OK) {
         memset(w, 0, offsetof(mp_workload, run));
-        mp_diag_add(diag, "workload phase %d: expected 0 (train step; prefill and decode: "
-                          "mp_workload_infer)", (int)phase);
-        return MP_ERR_INPUT;
-    }
-    if (!resolved(m, c, p, moe, etp)) {
-        memset(w, 0, offsetof(mp_workload, run));
-        mp_diag_add(diag, "plan is not resolved for %lld GPUs (call mp_plan_resolve)",
-                    (long long)c->num_gpus);
-        return MP_ERR_INPUT;
-    }
-    const mp_gpu *g = &c->gpu;
-    if (g->peak_flops_per_s[p->precision] <= 0) {
-        memset(w, 0, offsetof(mp_workload, run));
-        mp_diag_add(diag, "plan.precision = %s: %s has no %s tensor cores", mp_dtype_name(p->precision),
-                    g->key, mp_dtype_name(p->precision));
-        return MP_ERR_INPUT;
+        return st;
     }
     if (!cache) {
         shape_base(w, m, c, p, phase, opts, NULL, moe, etp);
     } else {
-        mp_wl_cache_validate(cache, m, c);
-        mp_plan k;
-        line_key(p, &k);
-        if (cache->shape_set && memcmp(&k, &cache->shape_key, sizeof k) == 0 &&
-            memcmp(opts, &cache->shape_opts, sizeof *opts) == 0) {
-            const int n = cache->shape.nruns;
-            memcpy(w, &cache->shape, offsetof(mp_workload, run) + (size_t)n * sizeof w->run[0]);
-        } else {
-            shape_base(w, m, c, p, phase, opts, cache, moe, etp);
-            const int n = w->nruns;
-            memcpy(&cache->shape, w, offsetof(mp_workload, run) + (size_t)n * sizeof w->run[0]);
-            memcpy(&cache->shape_key, &k, sizeof k); /* padding too: the look-up compares bytes */
-            memcpy(&cache->shape_opts, opts, sizeof *opts);
-            cache->shape_set = 1;
-        }
+        cached_shape(m, c, p, phase, opts, cache, moe, etp);
+        const int n = cache->shape.nruns;
+        memcpy(w, &cache->shape, offsetof(mp_workload, run) + (size_t)n * sizeof w->run[0]);
     }
     shape_line(w, m, p, cache);
+    return MP_OK;
+}
+
+mp_status mp_workload_shape_in(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                               mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
+                               mp_workload **out, mp_diag *diag)
+{
+    mp_workload_opts defaults;
+    if (!opts) {
+        mp_workload_opts_init(&defaults);
+        opts = &defaults;
+    }
+    const int moe = mp_model_is_moe(m);
+    const int64_t etp = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
+    *out = &cache->shape;
+    mp_status st = shape_checks(m, c, p, phase, moe, etp, diag);
+    if (st != MP_OK) {
+        memset(&cache->shape, 0, offsetof(mp_workload, run));
+        cache->shape_set = 0;
+        cache->shape_gen = 0;
+        return st;
+    }
+    cached_shape(m, c, p, phase, opts, cache, moe, etp);
+    shape_line(&cache->shape, m, p, cache);
     return MP_OK;
 }
 

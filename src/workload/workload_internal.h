@@ -6,6 +6,8 @@
 
 /* cache.c: empty the cache unless it was filled for this model and cluster. */
 void mp_wl_cache_validate(mp_wl_cache *cache, const mp_model *m, const mp_cluster *c);
+/* cache.c: a new shape generation (mp_wl_cache.shape_gen), never 0, unique in the process. */
+uint64_t mp_wl_shape_gen_next(void);
 /* cache.c: the memo slot (0 .. MP_WL_MEMO-1) of a plan by four of its keys. */
 int mp_wl_memo_slot(int64_t a, int64_t b, int64_t c, int64_t d);
 _Static_assert(MP_WL_MEMO == 256, "mp_wl_memo_slot returns the hash's top 8 bits");
