@@ -70,8 +70,10 @@ typedef struct {
     double dp_overlap_frac;           /* share of the reduction window the DP buckets use */
     double zero3_prefetch_frac;       /* share of a neighbour's compute a ZeRO-3 gather hides behind */
     int zero3_gather_per_tensor;      /* 1: ZeRO-3 issues one all-gather per parameter tensor of a
-                                         layer, each paying the collective's latency (DeepSpeed
-                                         2021); 0: one flat gather per layer (FSDP units) */
+                                         layer, and one reduce-scatter per tensor of its
+                                         gradients, each paying the collective's latency
+                                         (DeepSpeed 2021); 0: one flat gather and one
+                                         reduce-scatter per layer (FSDP units) */
     int zero3_recompute_gathers;      /* 1: with full recompute the checkpointed forward fetches
                                          each layer's parameters again in backward (three gathers
                                          per layer per micro-batch: DeepSpeed releases after every
@@ -88,6 +90,17 @@ typedef struct {
     double gemm_sustained_frac;       /* fitted: of the measured best GEMM rate */
     double attention_sustained_frac;  /* fitted: of the catalogued fused-attention rate */
     double memory_bound_sustained_frac; /* fitted: of measured HBM bandwidth */
+    double zero3_gather_host_s;       /* with zero3_gather_per_tensor: host time each parameter
+                                         tensor's gather adds on the critical path (DeepSpeed
+                                         of 2021 synchronizes the device before each launch),
+                                         whatever the group size; [0, 1] s; optional in a
+                                         profile, 0 when not given */
+    double zero3_gather_host_rank_s;  /* ... and per rank of the shard group (the per-rank views
+                                         the gather builds on the host); [0, 1e-3] s; optional */
+    double zero3_reduce_bytes;        /* bytes per gradient element of the ZeRO-3 reduce-scatter
+                                         (2: the stack reduces 16-bit gradients as they are);
+                                         0 = meshplan's default, fp32 (4); optional, 0 when not
+                                         given; [0, 8] */
 } mp_stack_profile;
 
 /** The built-in profile of stack s, parsed once from the embedded data/stacks.json (thread

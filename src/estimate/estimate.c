@@ -66,6 +66,9 @@ static void workload_opts(const mp_estimate_opts *o, const mp_stack_profile *sk,
         wo->elementwise_bytes_frac = sk->elementwise_bytes_frac;
         wo->fp8_scale_bytes_per_elem = sk->fp8_scale_bytes_per_elem;
         wo->zero3_gather_per_tensor = sk->zero3_gather_per_tensor;
+        wo->zero3_gather_host_s = sk->zero3_gather_host_s;
+        wo->zero3_gather_host_rank_s = sk->zero3_gather_host_rank_s;
+        wo->zero3_reduce_bytes = sk->zero3_reduce_bytes;
     }
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshplan/stack.h"
 #include "sim_internal.h"
 
 void mp_sim_opts_init(mp_sim_opts *o)
@@ -87,6 +88,14 @@ typedef struct {
     double *stage_params;     /* non-expert parameters per GPU, per stage */
     double *stage_xparams;    /* expert parameters per GPU, per stage (same allocation) */
     double stage_params_max, stage_xparams_max;
+    /* ZeRO-3 as the plan's stack issues it (z3_rules): */
+    int z3_prefetch;          /* 1: the next unit's gather is issued when this unit's compute
+                                 starts (FSDP); 0: when it ends (the stack prefetches nothing) */
+    int z3_rc_gathers;        /* 1: a recomputed layer is gathered again before its backward */
+    int64_t z3_dense_ag_ns;   /* > 0: a dense layer's gather as the workload priced it (one
+                                 all-gather per parameter tensor), instead of one collective */
+    int64_t z3_dense_rs_ns;   /* > 0: its reduce-scatter likewise (one per tensor) */
+    double z3_rs_e;           /* bytes per gradient element of the ZeRO-3 reduce-scatter */
     int fail;                 /* -1 nomem/cap */
 } build;
 
@@ -233,6 +242,37 @@ static int32_t unit_dp(build *b, int rank, sim_kind k, mp_coll_op op, double per
     return x >= 0 ? x : a;
 }
 
+/* A unit's ZeRO-3 gather (k = SK_Z3_GATHER) or gradient reduce-scatter (SK_Z3_REDUCE): with the
+ * stack's per-tensor collectives a dense layer takes the time the workload priced for them
+ * (src/workload/comm.c z3_per_tensor, the estimator's figure), on the DP stream like any other
+ * DP collective; the gradients in the stack's reduce precision. Returns the task, or -1. */
+static int32_t z3_coll(build *b, int rank, const unit *u, sim_kind k)
+{
+    const int gather = k == SK_Z3_GATHER;
+    const int64_t priced = gather ? b->z3_dense_ag_ns : b->z3_dense_rs_ns;
+    const double e = gather ? b->gather_e : b->z3_rs_e;
+    const mp_coll_op op = gather ? MP_COLL_ALL_GATHER : MP_COLL_REDUCE_SCATTER;
+    if (priced > 0 && u->kind == SU_LAYER && u->xparams <= 0 && u->params > 0) {
+        int32_t id = add(b, rank, SS_DP, k, slow(b, rank, SS_DP, priced));
+        if (id >= 0) {
+            coll_desc d = {e * u->params, op, MP_ALGO_AUTO, 1, b->dp_group.size, priced};
+            set_coll(&b->g->t[id], &d);
+            b->last_dp[rank] = id;
+        }
+        return id;
+    }
+    return u->params > 0 || u->xparams > 0 ? unit_dp(b, rank, k, op, e, u) : -1;
+}
+
+/* A unit's ZeRO-3 gather, issued now (after what the rank's next chain task waits for). */
+static int32_t z3_gather(build *b, int rank, const unit *u, int64_t mb, int chunk)
+{
+    int32_t id = z3_coll(b, rank, u, SK_Z3_GATHER);
+    proxy_deps(b, rank, id);
+    label(b, id, mb, chunk, u->layer);
+    return id;
+}
+
 /* An MoE layer's dispatch + combine all-to-all of one pass, on the chain (not overlapped, as the
  * estimator has it: Megatron-Core's default). */
 static void ep_work(build *b, int s, const unit *u, int64_t j, int c, int64_t ns)
@@ -314,20 +354,21 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
         const int idx = fwd ? k : V->n - 1 - k;
         const unit *u = &V->u[idx];
         const unit *nx = k + 1 < V->n ? &V->u[fwd ? idx + 1 : idx - 1] : NULL;
+        /* ZeRO-3, recomputed layer on a stack that gathers it again for its backward: */
+        const int regather = z3 && op->type == OP_B && b->z3_rc_gathers && u->rc > 0;
+        int32_t g_bwd = -1;
         if (z3) {
             /* FSDP: gather the first unit at the pass start, then prefetch the next unit's
-             * parameters when this unit's compute starts (depth 1). */
-            if (k == 0 && (u->params > 0 || u->xparams > 0)) {
-                gather[0] = unit_dp(b, s, SK_Z3_GATHER, MP_COLL_ALL_GATHER, b->gather_e, u);
-                proxy_deps(b, s, gather[0]);
-                label(b, gather[0], j, c, u->layer);
-            }
+             * parameters when this unit's compute starts (depth 1). A stack that prefetches
+             * nothing (DeepSpeed of 2021: the 5e7-parameter prefetch bucket is under a tensor)
+             * gathers each unit when the chain reaches it. */
+            if (k == 0 || !b->z3_prefetch)
+                gather[0] = z3_gather(b, s, u, j, c);
+            if (regather && b->z3_prefetch)
+                g_bwd = z3_gather(b, s, u, j, c); /* behind the recompute, before the prefetch */
             gather[1] = -1;
-            if (nx && (nx->params > 0 || nx->xparams > 0)) {
-                gather[1] = unit_dp(b, s, SK_Z3_GATHER, MP_COLL_ALL_GATHER, b->gather_e, nx);
-                proxy_deps(b, s, gather[1]);
-                label(b, gather[1], j, c, nx->layer);
-            }
+            if (nx && b->z3_prefetch)
+                gather[1] = z3_gather(b, s, nx, j, c);
         }
         int32_t wait = z3 ? gather[0] : -1;
         if (fwd && first_f_of_chunk && b->unit_ag[vsi])
@@ -344,6 +385,12 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
                 set_coll(&b->g->t[trc], &b->tp_d);
             label(b, trc, j, c, u->layer);
             ep_work(b, s, u, j, c, u->ep_rc);
+            /* The recomputed forward released the parameters (ZeRO-Infinity Sec. 4.1: loaded
+             * for forward, recomputation and backward): gather again before the backward. */
+            if (regather && !b->z3_prefetch)
+                g_bwd = z3_gather(b, s, u, j, c);
+            if (regather)
+                wait = g_bwd;
             layer_work(b, s, u, j, c, wait, b->zb ? SK_BWD_INPUT : SK_BWD, b->zb ? u->bwd - u->bwd_w : u->bwd,
                        u->ep_b);
         } else {
@@ -355,7 +402,7 @@ static void emit_pass(build *b, int s, const sim_op *op, int first_f_of_chunk, i
         if (b->dp_on && done_here && (u->params > 0 || u->xparams > 0) && !early_dp) {
             int32_t r = -1;
             if (b->zero == 3)
-                r = unit_dp(b, s, SK_Z3_REDUCE, MP_COLL_REDUCE_SCATTER, 4.0, u);
+                r = z3_coll(b, s, u, SK_Z3_REDUCE);
             else if (grads_final || b->zero == 2)
                 r = unit_dp(b, s, SK_DP_GRAD, b->zero == 0 ? MP_COLL_ALL_REDUCE : MP_COLL_REDUCE_SCATTER,
                             4.0, u);
@@ -711,6 +758,26 @@ static void setup(build *b, const mp_cluster *c, const mp_plan *p, const mp_work
     b->p2p_ns = w->pp > 1 ? to_ns(b, x[MP_WC_PP_SEND].time_s) : 0;
 }
 
+/* ZeRO-3 as the plan's stack runs it (data/stacks.json, as src/estimate/step.c reads it):
+ * prefetch depth 1 where the stack hides gathers behind the neighbouring unit
+ * (zero3_prefetch_frac > 0; the estimator scales that window, the timeline issues the gather
+ * early or not), a second backward gather of a recomputed layer (zero3_recompute_gathers with
+ * full recompute), the dense layer's per-tensor gather and reduce-scatter times the workload
+ * priced, and the stack's gradient reduce precision. */
+static void z3_rules(build *b, const mp_plan *p, const mp_workload *w, const mp_estimate *e)
+{
+    const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
+    b->z3_prefetch = !sk || sk->zero3_prefetch_frac > 0.0;
+    b->z3_rc_gathers = sk && sk->zero3_recompute_gathers && p->recompute == MP_RC_FULL;
+    b->z3_dense_ag_ns = b->z3_dense_rs_ns = 0;
+    if (b->zero == 3 && e->workload_opts.zero3_gather_per_tensor) {
+        b->z3_dense_ag_ns = to_ns(b, w->coll[MP_WC_Z3_AG].time_s);
+        b->z3_dense_rs_ns = to_ns(b, w->coll[MP_WC_Z3_RS].time_s);
+    }
+    /* fp32 unless the stack reduces in its own precision (the workload's gZ, comm.c) */
+    b->z3_rs_e = e->workload_opts.zero3_reduce_bytes > 0 ? e->workload_opts.zero3_reduce_bytes : 4.0;
+}
+
 /* A unit of kind k from the workload's priced layer kinds. */
 static unit make_unit(build *b, const mp_workload *w, mp_layer_kind k, int su, int layer)
 {
@@ -1013,6 +1080,7 @@ mp_status mp_sim_run_workload(const mp_model *m, const mp_cluster *c, const mp_p
     b->o = opts;
     b->c = c;
     setup(b, c, p, w, opts);
+    z3_rules(b, p, w, e);
     if (make_units(b, w, m, opts))
         goto nomem;
     if (b->ns_overflow > 0) {

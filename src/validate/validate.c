@@ -385,10 +385,13 @@ static int row_cluster(const mp_catalog *cat, row_in *r, mp_cluster *cl, int64_t
 
 /* Rows of a known group that ran another stack than the rest, by id: Narayanan et al. 2021
  * Table 2 compares Megatron with DeepSpeed ZeRO-3 run without model parallelism (its rows'
- * notes say so). */
-static const struct { const char *id; mp_stack_id stack; } source_rows[] = {
-    {"meg21_t2_1", MP_STACK_DEEPSPEED}, {"meg21_t2_2", MP_STACK_DEEPSPEED}, {"meg21_t2_3", MP_STACK_DEEPSPEED},
-    {"meg21_t2_4", MP_STACK_DEEPSPEED}, {"meg21_t2_5", MP_STACK_DEEPSPEED}, {"meg21_t2_6", MP_STACK_DEEPSPEED},
+ * notes say so). predates_flash: the run is older than fused attention (FlashAttention, Dao et
+ * al. 2022; the paper is of April 2021) while its stack's profile offers it, so the row runs
+ * flash=0 and says so (issue 17: a 2021 run is never given FlashAttention silently). */
+static const struct { const char *id; mp_stack_id stack; int predates_flash; } source_rows[] = {
+    {"meg21_t2_1", MP_STACK_DEEPSPEED, 1}, {"meg21_t2_2", MP_STACK_DEEPSPEED, 1},
+    {"meg21_t2_3", MP_STACK_DEEPSPEED, 1}, {"meg21_t2_4", MP_STACK_DEEPSPEED, 1},
+    {"meg21_t2_5", MP_STACK_DEEPSPEED, 1}, {"meg21_t2_6", MP_STACK_DEEPSPEED, 1},
 };
 
 /* --- the stack: the row's column, else the row or group table, else the default (stated) --- */
@@ -417,8 +420,14 @@ static int row_stack(row_in *r, mp_plan *p)
         }
     }
     for (size_t k = 0; k < sizeof source_rows / sizeof source_rows[0] && !col[0]; k++)
-        if (!strcmp(r->cell[C_GROUP], "megatron2021_t2") && !strcmp(r->id, source_rows[k].id))
+        if (!strcmp(r->cell[C_GROUP], "megatron2021_t2") && !strcmp(r->id, source_rows[k].id)) {
             p->stack = source_rows[k].stack;
+            if (source_rows[k].predates_flash && !p->flash_given) {
+                p->flash = 0;
+                p->flash_given = 1;
+                append(r->assumed, sizeof r->assumed, "flash 0 (the run predates FlashAttention)");
+            }
+        }
     if (p->stack < 0) {
         p->stack = MP_STACK_DEFAULT;
         char a[96];

@@ -18,10 +18,11 @@
  *   PP: one micro-batch's activations, T*h 16-bit values (/tp with Megatron's scatter-gather
  *     optimisation when TP > 1, Narayanan et al. 2021 Sec. 4.1).
  *   DP/ZeRO: gradients reduced in fp32 (4 bytes: Megatron-LM main grads, torchtitan's default
- *     reduce_dtype), parameters gathered in 16-bit (fp8 with fp8_comm: Megatron-Core
- *     --fp8-param-gather); over the shard group (dp*cp ranks, or hsdp of them), experts over
- *     expert-DP (stride etp*ep). ZeRO-3 per layer (Zhao et al. 2023, PyTorch FSDP Sec. 3); the
- *     embedding and LM head (the root module) once per micro-batch.
+ *     reduce_dtype; ZeRO-3's in the stack's zero3_reduce_bytes where it gives them), parameters
+ *     gathered in 16-bit (fp8 with fp8_comm: Megatron-Core --fp8-param-gather); over the shard
+ *     group (dp*cp ranks, or hsdp of them), experts over expert-DP (stride etp*ep). ZeRO-3 per
+ *     layer (Zhao et al. 2023, PyTorch FSDP Sec. 3); the embedding and LM head (the root module)
+ *     once per micro-batch.
  */
 #include <math.h>
 #include <string.h>
@@ -144,13 +145,19 @@ static void layer_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, 
 /* A dense layer's ZeRO-3 gather issued one all-gather per parameter tensor (DeepSpeed of 2021:
  * deepspeed/runtime/zero/partition_parameters.py, v0.3.13-0.5, _allgather_params_coalesced
  * launches one torch.distributed.all_gather per parameter of the fetched sub-modules; the
- * flat all_gather_coalesced of one bucket came with v0.6): each pays the ring's latency over
- * the shard group, which grows with its size. The tensors of a layer: the fused QKV, output,
+ * flat all_gather_coalesced of one bucket came with v0.6), and its gradients reduced the same
+ * way (_reduce_scatter_gradients: one torch.distributed.reduce_scatter per parameter, over
+ * views of its 16-bit .grad): each pays the ring's latency over the shard group, which grows
+ * with its size. pe: bytes per element. The tensors of a layer: the fused QKV, output,
  * FFN-in (gate and up fused) and FFN-out weights split by TP; the biases and the norms' weights
- * (and LayerNorm biases) share the rest of the layer's bytes. x is the one-collective gather,
- * replaced by the sum. */
-static void z3_gather_per_tensor(mp_workload *w, const mp_model *m, const mp_cluster *c,
-                                 mp_wl_cache *cache, double pe, double layer_p, mp_wl_coll *x)
+ * (and LayerNorm biases) share the rest of the layer's bytes. x is the one-collective gather
+ * (or reduce-scatter), replaced by the sum; the host time is charged as part of it. host_s: the host time each tensor's gather adds on the critical path
+ * (the stack's zero3_gather_host_s + zero3_gather_host_rank_s x the shard group's ranks:
+ * DeepSpeed of that era calls torch.cuda.synchronize() before each launch, then builds one
+ * view per rank in Python, so it is not hidden; 0 for the reduce-scatters, launched from the
+ * backward hooks while the layer's backward kernels are still queued). */
+static void z3_per_tensor(mp_workload *w, const mp_model *m, const mp_cluster *c,
+                          mp_wl_cache *cache, double pe, double layer_p, double host_s, mp_wl_coll *x)
 {
     const double h = (double)m->hidden, d = (double)m->head_dim, tp = (double)w->tp;
     const double f = (double)m->ffn_hidden * (m->glu ? 2.0 : 1.0);
@@ -167,7 +174,7 @@ static void z3_gather_per_tensor(mp_workload *w, const mp_model *m, const mp_clu
     }
     y.bytes = pe * fmax(rest, (double)n_small) / n_small;
     price(c, cache, &y);
-    x->time_s = t + n_small * y.time_s;
+    x->time_s = t + n_small * y.time_s + (4 + n_small) * host_s;
 }
 
 /* DP/ZeRO collectives: ZeRO-3 per layer and root module, ZeRO-0/1/2 per step, HSDP. */
@@ -184,21 +191,27 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
     /* fp32 gradient bytes reduced per parameter: all of them, or the adapters' share when the
      * base is frozen (finetune.c) */
     const double gB = 4.0 * w->grad_frac;
+    /* ZeRO-3's gradients in the stack's reduce precision (DeepSpeed: the 16-bit .grad as is) */
+    const double gZ = (opts->zero3_reduce_bytes > 0 ? opts->zero3_reduce_bytes : 4.0) * w->grad_frac;
     put(w, c, cache, MP_WC_Z3_AG, z3, MP_COLL_ALL_GATHER, pe * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
     if (z3 && opts->zero3_gather_per_tensor && w->coll[MP_WC_Z3_AG].time_s > 0)
-        z3_gather_per_tensor(w, m, c, cache, pe, layer_p, &w->coll[MP_WC_Z3_AG]);
-    put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, gB * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
+        z3_per_tensor(w, m, c, cache, pe, layer_p,
+                      opts->zero3_gather_host_s + opts->zero3_gather_host_rank_s * (double)w->shard,
+                      &w->coll[MP_WC_Z3_AG]);
+    put(w, c, cache, MP_WC_Z3_RS, z3, MP_COLL_REDUCE_SCATTER, gZ * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    if (z3 && opts->zero3_gather_per_tensor && w->coll[MP_WC_Z3_RS].time_s > 0)
+        z3_per_tensor(w, m, c, cache, gZ, layer_p, 0.0, &w->coll[MP_WC_Z3_RS]);
     put(w, c, cache, MP_WC_Z3_MOE_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
-    put(w, c, cache, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gB * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_MOE_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gZ * mne, si, so, 1, D, MP_WIN_NEIGHBOUR);
     put(w, c, cache, MP_WC_Z3_EXPERT_AG, z3 && w->moe, MP_COLL_ALL_GATHER, pe * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
-    put(w, c, cache, MP_WC_Z3_EXPERT_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gB * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
+    put(w, c, cache, MP_WC_Z3_EXPERT_RS, z3 && w->moe, MP_COLL_REDUCE_SCATTER, gZ * epl, ge, one, 0, D, MP_WIN_NEIGHBOUR);
     /* Embedding and LM head: what the stage holding most holds beyond its layers. */
     const double nl = (double)w->layers_per_stage_max;
     const double nm = w->moe ? fmin(nl, (double)w->params.moe_layers) : 0.0, nd = nl - nm;
     const double P = w->stage_params_max, X = w->stage_expert_params_max;
     const double extra_p = fmax(0.0, P - nd * layer_p - nm * mne);
     put(w, c, cache, MP_WC_Z3_ROOT_AG, z3, MP_COLL_ALL_GATHER, pe * extra_p, si, so, 1, D, MP_WIN_HEAD);
-    put(w, c, cache, MP_WC_Z3_ROOT_RS, z3, MP_COLL_REDUCE_SCATTER, gB * extra_p, si, so, 1, D, MP_WIN_HEAD);
+    put(w, c, cache, MP_WC_Z3_ROOT_RS, z3, MP_COLL_REDUCE_SCATTER, gZ * extra_p, si, so, 1, D, MP_WIN_HEAD);
     put(w, c, cache, MP_WC_DP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, gB * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
     put(w, c, cache, MP_WC_EDP_AR, p->zero == 0, MP_COLL_ALL_REDUCE, gB * X, ge, one, 0, D, MP_WIN_LAST_BACKWARD);
     put(w, c, cache, MP_WC_DP_RS, z12, MP_COLL_REDUCE_SCATTER, gB * P, si, so, 1, D, MP_WIN_LAST_BACKWARD);
@@ -219,11 +232,12 @@ static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluste
                               const mp_plan *p, const mp_workload_opts *opts, mp_wl_cache *cache)
 {
     const mp_group *g[5] = {&w->g_shard_in, &w->g_shard_out, &w->g_rep_in, &w->g_rep_out, &w->g_edp};
-    double key[25] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
+    double key[28] = {p->zero, (double)p->hsdp, w->shard, w->dp_ranks, w->expert_shard,
                       w->gather_bytes_per_param, w->stage_params_max, w->stage_expert_params_max,
                       w->layers_per_stage_max, w->tp, w->ep, w->etp, w->moe_nonexpert_per_layer,
                       w->grad_frac, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                      opts->zero3_gather_per_tensor};
+                      opts->zero3_gather_per_tensor, opts->zero3_gather_host_s, opts->zero3_reduce_bytes,
+                      opts->zero3_gather_host_rank_s};
     for (int i = 0; i < 5; i++) {
         key[14 + 2 * i] = (double)g[i]->size;
         key[15 + 2 * i] = (double)g[i]->stride;

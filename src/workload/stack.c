@@ -38,7 +38,8 @@ static const char *const profile_keys[] = {
     "elementwise_bytes_frac", "tp_overlap_fwd_frac", "tp_overlap_bwd_frac", "tp_overlap_bwd_sp_frac",
     "ep_overlap_frac", "dp_overlap_frac", "zero3_prefetch_frac", "overlap_comm_sms",
     "fp8_scale_bytes_per_elem", "interleave_depth", "zero3_gather_per_tensor", "zero3_recompute_gathers",
-    "gemm_sustained_frac", "attention_sustained_frac", "memory_bound_sustained_frac", NULL};
+    "gemm_sustained_frac", "attention_sustained_frac", "memory_bound_sustained_frac",
+    "zero3_gather_host_s", "zero3_gather_host_rank_s", "zero3_reduce_bytes", NULL};
 
 static void read_profile(mp_jreader *r, const json_t *o, mp_stack_profile *p)
 {
@@ -86,6 +87,15 @@ static void read_profile(mp_jreader *r, const json_t *o, mp_stack_profile *p)
         if (!mp_jr_num(r, o, nums[k].f, closed ? 0.0 : nums[k].lo, !closed, nums[k].hi, nums[k].dst, nums[k].what))
             missing |= json_object_get(o, nums[k].f) == NULL;
     }
+    /* The optional fields (added after the profiles; 0 where a profile does not give them). */
+    p->zero3_gather_host_s = p->zero3_gather_host_rank_s = p->zero3_reduce_bytes = 0.0;
+    if (json_object_get(o, "zero3_gather_host_s"))
+        mp_jr_num(r, o, "zero3_gather_host_s", 0.0, 0, 1.0, &p->zero3_gather_host_s, "seconds in [0, 1]");
+    if (json_object_get(o, "zero3_gather_host_rank_s"))
+        mp_jr_num(r, o, "zero3_gather_host_rank_s", 0.0, 0, 1e-3, &p->zero3_gather_host_rank_s,
+                  "seconds in [0, 0.001]");
+    if (json_object_get(o, "zero3_reduce_bytes"))
+        mp_jr_num(r, o, "zero3_reduce_bytes", 0.0, 0, 8.0, &p->zero3_reduce_bytes, "bytes in [0, 8]");
     int64_t lpc = -1;
     mp_jr_int(r, o, "interleave_depth", 0, 4096, &lpc);
     p->interleave_depth = lpc;

@@ -45,6 +45,9 @@ void mp_workload_opts_init(mp_workload_opts *o)
     o->elementwise_bytes_frac = 1.0;
     o->fp8_scale_bytes_per_elem = 0.0;
     o->zero3_gather_per_tensor = 0;
+    o->zero3_gather_host_s = 0.0;
+    o->zero3_gather_host_rank_s = 0.0;
+    o->zero3_reduce_bytes = 0.0;
 }
 
 /* The DP x CP group split into the shard group (hsdp ranks, or all) and the replica group, each
