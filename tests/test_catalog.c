@@ -312,7 +312,11 @@ static void test_physical_bounds(void **state)
         {"{\"gpus\": [{\"key\": \"test-gpu\", \"memory_bytes\": 5e7, \"mem_bw_Bps\": 3.35e12, "
          "\"peak_flops_per_s\": {\"bf16\": 989e12}, \"source\": \"t\"}]}", "bytes in [1e8, 1e13]"},
         {"{\"gpus\": [{\"key\": \"test-gpu\", \"memory_bytes\": 80e9, \"mem_bw_Bps\": 1e16, "
-         "\"peak_flops_per_s\": {\"bf16\": 989e12}, \"source\": \"t\"}]}", "mem_bw_Bps = 10000000000000000.0"}};
+         "\"peak_flops_per_s\": {\"bf16\": 989e12}, \"source\": \"t\"}]}", "mem_bw_Bps = 10000000000000000.0"},
+        /* a measured eager-decode power above the board's TDP */
+        {"{\"gpus\": [{\"key\": \"test-gpu\", \"memory_bytes\": 80e9, \"mem_bw_Bps\": 3.35e12, "
+         "\"peak_flops_per_s\": {\"bf16\": 989e12}, \"tdp_W\": 400, \"eager_decode_W\": 450, \"source\": \"t\"}]}",
+         "at most the GPU's tdp_W"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_rejected(bad[i].json, MP_ERR_INPUT, bad[i].word);
     /* The edges of each range are physical and accepted. */

@@ -40,6 +40,9 @@ typedef struct {
     double attention_fa3_flops_frac;              /* FlashAttention-3 / cuDNN-9-class fused
                                                      attention fwd+bwd / bf16 peak (Hopper and
                                                      later), 0 = unknown */
+    double eager_decode_W;                        /* measured average power through whole requests
+                                                     of launch-bound eager decoding (no CUDA
+                                                     graphs), 0 = unknown (mp_infer_eager_power_w) */
 } mp_gpu;
 
 typedef enum { MP_LINK_SCALEUP, MP_LINK_SCALEOUT, MP_LINK_WAN, MP_LINK_KIND_COUNT } mp_link_kind;

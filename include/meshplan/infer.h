@@ -195,7 +195,8 @@ double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit,
 /** Measured average power of one GPU through whole requests of launch-bound eager decoding
  *  (HF transformers without CUDA graphs), W; 0 when g is NULL or has no such measurement (then
  *  only the activity model prices the phase). source, when not NULL, receives the measurement's
- *  source (static storage) or NULL. Table and sources: src/infer/power.c, docs/infer.md
+ *  source (static storage) or NULL. The figures: data/gpus.json eager_decode_W (source and notes
+ *  there), docs/infer.md
  *  "Measured eager-decode power". */
 double mp_infer_eager_power_w(const mp_gpu *g, const char **source);
 

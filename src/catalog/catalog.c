@@ -234,6 +234,10 @@ static void parse_gpu(reader *r, const json_t *o, mp_gpu *g)
     if (g->attention_fa3_flops_frac > 1)
         bad(r, "attention_fa3_flops_frac", json_object_get(o, "attention_fa3_flops_frac"),
             "a fraction in (0, 1]");
+    g->eager_decode_W = get_phys(r, o, "eager_decode_W", "eager_decode_W", 0, MP_BOUND_GPU_POWER_MIN_W,
+                                 MP_BOUND_GPU_POWER_MAX_W, MP_BOUND_GPU_POWER_TEXT, 0);
+    if (g->eager_decode_W > 0 && g->tdp_W > 0 && g->eager_decode_W > g->tdp_W)
+        bad(r, "eager_decode_W", json_object_get(o, "eager_decode_W"), "a power at most the GPU's tdp_W");
     get_str(r, o, "scaleup_link", 0, g->scaleup_link, sizeof g->scaleup_link);
     get_source(r, o, g->source, sizeof g->source);
     if (g->peak_flops_per_s[MP_DT_BF16] <= 0 && g->peak_flops_per_s[MP_DT_FP16] <= 0)

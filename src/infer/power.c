@@ -31,7 +31,6 @@
  *   no TDP share carries it to other GPUs (the same benchmark's A40 runs draw 0.80 of their TDP,
  *   the A100's 0.47), so an unseen GPU keeps the activity model. */
 #include <math.h>
-#include <string.h>
 
 #include "meshplan/infer.h"
 
@@ -48,31 +47,13 @@ double mp_infer_kernel_power_w(double tdp_W, double wait_W, double best_flops, d
     return fmin(tdp_W, wait_W + (tdp_W - wait_W) * u + bytes / kernel_s * 8.0 * pj_per_bit * 1e-12);
 }
 
-/* GPU power averaged over whole requests of launch-bound eager decoding, measured per GPU. */
-static const struct {
-    const char *key;
-    double eager_W;
-    const char *source;
-} eager_points[] = {
-    /* the median of energy x batch / latency over the 29 batch-1 and batch-2 rows of the 14 chat
-     * models of ML.ENERGY v1's A100 table that are not validation rows (Zeus, NVML energy counter,
-     * HF transformers eager via FastChat, fp16); tests/data/mlenergy_v1_a100_other_models.csv,
-     * recomputed by tests/test_infer_power.c. Quartiles 168.1 and 208.0 W. The table:
-     * ml-energy/leaderboard data/A100_chat_benchmark.csv at 4717739 (2023). */
-    {"a100-sxm4-40gb", 189.11, "ML.ENERGY v1 A100 chat table, 14 models outside the validation rows"},
-};
-
 double mp_infer_eager_power_w(const mp_gpu *g, const char **source)
 {
-    for (size_t i = 0; g && i < sizeof eager_points / sizeof eager_points[0]; i++)
-        if (!strcmp(g->key, eager_points[i].key)) {
-            if (source)
-                *source = eager_points[i].source;
-            return eager_points[i].eager_W;
-        }
+    /* The catalog's measurement (data/gpus.json eager_decode_W, with its source there). */
+    const double w = g && g->eager_decode_W > 0 ? g->eager_decode_W : 0.0;
     if (source)
-        *source = NULL;
-    return 0.0;
+        *source = w > 0 ? "the catalog's eager_decode_W; data/gpus.json names its source" : NULL;
+    return w;
 }
 
 double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit, double flop,
