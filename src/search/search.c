@@ -693,6 +693,18 @@ static int fit_prefix(tstate *t, const mp_plan *p, const int64_t *mbs, int nmb, 
     return 0;
 }
 
+/* A tail whose head is over memory: the head's memory was computed (memory_checked), the rest
+ * of its nmb micro-batches x nvar variants are proven over memory with it (memory grows with
+ * mb: space.c). Returns 1, the walker's "tail done". */
+static int tail_over_memory(tstate *t, int nmb, uint64_t nvar)
+{
+    const uint64_t n = (uint64_t)nmb * nvar;
+    t->counts.memory_checked++;
+    t->counts.over_memory += n;
+    t->counts.over_memory_proven += n - 1;
+    return 1;
+}
+
 /* The head p of a tail whose line bound proved nothing, alone (sp_walker.tail returning 2): it
  * and its nvar - 1 communication variants cannot matter when plan_lb (its own micro-batch's
  * layers priced: GEMM tiles and waves included) scores worse than everything kept and is
@@ -711,13 +723,8 @@ static int tail_head(tstate *t, const mp_plan *p, int nmb, uint64_t nvar, double
         const int fit = memory_fit(t, p, &headroom);
         if (fit < 0)
             return 0;
-        if (fit == 0) {
-            const uint64_t n = (uint64_t)nmb * nvar;
-            t->counts.memory_checked++;
-            t->counts.over_memory += n;
-            t->counts.over_memory_proven += n - 1;
-            return 1;
-        }
+        if (fit == 0)
+            return tail_over_memory(t, nmb, nvar);
     }
     if (!cannot_matter(t, lb, tps, headroom))
         return 0;
@@ -760,14 +767,8 @@ static int ts_tail(sp_walker *w, const mp_plan *p, const int64_t *mbs, int nmb, 
         int fit = memory_fit(t, p, &headroom);
         if (fit < 0)
             return 0;
-        if (fit == 0) {
-            /* Over memory, as every larger micro-batch. */
-            const uint64_t n = (uint64_t)nmb * nvar;
-            t->counts.memory_checked++;
-            t->counts.over_memory += n;
-            t->counts.over_memory_proven += n - 1;
-            return 1;
-        }
+        if (fit == 0) /* over memory, as every larger micro-batch */
+            return tail_over_memory(t, nmb, nvar);
         if (!cannot_matter(t, lb, tps, headroom))
             return tail_head(t, p, nmb, nvar, headroom);
         lo = 1;

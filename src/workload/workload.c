@@ -216,6 +216,16 @@ static void cached_shape(const mp_model *m, const mp_cluster *c, const mp_plan *
     cache->shape_gen = mp_wl_shape_gen_next();
 }
 
+/* What both shape entry points do first: the MoE flag, the expert TP degree (etp, defaulting to
+ * tp for MoE models) and the plan's checks against the model and cluster. */
+static mp_status shape_prelude(const mp_model *m, const mp_cluster *c, const mp_plan *p,
+                               mp_wl_phase phase, mp_diag *diag, int *moe, int64_t *etp)
+{
+    *moe = mp_model_is_moe(m);
+    *etp = p->etp > 0 ? p->etp : (*moe ? p->tp : 1);
+    return shape_checks(m, c, p, phase, *moe, *etp, diag);
+}
+
 mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p,
                             mp_wl_phase phase, const mp_workload_opts *opts, mp_wl_cache *cache,
                             mp_workload *w, mp_diag *diag)
@@ -225,9 +235,9 @@ mp_status mp_workload_shape(const mp_model *m, const mp_cluster *c, const mp_pla
         mp_workload_opts_init(&defaults);
         opts = &defaults;
     }
-    const int moe = mp_model_is_moe(m);
-    const int64_t etp = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
-    mp_status st = shape_checks(m, c, p, phase, moe, etp, diag);
+    int moe;
+    int64_t etp;
+    mp_status st = shape_prelude(m, c, p, phase, diag, &moe, &etp);
     if (st != MP_OK) {
         memset(w, 0, offsetof(mp_workload, run));
         return st;
@@ -252,10 +262,10 @@ mp_status mp_workload_shape_in(const mp_model *m, const mp_cluster *c, const mp_
         mp_workload_opts_init(&defaults);
         opts = &defaults;
     }
-    const int moe = mp_model_is_moe(m);
-    const int64_t etp = p->etp > 0 ? p->etp : (moe ? p->tp : 1);
+    int moe;
+    int64_t etp;
     *out = &cache->shape;
-    mp_status st = shape_checks(m, c, p, phase, moe, etp, diag);
+    mp_status st = shape_prelude(m, c, p, phase, diag, &moe, &etp);
     if (st != MP_OK) {
         memset(&cache->shape, 0, offsetof(mp_workload, run));
         cache->shape_set = 0;
