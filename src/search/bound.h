@@ -9,7 +9,7 @@
 #include "meshplan/estimate.h"
 #include "meshplan/workload.h"
 
-/* Slots of the search's memo of sb_comm_mb_s (per thread). */
+/* Slots of the search's memo of sb_line_parts (per thread). */
 #define SB_COMM_MEMO 256
 
 typedef struct {

@@ -297,11 +297,12 @@ typedef struct {
     mp_plan bkey;
     int bkey_ci;
     sb_bound bound;
-    /* The communication term of the bound (bound.c sb_comm_parts), memoised by what it
-     * depends on of the walked keys (the degrees, expert layout, sp, mb and the cluster; the
-     * ZeRO stage, HSDP, recompute mode, schedule and CP algorithm change none of its
-     * collectives, vpp only the count of sends), so the shardings of a shape, walked as
-     * separate work items, share it. */
+    /* The bound's per-micro-batch parts (bound.c sb_line_parts: the communication no overlap
+     * hides and the compute beyond the GEMMs), memoised by what they depend on of the walked
+     * keys (the degrees, expert layout, sp, mb and the cluster; the ZeRO stage, HSDP, schedule
+     * and CP algorithm change none of their collectives or kernels, the recompute modes' shares
+     * are kept apart, vpp changes only the count of sends), so the shardings of a shape, walked
+     * as separate work items, share them. */
     comm_memo comm[SB_COMM_MEMO];
 } tstate;
 
@@ -500,15 +501,15 @@ static int cannot_matter(const tstate *t, double lb, double tps, double headroom
            (o->price_per_gpu_hour <= 0 || fr_dominates_box(&t->fc, ub_tokens_per_s, -lb_cost));
 }
 
+static void group_bound(tstate *t, const mp_plan *p);
+static double plan_lb(tstate *t, const mp_plan *p);
+
 /* A communication variant (CP algorithm, rank order) of the plan last visited. It has the same
  * memory, so the same verdict;
  * when it fits it is skipped only if no order could make it matter: its best possible step (the
  * order-independent terms) is worse than the thread's top-K, than the best plan scoring worse
  * than the thread's best, and than the plan being ranked, and it is dominated on every frontier
  * at that best. Counted as feasible either way. */
-static void group_bound(tstate *t, const mp_plan *p);
-static double plan_lb(tstate *t, const mp_plan *p);
-
 static int ts_variant(sp_walker *w, const mp_plan *p)
 {
     tstate *t = (tstate *)w;
