@@ -264,6 +264,11 @@ typedef struct {
 
 void mp_workload_opts_init(mp_workload_opts *o);
 
+/** Bytes per gradient element of the ZeRO-3 reduce-scatter under o: o->zero3_reduce_bytes when
+ *  set (> 0: the stack's reduce precision), else 4 (fp32 gradients, comm.c). The one rule the
+ *  workload's collectives and the timeline simulator (src/sim/build.c) both read. o not NULL. */
+double mp_workload_zero3_reduce_bytes(const mp_workload_opts *o);
+
 /** The weight matrices of one dense (moe = 0) or MoE (moe = 1) layer of w into out (at most 12);
  *  returns how many. The attention projections q, k, v, o (MLA: the same widths from
  *  mp_attn_dims), the MLP's gate (GLU only), up and down; an MoE layer's shared experts and its

@@ -774,8 +774,8 @@ static void z3_rules(build *b, const mp_plan *p, const mp_workload *w, const mp_
         b->z3_dense_ag_ns = to_ns(b, w->coll[MP_WC_Z3_AG].time_s);
         b->z3_dense_rs_ns = to_ns(b, w->coll[MP_WC_Z3_RS].time_s);
     }
-    /* fp32 unless the stack reduces in its own precision (the workload's gZ, comm.c) */
-    b->z3_rs_e = e->workload_opts.zero3_reduce_bytes > 0 ? e->workload_opts.zero3_reduce_bytes : 4.0;
+    /* fp32 unless the stack reduces in its own precision, as the workload prices it */
+    b->z3_rs_e = mp_workload_zero3_reduce_bytes(&e->workload_opts);
 }
 
 /* A unit of kind k from the workload's priced layer kinds. */

@@ -177,6 +177,11 @@ static void z3_per_tensor(mp_workload *w, const mp_model *m, const mp_cluster *c
     x->time_s = t + n_small * y.time_s + (4 + n_small) * host_s;
 }
 
+double mp_workload_zero3_reduce_bytes(const mp_workload_opts *o)
+{
+    return o->zero3_reduce_bytes > 0 ? o->zero3_reduce_bytes : 4.0;
+}
+
 /* DP/ZeRO collectives: ZeRO-3 per layer and root module, ZeRO-0/1/2 per step, HSDP. */
 static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, const mp_plan *p,
                        const mp_workload_opts *opts, mp_wl_cache *cache)
@@ -192,7 +197,7 @@ static void data_colls(mp_workload *w, const mp_model *m, const mp_cluster *c, c
      * base is frozen (finetune.c) */
     const double gB = 4.0 * w->grad_frac;
     /* ZeRO-3's gradients in the stack's reduce precision (DeepSpeed: the 16-bit .grad as is) */
-    const double gZ = (opts->zero3_reduce_bytes > 0 ? opts->zero3_reduce_bytes : 4.0) * w->grad_frac;
+    const double gZ = mp_workload_zero3_reduce_bytes(opts) * w->grad_frac;
     put(w, c, cache, MP_WC_Z3_AG, z3, MP_COLL_ALL_GATHER, pe * layer_p, si, so, 1, D, MP_WIN_NEIGHBOUR);
     if (z3 && opts->zero3_gather_per_tensor && w->coll[MP_WC_Z3_AG].time_s > 0)
         z3_per_tensor(w, m, c, cache, pe, layer_p,
