@@ -10,6 +10,8 @@
  *     link is the scale-up tier inside a node and the scale-out one across nodes;
  *   - expert-parallel MoE (attention DP): runs, prices an all-to-all, refuses tp > 1;
  *   - the step hook (issue 22's extension point) adds its time to every step;
+ *   - the clock: arrival schedules over 1e9 s (the int64-ns event clock wraps at 9.2e9 s) are
+ *     refused naming the rate or the trace; one just inside runs with positive TTFTs;
  *   - parsing: rates, SLOs, pools and plan keys refused with the field named;
  *   - speed: 10,000 requests on 16 replicas simulate in under 2 s of CPU time;
  *   - validate: server rows of ../shared/validation/inference/infer_runs.csv predicted (figures
@@ -473,6 +475,43 @@ static int teardown(void **state)
     return catalog_teardown(state);
 }
 
+/* A tiny rate used to wrap the int64-nanosecond clock (negative TTFTs); now refused with the field
+ * named, while a long schedule inside the 1e9 s bound still runs and gives the closed form's TTFT. */
+static void test_clock_span(void **state)
+{
+    (void)state;
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 1, &c);
+    mp_serve_opts o;
+    opts(&o, "tp=1");
+    o.requests = 10;
+    o.warmup_frac = 0;
+    o.lengths = MP_LEN_FIXED;
+    o.in = 512;
+    o.out = 16;
+    mp_diag d = {0};
+    o.rate_per_s = 1e-9; /* 10 arrivals: about 9e9 s */
+    assert_int_equal(mp_serve_run(m, &c, &o, g_r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "rate (--rate) = 1e-09/s"));
+    o.rate_per_s = 1e-7; /* about 9e7 s: inside */
+    run(m, &c, &o, g_r);
+    assert_true(g_r->ttft_s.p50 > 0 && g_r->ttft_s.max < 10.0);
+    assert_true(g_r->ttft_s.max - g_r->ttft_s.p50 < 1e-6); /* requests never overlap */
+    mp_serve_result_free(g_r);
+    mp_serve_request tr[2] = {{0.0, 512, 16}, {2e9, 512, 16}};
+    o.arrivals = MP_ARRIVE_TRACE;
+    o.trace = tr;
+    o.ntrace = 2;
+    mp_diag_clear(&d);
+    assert_int_equal(mp_serve_run(m, &c, &o, g_r, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "arrival_s"));
+    tr[1].arrival_s = 9e8;
+    run(m, &c, &o, g_r);
+    assert_true(g_r->ttft_s.p50 > 0 && g_r->ttft_s.max < 10.0);
+    mp_serve_result_free(g_r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_disaggregation),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_step_hook),
+        cmocka_unit_test(test_clock_span),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_speed),
         cmocka_unit_test(test_validate_server_rows),

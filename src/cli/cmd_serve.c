@@ -195,7 +195,7 @@ static int serve_run(int argc, char **argv)
     }
     mp_status st = mp_serve_run(&j.model, &j.cluster, &j.o, r, &d);
     if (st != MP_OK) {
-        fprintf(stderr, "meshplan: serve: %s:\n", st == MP_ERR_INPUT ? "the plan cannot be formed" : "failed");
+        fprintf(stderr, "meshplan: serve: %s:\n", st == MP_ERR_INPUT ? "the job cannot be formed" : "failed");
         cli_print_diag(&d);
         rc = cli_exit_for(st);
     } else {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "meshplan/serve.h"
+#include "serve/serve_internal.h"
 
 #define RATE_STEPS 12 /* bisection steps: the bracket narrowed to 2^-12 of itself */
 
@@ -70,6 +71,13 @@ mp_status mp_serve_max_rate(const mp_model *m, const mp_cluster *c, const mp_ser
      * the longer one: then search again below it with the longer run (at most 3 passes). */
     for (int pass = 0; pass < 3; pass++) {
         for (int i = 0; i < 30 && lo == 0; i++) { /* nothing met yet: divide by 4 until one meets */
+            /* ... but not below the rate whose arrivals would overrun the clock (SV_MAX_SPAN_S,
+             * refused by sv_requests_make): n gaps of mean 1 / r and CV cv (1 for Poisson) span
+             * n / r with sd sqrt(n) cv / r; stop where mean + 4 sd passes the bound. Requests that
+             * far apart never queue, so a lower rate could not meet an SLO this one missed. */
+            double cv = o.arrivals == MP_ARRIVE_GAMMA ? o.burst_cv : 1.0, n = (double)o.requests;
+            if (hi / 4 < (n + 4.0 * sqrt(n) * cv) / SV_MAX_SPAN_S)
+                break;
             hi /= 4;
             if ((st = probe(m, c, &o, hi, r, &ok, d)) != MP_OK)
                 return st;

@@ -75,6 +75,13 @@ mp_status sv_requests_make(const mp_serve_opts *o, mp_serve_request **out, int64
     if (!q)
         return MP_ERR_NOMEM;
     if (o->arrivals == MP_ARRIVE_TRACE) {
+        double last = *n > 0 ? o->trace[*n - 1].arrival_s : 0.0;
+        if (!(last <= SV_MAX_SPAN_S)) {
+            mp_diag_add(d, "arrivals trace: request %lld arrives at %g s: expected arrival_s <= %g s (the "
+                        "serving clock is int64 nanoseconds)", (long long)*n, last, SV_MAX_SPAN_S);
+            free(q);
+            return MP_ERR_INPUT;
+        }
         memcpy(q, o->trace, (size_t)*n * sizeof *q);
         *out = q;
         return MP_OK;
@@ -101,6 +108,16 @@ mp_status sv_requests_make(const mp_serve_opts *o, mp_serve_request **out, int64
             q[i].in = o->in;
             q[i].out = o->out;
         }
+    }
+    /* q[n-1].arrival_s is the span: the first request arrives at t = 0 */
+    if (!(q[*n - 1].arrival_s <= SV_MAX_SPAN_S)) {
+        double span = q[*n - 1].arrival_s;
+        mp_diag_add(d, "rate (--rate) = %g/s: its %lld arrivals span %.3g s: expected a schedule of at most %g s "
+                    "(the serving clock is int64 nanoseconds): a rate of at least about %.3g/s for %lld "
+                    "requests, or fewer --requests", o->rate_per_s, (long long)*n, span, SV_MAX_SPAN_S,
+                    o->rate_per_s * span / SV_MAX_SPAN_S, (long long)*n);
+        free(q);
+        return MP_ERR_INPUT;
     }
     *out = q;
     return MP_OK;

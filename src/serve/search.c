@@ -45,8 +45,10 @@ static void record(mp_serve_search_result *out, const mp_serve_opts *o, const mp
         out->best = out->n - 1;
 }
 
+/* first: the first failing candidate's reasons, kept so that a search in which no candidate
+ * forms says why (a --rate whose arrivals overflow the clock fails every candidate alike). */
 static int try_one(const mp_model *m, const mp_cluster *c, const mp_serve_opts *o, mp_serve_result *r,
-                   mp_serve_search_result *out)
+                   mp_serve_search_result *out, mp_diag *first)
 {
     mp_diag d = {0};
     mp_status st = mp_serve_run(m, c, o, r, &d);
@@ -54,6 +56,8 @@ static int try_one(const mp_model *m, const mp_cluster *c, const mp_serve_opts *
         return 1;
     if (st == MP_OK)
         record(out, o, r);
+    else if (first->count == 0)
+        *first = d;
     mp_serve_result_free(r);
     return 0;
 }
@@ -78,6 +82,7 @@ mp_status mp_serve_search(const mp_model *m, const mp_cluster *c, const mp_serve
             tps[ntp++] = tp;
     const int64_t caps[2] = {64, 0}, chunks[2] = {2048, 0};
     int rc = 0;
+    mp_diag first = {0};
     for (int i = 0; !rc && i < ntp; i++)
         for (int b = 0; !rc && b < 2; b++)
             for (int k = 0; !rc && k < 2; k++) {
@@ -88,7 +93,7 @@ mp_status mp_serve_search(const mp_model *m, const mp_cluster *c, const mp_serve
                 o.chunk_tokens = base->chunk_tokens > 0 ? base->chunk_tokens : chunks[k];
                 if ((base->max_seqs > 0 && b) || (base->chunk_tokens > 0 && k))
                     continue;
-                rc = try_one(m, c, &o, r, out);
+                rc = try_one(m, c, &o, r, out, &first);
             }
     o.max_seqs = base->max_seqs;
     o.chunk_tokens = base->chunk_tokens;
@@ -106,7 +111,7 @@ mp_status mp_serve_search(const mp_model *m, const mp_cluster *c, const mp_serve
                 o.prefill_dp = (int)(gp / tps[i]);
                 o.decode_tp = tps[j];
                 o.decode_dp = (int)(gd / tps[j]);
-                rc = try_one(m, c, &o, r, out);
+                rc = try_one(m, c, &o, r, out, &first);
             }
     }
     free(r);
@@ -114,7 +119,10 @@ mp_status mp_serve_search(const mp_model *m, const mp_cluster *c, const mp_serve
         return MP_ERR_NOMEM;
     if (out->n == 0) {
         mp_diag_add(diag, "serve-search: no candidate could be formed on %lld GPUs (tp dividing the model's %lld heads "
-                          "and the GPUs)", (long long)c->num_gpus, (long long)m->heads);
+                          "and the GPUs)%s", (long long)c->num_gpus, (long long)m->heads,
+                    first.count ? "; the first candidate's reasons:" : "");
+        if (first.count)
+            mp_diag_add(diag, "%s", first.text);
         return MP_ERR_INPUT;
     }
     return MP_OK;

@@ -70,7 +70,14 @@ double sv_window_ctx(const sv_step_model *sm, double ctx);
  * ep GPUs (DeepSeek-V3 Sec. 3.4), s. */
 double sv_a2a_s(const mp_model *m, const mp_cluster *c, int ep, double tokens_local);
 
-/* The requests of a run: arrivals and lengths (requests.c). out: n entries, malloc'd. */
+/* The longest arrival schedule the simulator accepts, s. Its event clock is int64 nanoseconds
+ * (sched.c: llround(t * 1e9)), which wraps past INT64_MAX ns = 9.22e9 s; 1e9 s (31.7 years)
+ * leaves 8.2e9 s of clock for the work still queued after the last arrival. The same bound the
+ * trace reader in requests.c puts on arrival_s. A tiny --rate (1e-9/s x 2000 requests = 2e12 s) used to
+ * wrap the clock and print negative TTFTs. */
+#define SV_MAX_SPAN_S 1e9
+
+/* The requests of a run: arrivals and lengths (requests.c); refuses a schedule over SV_MAX_SPAN_S. out: n entries, malloc'd. */
 mp_status sv_requests_make(const mp_serve_opts *o, mp_serve_request **out, int64_t *n, mp_diag *d);
 
 /* The built-in ShareGPT-like profile's means (tokens), for reports and the closed-form figures. */
