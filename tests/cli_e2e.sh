@@ -988,5 +988,52 @@ assert all(x[\"step_s\"] >= c[0][\"step_s\"] for x in c if x[\"feasible\"])
 assert d[\"dynamic\"][\"gain_frac\"] >= 0 and len(d[\"dynamic\"][\"why\"]) > 20
 assert d[\"dynamic\"][\"step_s\"] <= d[\"best_static\"][\"step_s\"]
 '"
+
+# ---- the model's context (mp_model.context_len) and the GPU count of an inference plan ----
+run infer --model llama3-8b --gpu h100-sxm5-80gb --plan in=200000,out=10
+check "infer: in + out over the model's 8192-token context exits 2 naming both and the limit" "rc_is 2" \
+    "stderr_has 'in + out = 200000 + 10 = 200010 tokens'" "stderr_has 'context of 8192 tokens'"
+run infer --model llama3-8b --gpu h100-sxm5-80gb --plan in=8000,out=192
+check "infer: in + out = the context exactly is accepted" "rc_is 0" "stdout_nonempty"
+run infer --model llama3-8b --gpu h100-sxm5-80gb --plan in=8000,out=100,batch=2,longest=193
+check "infer: a static batch's longest response counts against the context" "rc_is 2" "stderr_has 'in + longest = 8000 + 193'"
+run serve --model llama3-8b --gpu h100-sxm5-80gb --plan tp=1 --rate 1/s --lengths fixed:8000:500
+check "serve: fixed lengths over the context exit 2" "rc_is 2" "stderr_has 'the job cannot be formed'" \
+    "stderr_has 'in + out = 8000 + 500 = 8500 tokens'"
+run serve --model llama2-7b --gpu h100-sxm5-80gb --plan tp=1 --rate 1/s --lengths sharegpt
+check "serve: ShareGPT draws over llama2-7b's 4096 context are counted and refused" "rc_is 2" \
+    "stderr_has 'requests over the context'" "stderr_has 'context of 4096 tokens'"
+run predict --model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --plan tp=1,seq=32768,gb=64,recompute=full
+check "predict: RoPE training seq over the context only warns" "rc_is 0" "stdout_nonempty" \
+    "stderr_has 'warning: plan.seq = 32768 is over llama3-8b'"
+run predict --model gpt3-175b --gpu h100-sxm5-80gb --gpus 64 --plan tp=8,pp=8,seq=4096,gb=64
+check "predict: seq over a learned position table cannot be formed" "rc_is 2" "stderr_has '2048 learned positions'"
+run infer --model llama3-8b --gpu h100-sxm5-80gb --gpus 7 --plan tp=2
+check "infer: tp not dividing the GPUs exits 2 with the counts that work (was 'dp 0')" "rc_is 2" \
+    "stderr_has 'tp x pp = 2 x 1 = 2 GPUs per replica does not divide'" "stderr_has '7 GPUs'" "stderr_has '6 or 8'"
+run serve --model llama3-8b --gpu h100-sxm5-80gb --gpus 7 --plan tp=2 --rate 1/s
+check "serve: tp not dividing the GPUs exits 2" "rc_is 2" "stderr_has 'does not divide'"
+python3 - "$TMP/ctx.csv" <<'PY'
+import csv, sys
+cols = ["id", "source_group", "model", "hf_repo", "gpu", "num_gpus", "tp", "pp", "ep", "dp", "framework",
+        "framework_version", "weight_dtype", "kv_dtype", "input_len", "output_len", "length_dist", "scenario",
+        "batch", "request_rate_per_s", "latency_slo", "metric", "value", "quality", "notes", "source"]
+base = dict.fromkeys(cols, "")
+base.update(source_group="test", model="llama3-8b", gpu="h100-sxm5-80gb", num_gpus="1", tp="1", pp="1", dp="1",
+            framework="vllm", weight_dtype="bf16", input_len="1024", output_len="128", length_dist="fixed",
+            scenario="offline", batch="16", metric="output_tokens_per_s", value="1000", quality="exact",
+            source="cli_e2e.sh")
+w = csv.DictWriter(open(sys.argv[1], "w", newline=""), fieldnames=cols)
+w.writeheader()
+w.writerow(dict(base, id="ctx_ok"))
+w.writerow(dict(base, id="ctx_over", input_len="8000", output_len="500"))
+PY
+run validate "$TMP/ctx.csv" --json
+check "validate: an inference row over the model's context is skipped with the reason" "rc_is 0" "json_check '
+assert [r[\"id\"] for r in d[\"rows\"]] == [\"ctx_ok\"], d[\"rows\"]
+s = {x[\"id\"]: x[\"reason\"] for x in d[\"skipped\"]}
+assert \"context of 8192 tokens\" in s[\"ctx_over\"], s
+'"
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

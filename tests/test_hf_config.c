@@ -98,6 +98,7 @@ static void test_llama3_8b(void **state)
     assert_int_equal(m.ffn_hidden, 14336);
     assert_int_equal(m.vocab, 128256);
     assert_int_equal(m.seq_len, 8192);
+    assert_int_equal(m.context_len, 8192); /* max_position_embeddings */
     assert_llama_flags(&m);
     assert_dense(&m);
 }
@@ -224,6 +225,7 @@ static void test_gpt2(void **state)
     assert_int_equal(m.tied_embeddings, 1); /* absent -> HF default true */
     assert_int_equal(m.position, MP_POS_LEARNED);
     assert_int_equal(m.seq_len, 1024);
+    assert_int_equal(m.context_len, 1024); /* n_positions */
     assert_int_equal(m.rmsnorm, 0);
     assert_int_equal(m.bias, 1);
     assert_int_equal(m.dropout, 1); /* pdrop 0.1 */
@@ -421,6 +423,7 @@ static void test_defaults_and_nulls(void **state)
     assert_int_equal(m.kv_heads, 4);
     assert_int_equal(m.head_dim, 8);
     assert_int_equal(m.seq_len, 2048);
+    assert_int_equal(m.context_len, 0); /* absent: unknown, nothing checked */
     assert_int_equal(m.tied_embeddings, 0); /* llama family, field absent */
     /* Integral reals are integers; seq_len is capped at 2^24. */
     assert_int_equal(parse_text("{" BASE ", \"hidden_size\": 32.0, "
@@ -429,6 +432,10 @@ static void test_defaults_and_nulls(void **state)
                      MP_OK);
     assert_int_equal(m.hidden, 32);
     assert_int_equal(m.seq_len, (int64_t)1 << 24);
+    assert_int_equal(m.context_len, 1000000000); /* not capped at seq_len's 2^24 */
+    assert_int_equal(parse_text("{" BASE ", \"hidden_size\": 32, \"max_position_embeddings\": 4294967296}", &m, &d),
+                     MP_OK);
+    assert_int_equal(m.context_len, (int64_t)1 << 30); /* mp_model_check's bound */
 }
 
 static void test_key_name_kept(void **state)

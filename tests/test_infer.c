@@ -8,6 +8,10 @@
  *     batch fits, and never lowers TPOT; a GPU with more HBM bandwidth never decodes slower;
  *   - the plan keys: bad values and unknown keys are refused with the key named; engine profiles
  *     load from the embedded data/engines.json;
+ *   - the model's context (context_len): in + out at the limit runs, one token over is refused
+ *     naming the limit, an unknown context (0) is not checked; every built-in model with a known
+ *     context holds its own default training length; a GPU count tp x pp does not divide is
+ *     refused with the counts that would work;
  *   - validate detects the inference schema from the header: KV bytes per token exact, server rows
  *     and unknown models skipped with the reason, missing cells listed as assumed; on
  *     ../shared/validation/inference/infer_runs.csv (when present) the figures are printed.
@@ -137,8 +141,14 @@ static void test_longer_prompt_never_lowers_ttft(void **state)
     static const char *const plans[] = {"tp=1", "tp=8", "tp=8", "tp=8,ep=8,weights=fp8",
                                         "tp=8,ep=8,weights=fp8", "tp=8,ep=8,weights=fp8"};
     for (size_t k = 0; k < 6; k++) {
-        const mp_model *m = mp_catalog_model(g_cat, models[k]);
-        assert_non_null(m);
+        const mp_model *mc = mp_catalog_model(g_cat, models[k]);
+        assert_non_null(mc);
+        /* a property of the cost model up to 32K-token prompts: priced with the context unknown
+         * (0), since llama3-8b/70b's 8192 would refuse the longer prompts (that refusal is
+         * test_context_and_gpus's) */
+        mp_model mm = *mc;
+        mm.context_len = 0;
+        const mp_model *m = &mm;
         mp_cluster c;
         int n = strcmp(plans[k], "tp=1") ? 8 : 1;
         cluster(strcmp(models[k], "deepseek-v3") ? "h100-sxm5-80gb" : "h200-sxm-141gb", n, &c);
@@ -393,6 +403,48 @@ static void test_vllm_kv_capacity(void **state)
     mp_validation_free(&v);
 }
 
+static int refused(const mp_model *m, const mp_cluster *c, const char *plan, const char *why)
+{
+    mp_diag d = {0};
+    mp_infer_plan p;
+    mp_infer_plan_init(&p);
+    if (mp_infer_plan_parse(plan, &p, &d) != MP_OK)
+        fail_msg("%s: %s", plan, d.text);
+    mp_status st = mp_infer_estimate(m, c, &p, &g_r, &d);
+    if (st == MP_OK)
+        return 0;
+    if (!strstr(d.text, why))
+        fail_msg("%s: refused, but not for \"%s\": %s", plan, why, d.text);
+    return 1;
+}
+
+/* Decisions at the threshold (the SQLite cost.test idea): the limit itself runs, one over does not. */
+static void test_context_and_gpus(void **state)
+{
+    (void)state;
+    const mp_model *l3 = mp_catalog_model(g_cat, "llama3-8b");
+    assert_non_null(l3);
+    assert_int_equal(l3->context_len, 8192); /* meta-llama/Meta-Llama-3-8B config.json */
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 1, &c);
+    assert_false(refused(l3, &c, "in=8000,out=192", "context"));
+    assert_true(refused(l3, &c, "in=8000,out=193", "in + out = 8000 + 193 = 8193 tokens: expected at most llama3-8b's context of 8192"));
+    assert_true(refused(l3, &c, "in=8000,out=100,longest=193,batch=2", "in + longest = 8000 + 193"));
+    mp_model unk = *l3;
+    unk.context_len = 0; /* unknown: not checked */
+    assert_false(refused(&unk, &c, "in=200000,out=10", "context"));
+    /* every built-in model whose context is known holds its default training sequence */
+    for (size_t i = 0; i < mp_catalog_model_count(g_cat); i++) {
+        const mp_model *m = mp_catalog_model_at(g_cat, i);
+        if (m->context_len > 0 && m->context_len < m->seq_len)
+            fail_msg("%s: context_len %lld < seq_len %lld", m->key, (long long)m->context_len, (long long)m->seq_len);
+    }
+    cluster("h100-sxm5-80gb", 7, &c);
+    assert_true(refused(l3, &c, "tp=2", "tp x pp = 2 x 1 = 2 GPUs per replica does not divide the cluster's 7 GPUs: "
+                                        "expected --gpus a multiple of 2 (e.g. 6 or 8)"));
+    assert_false(refused(l3, &c, "tp=1", "GPUs"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_plan_keys_and_engines),
         cmocka_unit_test(test_validate_inference_schema),
         cmocka_unit_test(test_vllm_kv_capacity),
+        cmocka_unit_test(test_context_and_gpus),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -69,6 +69,13 @@ typedef struct {
      * two norms and one more transformer layer on the last stage, sharing the embedding and the
      * LM head, whose forward it runs again. */
     int64_t mtp_layers;
+    /* Context length: the most tokens (prompt + output) one sequence may hold, the Hugging Face
+     * config's max_position_embeddings (n_positions for GPT-2, max_seq_len for MPT). 0 = unknown:
+     * nothing is checked. infer and serve refuse in + out over it; training only warns (long-
+     * context training raises it with RoPE scaling), except with learned positions, whose table
+     * has no rows past it (mp_plan_resolve refuses seq over it, as Megatron-LM's validate_args
+     * asserts max_position_embeddings >= seq_length). */
+    int64_t context_len;
 } mp_model;
 
 /** 1 if the model has routed experts. */

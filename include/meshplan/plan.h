@@ -206,6 +206,13 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag);
  *  MP_ERR_INPUT listing every reason. */
 mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag);
 
+/** A warning, not an error: a resolved plan's seq over the model's context_len (its config's
+ *  max_position_embeddings) for a RoPE or ALiBi model, which long-context training does on
+ *  purpose (the context is raised with RoPE scaling, e.g. Llama 3's 8K -> 128K stage). Writes
+ *  one line to buf and returns 1; 0 (buf empty) when seq fits, the context is unknown (0) or
+ *  the positions are learned (refused by mp_plan_resolve instead). */
+int mp_plan_context_note(const mp_plan *p, const mp_model *m, char *buf, size_t cap);
+
 /** Write the plan back as a canonical plan string: the keys in table order, the later ones
  *  (hsdp, order, etp ... fsdp) only where they differ from their defaults. Returns chars written
  *  as snprintf does. */

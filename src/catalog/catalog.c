@@ -348,6 +348,7 @@ static void parse_model(reader *r, const json_t *o, mp_model *m)
     m->attn_window = get_int(r, o, "attn_window_count", 0, 0, 0);
     m->attn_window_layers = get_int(r, o, "attn_window_layers_count", 0, 0, 0);
     m->mtp_layers = get_int(r, o, "mtp_layers_count", 0, 0, 0);
+    m->context_len = get_int(r, o, "context_len_count", 0, 0, 0); /* 0 / null: unknown */
     if (m->head_dim == 0 && m->heads > 0)
         m->head_dim = m->hidden / m->heads;
     get_source(r, o, m->source, sizeof m->source);

@@ -13,6 +13,8 @@
 void cli_print_serve_keys(FILE *f)
 {
     cli_print_infer_keys(f);
+    fputs("not in serve's --plan: batch, in, out, longest (the requests give them: --lengths, and\n"
+          "max_seqs caps the batches the scheduler forms)\n", f);
     fputs("scheduler keys, also in --plan (docs/serve.md):\n"
           "  max_seqs         1..2^24: sequences in a step per replica (vLLM max_num_seqs); default\n"
           "                   the engine's max_batch\n"

@@ -176,6 +176,9 @@ int cmd_predict(int argc, char **argv)
         rc = cli_exit_for(st);
         goto done;
     }
+    char note[320];
+    if (mp_plan_context_note(&p, &m, note, sizeof note))
+        fprintf(stderr, "meshplan: warning: %s\n", note);
     e = malloc(sizeof *e);
     if (!e) {
         rc = EXIT_INTERNAL;

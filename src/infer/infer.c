@@ -28,11 +28,27 @@ static int resolve(const mp_model *m, const mp_cluster *c, mp_infer_plan *p, mp_
 {
     int bad = 0;
     int64_t per = (int64_t)p->tp * p->pp;
+    const int derived = p->dp <= 0;
     if (p->dp <= 0)
         p->dp = per > 0 && c->num_gpus % per == 0 ? (int)(c->num_gpus / per) : 0;
-    if (p->dp <= 0 || per * p->dp != c->num_gpus) {
-        mp_diag_add(d, "plan: tp x pp x dp = %d x %d x %d: expected the cluster's %lld GPUs",
-                    p->tp, p->pp, p->dp, (long long)c->num_gpus);
+    if (derived && p->dp <= 0 && per > 0) {
+        /* dp is derived as GPUs / (tp x pp): a replica size that does not divide the GPUs would
+         * leave some idle, which the plan contract refuses (docs/infer.md "GPUs and replicas";
+         * DESIGN.md: degrees whose product is not the GPU count cannot be formed) */
+        int64_t lo = c->num_gpus / per * per, hi = lo + per;
+        char near[96];
+        if (lo >= per)
+            snprintf(near, sizeof near, "%lld or %lld", (long long)lo, (long long)hi);
+        else
+            snprintf(near, sizeof near, "%lld", (long long)hi);
+        mp_diag_add(d, "plan: tp x pp = %d x %d = %lld GPUs per replica does not divide the cluster's %lld GPUs: "
+                    "expected --gpus a multiple of %lld (e.g. %s), or tp x pp dividing %lld (dp = GPUs / "
+                    "(tp x pp); spare GPUs are not left idle)", p->tp, p->pp, (long long)per,
+                    (long long)c->num_gpus, (long long)per, near, (long long)c->num_gpus);
+        bad++;
+    } else if (p->dp <= 0 || per * p->dp != c->num_gpus) {
+        mp_diag_add(d, "plan: tp x pp x dp = %d x %d x %d = %lld: expected the cluster's %lld GPUs",
+                    p->tp, p->pp, p->dp, (long long)(per * p->dp), (long long)c->num_gpus);
         bad++;
     }
     if (p->longest && p->longest < p->out) {
@@ -40,7 +56,19 @@ static int resolve(const mp_model *m, const mp_cluster *c, mp_infer_plan *p, mp_
                     (long long)p->longest, (long long)p->out);
         bad++;
     }
-    (void)m;
+    /* the model's context (mp_model.context_len, its config's max_position_embeddings; 0 =
+     * unknown): a sequence holds its prompt and every token it generates, so in + the decode
+     * steps must fit, as vLLM's OpenAI server refuses prompt + max_tokens over max_model_len
+     * ("This model's maximum context length is ..."; vllm/entrypoints/openai/serving_engine.py
+     * _validate_input) */
+    int64_t steps = p->longest > p->out ? p->longest : p->out;
+    if (m->context_len > 0 && p->in + steps > m->context_len) {
+        mp_diag_add(d, "plan: in + %s = %lld + %lld = %lld tokens: expected at most %s's context of %lld tokens "
+                    "(its config's max_position_embeddings)", p->longest > p->out ? "longest" : "out",
+                    (long long)p->in, (long long)steps, (long long)(p->in + steps), m->key,
+                    (long long)m->context_len);
+        bad++;
+    }
     return bad;
 }
 

@@ -222,6 +222,14 @@ mp_status mp_infer_search(const mp_model *m, const mp_cluster *c, const mp_infer
     memset(out, 0, sizeof *out);
     if (check_opts(o, diag))
         return MP_ERR_INPUT;
+    /* every candidate would be refused for the model's context (infer.c resolve): say so once
+     * instead of "no plan fits memory" */
+    if (m->context_len > 0 && o->in + o->out > m->context_len) {
+        mp_diag_add(diag, "in + out = %lld + %lld = %lld tokens: expected at most %s's context of %lld tokens "
+                    "(its config's max_position_embeddings)", (long long)o->in, (long long)o->out,
+                    (long long)(o->in + o->out), m->key, (long long)m->context_len);
+        return MP_ERR_INPUT;
+    }
     search_ctx s = {m, c, o, o->price_gpu_hour_usd > 0 ? o->price_gpu_hour_usd : mp_infer_gpu_price_usd(c->gpu.key), out};
     if (!(s.price > 0)) {
         mp_diag_add(diag, "gpu %s: no built-in price per GPU-hour: expected one given (--price %s=USD)", c->gpu.key, c->gpu.key);

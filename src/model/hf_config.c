@@ -16,6 +16,7 @@
  *   vocab       vocab_size, n_vocab, padded_vocab_size
  *   seq_len     max_position_embeddings, n_positions (GPT-2), max_seq_len (MPT), seq_length,
  *               n_ctx; capped at 2^24; 2048 when absent
+ *   context_len the same field (the most tokens a sequence may hold), capped at 2^30; 0 when absent
  *   tied        tie_word_embeddings; absent -> true for GPT-2, MPT and unknown types (the
  *               transformers PretrainedConfig default), false for the Llama family and NeoX
  *               (their config classes default to False)
@@ -669,6 +670,9 @@ static void read_config(hf_ctx *c, const json_t *cfg, hf_family fam, mp_model *m
     int64_t seq = 0;
     int rs = get_int_alias(c, cfg, N_SEQ, 1, &seq, NULL);
     m->seq_len = rs == 1 ? (seq > HF_SEQ_CAP ? HF_SEQ_CAP : seq) : HF_SEQ_DEFAULT;
+    /* the context length (mp_model.context_len): the same field, capped at 2^30 (mp_model_check's
+     * bound; a billion tokens is no limit in practice); absent = 0, unknown */
+    m->context_len = rs == 1 ? (seq > ((int64_t)1 << 30) ? ((int64_t)1 << 30) : seq) : 0;
 
     read_flags(c, cfg, attn, fam, m);
 

@@ -62,7 +62,7 @@ mp_status mp_model_check(const mp_model *m, mp_diag *diag)
             {"qk_rope_head_dim", m->qk_rope_head_dim}, {"qk_nope_head_dim", m->qk_nope_head_dim},
             {"v_head_dim", m->v_head_dim}, {"attn_window", m->attn_window},
             {"attn_window_layers", m->attn_window_layers}, {"moe_layer_freq", m->moe_layer_freq},
-            {"mtp_layers", m->mtp_layers}};
+            {"mtp_layers", m->mtp_layers}, {"context_len", m->context_len}};
         for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
             if (later[i].v < 0 || later[i].v > ((int64_t)1 << 30)) {
                 mp_diag_add(diag, "%s.%s = %lld: expected an integer in [0, 2^30]", k,

@@ -380,6 +380,13 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
     if (!p->ep) p->ep = 1;
     if (!p->vpp) p->vpp = 1;
     if (!p->seq) p->seq = m->seq_len;
+    /* A learned position table has context_len rows and nothing past them: seq over it cannot be
+     * formed (Megatron-LM validate_args asserts max_position_embeddings >= seq_length). RoPE and
+     * ALiBi models train past their config's context (long-context extension raises it with RoPE
+     * scaling), so for them the CLI only warns (mp_plan_context_note). */
+    if (m->position == MP_POS_LEARNED && m->context_len > 0 && p->seq > m->context_len)
+        FAIL("plan.seq = %lld: expected at most %s's %lld learned positions (its context_len; a learned "
+             "position table has no rows past it)", (long long)p->seq, m->key, (long long)m->context_len);
     if (!p->mb) p->mb = 1;
     /* The stack's era and defaults (data/stacks.json, docs/stacks.md): a feature the stack
      * predates is bad input when the plan asks for it, and off when the plan does not say. */
@@ -621,4 +628,16 @@ void mp_plan_group(const mp_plan *p, unsigned dims, mp_group *inner, mp_group *o
             outer->size = p->ep / inner->size;
         }
     }
+}
+
+int mp_plan_context_note(const mp_plan *p, const mp_model *m, char *buf, size_t cap)
+{
+    if (cap)
+        buf[0] = '\0';
+    if (m->position == MP_POS_LEARNED || m->context_len <= 0 || p->seq <= m->context_len)
+        return 0;
+    snprintf(buf, cap, "plan.seq = %lld is over %s's context of %lld tokens (its config's max_position_embeddings): "
+             "predicted as asked; training past it assumes the context is extended (RoPE scaling)",
+             (long long)p->seq, m->key, (long long)m->context_len);
+    return 1;
 }

@@ -107,6 +107,14 @@ mp_status mp_rl_step_table_build(const mp_model *m, const mp_cluster *pool, cons
     mp_infer_plan p = *base;
     p.dp = 0;
     p.out = 1;
+    /* The grid's points are pricing probes (the top one: in = max_ctx + 1, out = 1), not requests:
+     * the infer estimate's refusal past the model's context (mp_model.context_len) is not theirs.
+     * RL follows the training rule for the context (docs/infer.md "The context and the GPU
+     * count": the policy is trained on the rollouts, and long-response RL extends the context
+     * with RoPE scaling as long-context training does). */
+    mp_model mm = *m;
+    mm.context_len = 0;
+    m = &mm;
     for (int i = 0; i < t->nb; i++)
         for (int j = 0; j < t->nc; j++) {
             p.batch = (int64_t)t->b[i];

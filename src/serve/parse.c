@@ -90,7 +90,24 @@ mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
         for (int i = 0; eq && i < 5; i++)
             if ((size_t)(eq - tok) == strlen(own[i]) && !strncmp(tok, own[i], (size_t)(eq - tok)))
                 mine = i;
-        if (mine >= 0) {
+        /* infer's per-run shape keys mean nothing to a simulation that forms its own batches
+         * from the requests: refused, not silently dropped (`--plan in=100000` used to run the
+         * default 1024-token prompts) */
+        static const char *const not_here[][2] = {
+            {"batch", "max_seqs=N (the scheduler forms the batches; max_seqs caps them)"},
+            {"in", "--lengths fixed:IN:OUT (or a lengths table)"},
+            {"out", "--lengths fixed:IN:OUT (or a lengths table)"},
+            {"longest", "--lengths (each request stops at its own output length)"}};
+        int refused = 0;
+        for (size_t i = 0; eq && i < sizeof not_here / sizeof not_here[0]; i++)
+            if ((size_t)(eq - tok) == strlen(not_here[i][0]) && !strncmp(tok, not_here[i][0], (size_t)(eq - tok))) {
+                mp_diag_add(d, "plan.%s = \"%s\": not a serve key: expected %s", not_here[i][0], eq + 1,
+                            not_here[i][1]);
+                refused = 1;
+            }
+        if (refused) {
+            bad++;
+        } else if (mine >= 0) {
             *eq = '\0';
             bad += serve_key(tok, eq + 1, o, d);
         } else {

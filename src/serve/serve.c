@@ -413,7 +413,21 @@ static mp_status simulate(const mp_model *m, const mp_cluster *c, const mp_serve
         int ranks = o->attn_dp ? o->plan.ep : 1;
         int per = o->attn_dp ? ranks : o->plan.tp * o->plan.pp;
         int dp = o->plan.dp > 0 ? o->plan.dp : (int)(c->num_gpus / per);
-        if (dp < 1 || (int64_t)dp * per != c->num_gpus) {
+        if (o->plan.dp <= 0 && c->num_gpus % per) {
+            /* dp derived as GPUs / replica size: the spare GPUs would idle, which the plan
+             * contract refuses (the same rule and message as infer, src/infer/infer.c) */
+            int64_t lo = c->num_gpus / per * per, hi = lo + per;
+            char near[96];
+            if (lo >= per)
+                snprintf(near, sizeof near, "%lld or %lld", (long long)lo, (long long)hi);
+            else
+                snprintf(near, sizeof near, "%lld", (long long)hi);
+            mp_diag_add(d, "plan: %s = %d GPUs per replica does not divide the cluster's %lld GPUs: expected "
+                        "--gpus a multiple of %d (e.g. %s), or a replica size dividing %lld (dp = GPUs / replica "
+                        "size; spare GPUs are not left idle)", o->attn_dp ? "ep (attention DP)" : "tp x pp", per,
+                        (long long)c->num_gpus, per, near, (long long)c->num_gpus);
+            bad = 1;
+        } else if (dp < 1 || (int64_t)dp * per != c->num_gpus) {
             mp_diag_add(d, "plan: %d replicas of %d GPUs: expected the cluster's %lld GPUs", dp, per, (long long)c->num_gpus);
             bad = 1;
         } else if (dp > MP_SERVE_MAX_REPLICAS) {
@@ -535,6 +549,34 @@ static void colocated_check(const mp_model *m, const mp_cluster *c, const mp_ser
     free(alt);
 }
 
+/* Requests over the model's context (mp_model.context_len, its config's max_position_embeddings;
+ * 0 = unknown, not checked): a sequence holds its prompt and every token it generates, and vLLM's
+ * OpenAI server refuses prompt + max_tokens over max_model_len (vllm/entrypoints/openai/
+ * serving_engine.py _validate_input). The run is refused, not those requests dropped, so that no
+ * figure silently leaves part of the load out. Returns the number of requests over. */
+static int64_t context_check(const mp_model *m, const mp_serve_opts *o, const mp_serve_request *q, int64_t n,
+                             mp_diag *d)
+{
+    if (m->context_len <= 0)
+        return 0;
+    int64_t over = 0, first = -1;
+    for (int64_t i = 0; i < n; i++)
+        if (q[i].in + q[i].out > m->context_len && over++ == 0)
+            first = i;
+    if (over) {
+        static const char *const what[MP_LEN_COUNT] = {"fixed", "table", "sharegpt"};
+        const char *kind = o->arrivals == MP_ARRIVE_TRACE ? "the trace"
+                           : (unsigned)o->lengths < MP_LEN_COUNT && what[o->lengths] ? what[o->lengths]
+                                                                                   : "?";
+        mp_diag_add(d, "lengths (%s): %lld of %lld requests over the context: request %lld has in + out = %lld + %lld "
+                    "= %lld tokens: expected at most %s's context of %lld tokens (its config's "
+                    "max_position_embeddings)", kind, (long long)over, (long long)n, (long long)first + 1,
+                    (long long)q[first].in, (long long)q[first].out, (long long)(q[first].in + q[first].out),
+                    m->key, (long long)m->context_len);
+    }
+    return over;
+}
+
 mp_status mp_serve_run(const mp_model *m, const mp_cluster *c, const mp_serve_opts *o,
                        mp_serve_result *r, mp_diag *d)
 {
@@ -552,6 +594,10 @@ mp_status mp_serve_run(const mp_model *m, const mp_cluster *c, const mp_serve_op
     mp_status st = sv_requests_make(o, &rq, &n, d);
     if (st != MP_OK)
         return st;
+    if (context_check(m, o, rq, n, d)) {
+        free(rq);
+        return MP_ERR_INPUT;
+    }
     st = simulate(m, c, o, rq, n, r, d);
     free(rq);
     if (st == MP_OK && r->feasible)
