@@ -1028,6 +1028,9 @@ w.writeheader()
 w.writerow(dict(base, id="ctx_ok"))
 w.writerow(dict(base, id="ctx_over", input_len="8000", output_len="500"))
 PY
+run infer --model llama3-8b --gpu v100-sxm2-32gb --plan weights=bf16
+check "infer: bf16 on a GPU with no bf16 rate says it is computed in fp16 (was silent)" "rc_is 0" \
+    "stdout_has 'computed in fp16'"
 run validate "$TMP/ctx.csv" --json
 check "validate: an inference row over the model's context is skipped with the reason" "rc_is 0" "json_check '
 assert [r[\"id\"] for r in d[\"rows\"]] == [\"ctx_ok\"], d[\"rows\"]

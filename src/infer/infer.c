@@ -286,6 +286,11 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
                mp_infer_weights_name((mp_infer_weights)p->weights), mp_dtype_name(dt));
     if (p->weights == MP_WQ_FP4)
         assume(r, "fp4 GEMMs at the fp8 tensor rate (the catalog has no fp4 peak)");
+    /* a GPU with no bf16 tensor rate (V100): priced at fp16, what vLLM's dtype=auto does below
+     * compute capability 8.0 (vllm/config.py _get_and_verify_dtype: "Bfloat16 is only supported
+     * on GPUs with compute capability of at least 8.0"; it casts to float16). Used to be silent. */
+    if (dt == MP_DT_FP16 && p->weights == MP_WQ_BF16)
+        assume(r, "weights=bf16 on %s (no bf16 tensor rate): computed in fp16, as vLLM's dtype=auto casts it", g->key);
     if (mp_model_is_moe(m))
         assume(r, "MoE routing uniform, busiest expert x %.2f of the mean", s.moe_load);
     if (!measured)
