@@ -336,6 +336,10 @@ typedef struct {
         double key[28];
         mp_wl_coll coll[MP_WC_HSDP_AR - MP_WC_Z3_AG + 1];
     } dp[4];
+    /* The dp slot whose collectives `shape` (below) holds in its coll entries, -1 none: set
+     * when the shape is priced in place, cleared when the shape is rebuilt or the slot
+     * replaced (comm.c data_colls_cached skips the copy then). */
+    int dp_in_shape;
     int groups_set;             /* the groups below are for the plan keys groups_key */
     int64_t groups_key[12];
     mp_group groups[9];

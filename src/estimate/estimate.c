@@ -134,8 +134,11 @@ mp_status mp_estimate_plan(const mp_model *m, const mp_cluster *c, const mp_plan
         return MP_ERR_INPUT;
     }
     mp_plan eff;
-    effective_plan(p, c, &eff);
-    p = &eff;
+    if (!p->flash_given && p->flash && c->gpu.peak_flops_per_s[MP_DT_BF16] <= 0) {
+        /* the copy only where it changes a key (272 bytes per evaluation otherwise) */
+        effective_plan(p, c, &eff);
+        p = &eff;
+    }
     workload_opts(opts, sk, &e->workload_opts);
     mp_status st = opts->cache ? mp_workload_shape_in(m, c, p, MP_WL_TRAIN_STEP, &e->workload_opts, opts->cache, &w, diag)
                                : mp_workload_shape(m, c, p, MP_WL_TRAIN_STEP, &e->workload_opts, NULL, w, diag);

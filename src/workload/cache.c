@@ -22,6 +22,7 @@ void mp_wl_cache_init(mp_wl_cache *cache)
     cache->groups_set = 0;
     cache->shape_set = 0;
     cache->shape_gen = 0; /* no shape (mp_wl_shape_gen_next's are never 0) */
+    cache->dp_in_shape = -1;
     for (int i = 0; i < 4; i++)
         cache->stages[i].set = cache->dp[i].set = 0;
     for (int i = 0; i < MP_WL_CACHE_SLOTS; i++)

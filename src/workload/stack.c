@@ -6,6 +6,7 @@
  * parsed once per process into a static table (pthread_once) and handed out read-only. */
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -110,6 +111,10 @@ static mp_stack_profile g_prof[MP_STACK_COUNT];
 static mp_status g_status = MP_ERR_PARSE;
 static char g_err[4096 + 64];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+/* Set (release) once load_once has run: later calls read it (acquire) and skip pthread_once,
+ * whose call was ~2% of an evaluation's instructions in the search (two look-ups per plan;
+ * callgrind, docs/search.md "round 6"). */
+static atomic_int g_loaded;
 
 static mp_status load_all(mp_diag *diag)
 {
@@ -162,7 +167,10 @@ const mp_stack_profile *mp_stack_profile_of(mp_stack_id s)
 {
     if ((unsigned)s >= MP_STACK_COUNT)
         return NULL;
-    pthread_once(&g_once, load_once);
+    if (!atomic_load_explicit(&g_loaded, memory_order_acquire)) {
+        pthread_once(&g_once, load_once);
+        atomic_store_explicit(&g_loaded, 1, memory_order_release);
+    }
     return g_status == MP_OK ? &g_prof[s] : NULL;
 }
 

@@ -198,18 +198,38 @@ static mp_status shape_checks(const mp_model *m, const mp_cluster *c, const mp_p
     return MP_OK;
 }
 
+/* Whether p's line key (line_key) is k, byte for byte, without building it: the bytes of p
+ * outside the fields line_key clears (mb, cp_algo, order, order_listed) against k's (a key
+ * line_key built: those fields of k are zero, as p's would be). The same verdict as line_key
+ * then memcmp, without the 272-byte copy per evaluation. */
+static int same_line(const mp_plan *p, const mp_plan *k)
+{
+    const char *a = (const char *)p, *b = (const char *)k;
+    const size_t mb = offsetof(mp_plan, mb), mb_end = mb + sizeof p->mb;
+    const size_t ca = offsetof(mp_plan, cp_algo), ca_end = ca + sizeof p->cp_algo;
+    const size_t od = offsetof(mp_plan, order), od_end = offsetof(mp_plan, order_listed) + sizeof p->order_listed;
+    _Static_assert(offsetof(mp_plan, mb) < offsetof(mp_plan, cp_algo) &&
+                       offsetof(mp_plan, cp_algo) < offsetof(mp_plan, order) &&
+                       offsetof(mp_plan, order) + sizeof ((mp_plan *)0)->order == offsetof(mp_plan, order_listed),
+                   "mp_plan's line-key fields in this order, order_listed right after order");
+    return memcmp(a, b, mb) == 0 && memcmp(a + mb_end, b + mb_end, ca - mb_end) == 0 &&
+           memcmp(a + ca_end, b + ca_end, od - ca_end) == 0 &&
+           memcmp(a + od_end, b + od_end, sizeof *p - od_end) == 0;
+}
+
 /* The cache's shape for p's line (built into it when its memo holds another line), its line
  * values not yet filled. */
 static void cached_shape(const mp_model *m, const mp_cluster *c, const mp_plan *p, mp_wl_phase phase,
                          const mp_workload_opts *opts, mp_wl_cache *cache, int moe, int64_t etp)
 {
     mp_wl_cache_validate(cache, m, c);
-    mp_plan k;
-    line_key(p, &k);
-    if (cache->shape_set && memcmp(&k, &cache->shape_key, sizeof k) == 0 &&
+    if (cache->shape_set && same_line(p, &cache->shape_key) &&
         memcmp(opts, &cache->shape_opts, sizeof *opts) == 0)
         return;
+    mp_plan k;
+    line_key(p, &k);
     shape_base(&cache->shape, m, c, p, phase, opts, cache, moe, etp);
+    cache->dp_in_shape = -1; /* shape_base cleared its collectives */
     memcpy(&cache->shape_key, &k, sizeof k); /* padding too: the look-up compares bytes */
     memcpy(&cache->shape_opts, opts, sizeof *opts);
     cache->shape_set = 1;
@@ -270,6 +290,7 @@ mp_status mp_workload_shape_in(const mp_model *m, const mp_cluster *c, const mp_
         memset(&cache->shape, 0, offsetof(mp_workload, run));
         cache->shape_set = 0;
         cache->shape_gen = 0;
+        cache->dp_in_shape = -1;
         return st;
     }
     cached_shape(m, c, p, phase, opts, cache, moe, etp);
