@@ -468,6 +468,16 @@ static void test_validate_rows_name_their_stack(void **s)
         }
         if (!strcmp(r->source_group, "mosaic_a100_80g"))
             assert_string_equal(r->stack, "llm-foundry");
+        /* Narayanan et al. 2021 Table 1: the micro-batch and depth of the authors' launch script
+         * (validate.c source_layouts; Megatron-LM examples/sc21/run_table_1.sh) */
+        if (!strcmp(r->id, "meg21_t1_1"))
+            assert_non_null(strstr(r->assumed, "micro_batch 16 (Megatron-LM examples/sc21/run_table_1.sh line 17)"));
+        if (!strcmp(r->id, "meg21_t1_8"))
+            assert_non_null(strstr(r->assumed, "vpp 2 (Megatron-LM examples/sc21/run_table_1.sh line 101)"));
+        if (!strcmp(r->id, "meg21_t1_10")) {
+            assert_non_null(strstr(r->assumed, "vpp 1 (Megatron-LM examples/sc21/run_table_1.sh line 123"));
+            assert_null(strstr(r->assumed, "interleaving not stated"));
+        }
     }
     print_message("k22 set: mean |error| %.2f%%, max %.2f%% over %d rows\n", sum / n, mx, n);
     assert_int_equal(n, 9);
