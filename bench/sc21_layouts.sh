@@ -6,9 +6,10 @@
 # MBS and --num-layers-per-virtual-pipeline-stage per model (v = layers / pp / that value; no flag: 1F1B):
 #   1.7B 16 -, 3.6B 16 -, 7.5B 16 -, 18B 8 -, 39B 4 - (v 1), 76B 2 5 (v 3), 145B 2 5 (v 2),
 #   310B 1 3 (v 2), 530B 1 1 (v 3), 1T 1 - (v 1).
-# runs.csv leaves these cells empty, so validate assumes micro-batch 1 and the megatron-2021 profile's
-# depth (v 3/3/2/3/3/2). An experiment, not a fit: docs/stacks.md ("The launch scripts of the 2021
-# paper") gives what it moves. Usage: bench/sc21_layouts.sh [runs.csv] > runs_sc21.csv
+# runs.csv leaves these cells empty; validate fills them from the same script (src/validate/validate.c
+# source_layouts, each with its line), so on the current code the copy this writes validates to the
+# same figures as runs.csv itself: a cross-check of that table. docs/stacks.md ("The launch scripts
+# of the 2021 paper") gives what it moved. Usage: bench/sc21_layouts.sh [runs.csv] > runs_sc21.csv
 in=${1:-../shared/validation/runs.csv}
 awk -F, -v OFS=, '
 NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }

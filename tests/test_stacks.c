@@ -201,9 +201,9 @@ static void test_elementwise_backward_by_kernel(void **s)
  * micro-batch 4 of 2048 tokens, A100), forward + backward, against the paper's Table 4 (ms):
  * no recompute 19.6, with SP 19.0, full recompute 27.2, selective 20.9, selective + SP 20.3. The
  * layer's time is the step's growth per layer (48 layers against 24), the optimizer's share
- * removed. Each within 5% (measured: +1.9% to +4.4% on the fitted megatron-2021 profile), and
- * what SP saves within 0.25 ms of the published 0.6 ms (0.74 ms; the rule "element-wise backward
- * = 2x forward" gave 1.34 ms). */
+ * removed. Each within 5% (measured: +1.8% to +4.4% on the fitted megatron-2021 profile, which
+ * bench/fit_calibration keeps within this bound), and what SP saves within 0.25 ms of the
+ * published 0.6 ms (0.75 ms; the rule "element-wise backward = 2x forward" gave 1.34 ms). */
 static void test_korthikanti_table4_per_layer(void **s)
 {
     (void)s;
@@ -426,10 +426,12 @@ static void test_deepspeed_gather_host_time(void **s)
 }
 
 /* validate names every row's stack, states the default, and the Korthikanti et al. 2022 set
- * (k22_ rows, stack megatron-2021) is at its measured figure: mean |error| 5.59%, max 8.60%
- * (k22_fullrc_2; issue 17's bar is 5% / 10%: the mean misses it, docs/stacks.md); every source
+ * (k22_ rows, stack megatron-2021) is at its measured figure: mean |error| 4.81%, max 7.85%
+ * (k22_fullrc_2; issue 17's bar is 5% / 10%; was 5.59 / 8.60% before the 2021 Table 1 rows took
+ * their launch script's layouts and megatron-2021 was refitted, docs/stacks.md); every source
  * group's median |error| at most a quarter point above what it measures (docs/stacks.md), so a
- * regression in any group fails. */
+ * regression in any group fails. The refit moved two of them up, within issue 17's one point:
+ * megatron2021_t1 1.87 -> 2.20% and megatron2021_t2 2.03 -> 2.53% (docs/stacks.md). */
 static void test_validate_rows_name_their_stack(void **s)
 {
     (void)s;
@@ -468,12 +470,22 @@ static void test_validate_rows_name_their_stack(void **s)
         }
         if (!strcmp(r->source_group, "mosaic_a100_80g"))
             assert_string_equal(r->stack, "llm-foundry");
+        /* Narayanan et al. 2021 Table 1: the micro-batch and depth of the authors' launch script
+         * (validate.c source_layouts; Megatron-LM examples/sc21/run_table_1.sh) */
+        if (!strcmp(r->id, "meg21_t1_1"))
+            assert_non_null(strstr(r->assumed, "micro_batch 16 (Megatron-LM examples/sc21/run_table_1.sh line 17)"));
+        if (!strcmp(r->id, "meg21_t1_8"))
+            assert_non_null(strstr(r->assumed, "vpp 2 (Megatron-LM examples/sc21/run_table_1.sh line 101)"));
+        if (!strcmp(r->id, "meg21_t1_10")) {
+            assert_non_null(strstr(r->assumed, "vpp 1 (Megatron-LM examples/sc21/run_table_1.sh line 123"));
+            assert_null(strstr(r->assumed, "interleaving not stated"));
+        }
     }
     print_message("k22 set: mean |error| %.2f%%, max %.2f%% over %d rows\n", sum / n, mx, n);
     assert_int_equal(n, 9);
     assert_int_equal(defaults, 3);
     assert_int_equal(ds, 6);
-    assert_true(sum / n <= 5.65 && mx <= 8.7);
+    assert_true(sum / n <= 4.85 && mx <= 7.9);
     /* DeepSpeed ZeRO-3 of 2021 (Narayanan et al. 2021 Table 2): median |error| 14.63% with the
      * per-tensor gathers and reduce-scatters, their host time, the recompute's gather and no
      * FlashAttention (was 73.8%, then 36.2%; docs/stacks.md) */
@@ -481,7 +493,7 @@ static void test_validate_rows_name_their_stack(void **s)
     print_message("ZeRO-3 rows: median |error| %.2f%%\n", 0.5 * (ds_err[2] + ds_err[3]));
     assert_true(0.5 * (ds_err[2] + ds_err[3]) <= 14.9);
     static const struct { const char *group; double median_pct; } med[] = {
-        {"megatron2021_t1", 1.87}, {"megatron2021_t2", 2.03}, {"korthikanti2022", 5.67},
+        {"megatron2021_t1", 2.20}, {"megatron2021_t2", 2.53}, {"korthikanti2022", 4.86},
         {"llama3_2024", 12.30}, {"torchtitan_a100_perfdoc", 5.08}, {"torchtitan_h100_perfdoc", 2.11},
         {"mosaic_h100_bf16", 6.81}, {"mosaic_h100_fp8", 1.38}, {"mosaic_a100_80g", 3.96},
         {"nemo2407_h100", 3.99}, {"mbridge2511_b200", 6.24}, {"mbridge2511_h100", 7.48}};

@@ -450,6 +450,55 @@ static const struct { const char *group; int64_t layers_per_chunk, own_chunks; c
     {"llama3_2024", 1, 2, "Dubey et al. 2024 Sec. 3.3.2: a layer per chunk, embedding and output layer in chunks of their own"},
 };
 
+/* Rows whose source's own launch script states the micro-batch and the interleaving depth the
+ * row's cells leave empty. Narayanan et al. 2021 Table 1 (meg21_t1_*): NVIDIA/Megatron-LM
+ * examples/sc21/run_table_1.sh, the script its README calls the one "used to produce the
+ * results" of arXiv 2104.04473 (read at commit 79a3bb6b). Per model it sets MBS (line `mbs_line`)
+ * and, in MEGATRON_EXTRA_PARAMS (line `vpp_line`), --num-layers-per-virtual-pipeline-stage L:
+ * v = layers / pp / L; no such flag on a pipelined model = the 1F1B schedule (v 1); vpp 0 here:
+ * the script says nothing about it (pp 1, no pipeline). A cell the row states wins. */
+static const struct {
+    const char *group, *id;
+    int64_t mb, vpp;
+    int mbs_line, vpp_line;
+} source_layouts[] = {
+    {"megatron2021_t1", "meg21_t1_1", 16, 0, 17, 24},  /* 1.7B: MBS=16 */
+    {"megatron2021_t1", "meg21_t1_2", 16, 0, 28, 35},  /* 3.6B: MBS=16 */
+    {"megatron2021_t1", "meg21_t1_3", 16, 0, 39, 46},  /* 7.5B: MBS=16 */
+    {"megatron2021_t1", "meg21_t1_4", 8, 0, 50, 57},   /* 18B: MBS=8 */
+    {"megatron2021_t1", "meg21_t1_5", 4, 1, 61, 68},   /* 39B: MBS=4, no flag: 1F1B */
+    {"megatron2021_t1", "meg21_t1_6", 2, 3, 72, 79},   /* 76B: MBS=2, 5 layers: 60/4/5 = 3 */
+    {"megatron2021_t1", "meg21_t1_7", 2, 2, 83, 90},   /* 145B: MBS=2, 5 layers: 80/8/5 = 2 */
+    {"megatron2021_t1", "meg21_t1_8", 1, 2, 94, 101},  /* 310B: MBS=1, 3 layers: 96/16/3 = 2 */
+    {"megatron2021_t1", "meg21_t1_9", 1, 3, 105, 112}, /* 530B: MBS=1, 1 layer: 105/35/1 = 3 */
+    {"megatron2021_t1", "meg21_t1_10", 1, 1, 116, 123}, /* 1T: MBS=1, no flag: 1F1B */
+};
+
+/* --- the micro-batch and interleaving depth a row leaves empty, from its source's launch
+ *     script (source_layouts), said --- */
+static void row_source_layout(row_in *r, mp_plan *p)
+{
+    for (size_t k = 0; k < sizeof source_layouts / sizeof source_layouts[0]; k++) {
+        if (strcmp(r->cell[C_GROUP], source_layouts[k].group) || strcmp(r->id, source_layouts[k].id))
+            continue;
+        char a[160];
+        if (!p->mb && source_layouts[k].mb) {
+            p->mb = source_layouts[k].mb;
+            snprintf(a, sizeof a, "micro_batch %lld (Megatron-LM examples/sc21/run_table_1.sh line %d)",
+                     (long long)p->mb, source_layouts[k].mbs_line);
+            append(r->assumed, sizeof r->assumed, a);
+        }
+        if (!p->vpp && source_layouts[k].vpp) {
+            p->vpp = source_layouts[k].vpp;
+            snprintf(a, sizeof a, "vpp %lld (Megatron-LM examples/sc21/run_table_1.sh line %d%s)",
+                     (long long)p->vpp, source_layouts[k].vpp_line,
+                     p->vpp == 1 ? ": no virtual-stage flag, 1F1B" : "");
+            append(r->assumed, sizeof r->assumed, a);
+        }
+        return;
+    }
+}
+
 /* --- interleaving a row does not state: the chunks its source describes, else the stack's
  *     default depth, said --- */
 static void row_interleave(row_in *r, const mp_model *m, mp_plan *p)
@@ -511,6 +560,7 @@ static int row_plan(row_in *r, const mp_model *m, int64_t ngpus, mp_plan *p)
         return 1;
     }
     p->seq = m->seq_len;
+    row_source_layout(r, p);
     if (!p->mb) {
         p->mb = 1;
         append(r->assumed, sizeof r->assumed, "micro_batch 1");
