@@ -370,7 +370,7 @@ static void test_search_64(void **state)
            mp_rl_placement_name((mp_rl_placement)o.cand[o.best].placement), (long long)o.cand[o.best].rollout_gpus,
            (long long)o.cand[o.best].train_gpus, o.cand[o.best].step_s, o.cand[o.best_static].step_s,
            o.dynamic_step_s, 100 * o.dynamic_gain_frac);
-    assert_true(cpu < 1.0);
+    /* speed is measured in bench/, not asserted here (a timed unit test fails under ASan and load) */
     assert_true(o.ncand >= 20 && o.best == 0 && o.best_static >= 0);
     for (int i = 1; i < o.ncand; i++)
         assert_true(!o.cand[i].feasible || o.cand[i].step_s >= o.cand[0].step_s);
