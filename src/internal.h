@@ -3,6 +3,7 @@
 #define MESHPLAN_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "meshplan/status.h"
 
@@ -35,6 +36,12 @@ void mp_text_line(const char *text, size_t len, int line, int column, char *out,
 
 /** 1 when text[0..len) is empty or only blanks and line breaks (an "empty file"). */
 int mp_is_blank(const char *text, size_t len);
+
+/** The multiples of per nearest to n, as "LO or HI" (LO the largest multiple <= n, HI = LO + per),
+ *  or "HI" alone when no positive multiple is <= n: the GPU counts a replica of per GPUs divides,
+ *  for a message that refuses n (infer and serve, "GPUs per replica does not divide"). per >= 1;
+ *  the text is cut to cap - 1 bytes. */
+void mp_nearest_multiples(int64_t n, int64_t per, char *buf, size_t cap);
 
 /** A plan key's value among names[0..n): its index in *out and 1, or 0 after adding to diag
  *  "plan.KEY = "VAL": expected one of a|b|c" (plan/plan_key.c; both key tables use it). */

@@ -57,6 +57,15 @@ void mp_diag_add(mp_diag *d, const char *fmt, ...)
     }
 }
 
+void mp_nearest_multiples(int64_t n, int64_t per, char *buf, size_t cap)
+{
+    int64_t lo = n / per * per, hi = lo + per;
+    if (lo >= per)
+        snprintf(buf, cap, "%lld or %lld", (long long)lo, (long long)hi);
+    else
+        snprintf(buf, cap, "%lld", (long long)hi);
+}
+
 void mp_strlcpy(char *dst, const char *src, size_t cap)
 {
     if (cap == 0)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "meshplan/energy.h"
 #include "meshplan/infer.h"
 #include "meshplan/workload.h"
@@ -35,12 +36,8 @@ static int resolve(const mp_model *m, const mp_cluster *c, mp_infer_plan *p, mp_
         /* dp is derived as GPUs / (tp x pp): a replica size that does not divide the GPUs would
          * leave some idle, which the plan contract refuses (docs/infer.md "GPUs and replicas";
          * DESIGN.md: degrees whose product is not the GPU count cannot be formed) */
-        int64_t lo = c->num_gpus / per * per, hi = lo + per;
         char near[96];
-        if (lo >= per)
-            snprintf(near, sizeof near, "%lld or %lld", (long long)lo, (long long)hi);
-        else
-            snprintf(near, sizeof near, "%lld", (long long)hi);
+        mp_nearest_multiples(c->num_gpus, per, near, sizeof near);
         mp_diag_add(d, "plan: tp x pp = %d x %d = %lld GPUs per replica does not divide the cluster's %lld GPUs: "
                     "expected --gpus a multiple of %lld (e.g. %s), or tp x pp dividing %lld (dp = GPUs / "
                     "(tp x pp); spare GPUs are not left idle)", p->tp, p->pp, (long long)per,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "meshplan/energy.h"
 #include "meshplan/workload.h"
 #include "serve/serve_internal.h"
@@ -416,12 +417,8 @@ static mp_status simulate(const mp_model *m, const mp_cluster *c, const mp_serve
         if (o->plan.dp <= 0 && c->num_gpus % per) {
             /* dp derived as GPUs / replica size: the spare GPUs would idle, which the plan
              * contract refuses (the same rule and message as infer, src/infer/infer.c) */
-            int64_t lo = c->num_gpus / per * per, hi = lo + per;
             char near[96];
-            if (lo >= per)
-                snprintf(near, sizeof near, "%lld or %lld", (long long)lo, (long long)hi);
-            else
-                snprintf(near, sizeof near, "%lld", (long long)hi);
+            mp_nearest_multiples(c->num_gpus, per, near, sizeof near);
             mp_diag_add(d, "plan: %s = %d GPUs per replica does not divide the cluster's %lld GPUs: expected "
                         "--gpus a multiple of %d (e.g. %s), or a replica size dividing %lld (dp = GPUs / replica "
                         "size; spare GPUs are not left idle)", o->attn_dp ? "ep (attention DP)" : "tp x pp", per,
