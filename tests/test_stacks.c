@@ -20,6 +20,7 @@
 #include "test_util.h"
 
 #include "meshplan/meshplan.h"
+#include "k22_table4.h" /* bench/k22_table4.c: Table 4 and its pricing, shared with bench/ */
 
 static mp_status estimate(const char *model, const char *gpu, int64_t gpus, const char *plan,
                           const mp_estimate_opts *o, mp_estimate *e, mp_plan *pout, mp_diag *d)
@@ -199,7 +200,8 @@ static void test_elementwise_backward_by_kernel(void **s)
 
 /* One transformer layer of Korthikanti et al. 2022's GPT-22B (48 layers, h 6144, 64 heads, TP 8,
  * micro-batch 4 of 2048 tokens, A100), forward + backward, against the paper's Table 4 (ms):
- * no recompute 19.6, with SP 19.0, full recompute 27.2, selective 20.9, selective + SP 20.3. The
+ * no recompute 19.6, with SP 19.0, full recompute 27.2, selective 20.9, selective + SP 20.3 (the table
+ * and its pricing: bench/k22_table4.c, which bench/fit_calibration and bench/table4_layers share). The
  * layer's time is the step's growth per layer (48 layers against 24), the optimizer's share
  * removed. Each within 5% (measured: +1.8% to +4.4% on the fitted megatron-2021 profile, which
  * bench/fit_calibration keeps within this bound), and what SP saves within 0.25 ms of the
@@ -207,36 +209,14 @@ static void test_elementwise_backward_by_kernel(void **s)
 static void test_korthikanti_table4_per_layer(void **s)
 {
     (void)s;
-    const mp_model *base = mp_catalog_model(g_cat, "gpt-18.4b");
-    assert_non_null(base);
-    mp_model m[2] = {*base, *base};
-    for (int i = 0; i < 2; i++)
-        m[i].heads = m[i].kv_heads = 64, m[i].head_dim = 96, m[i].layers = i ? 24 : 48;
-    mp_cluster c;
     mp_diag d = {0};
-    assert_int_equal(mp_cluster_from_catalog(g_cat, "a100-sxm4-80gb", 8, 0, NULL, &c, &d), MP_OK);
-    struct { const char *keys; double ms; } t4[] = {
-        {"sp=0,recompute=none", 19.6}, {"sp=1,recompute=none", 19.0}, {"sp=0,recompute=full", 27.2},
-        {"sp=0,recompute=selective", 20.9}, {"sp=1,recompute=selective", 20.3}};
-    double layer_ms[5];
-    for (int k = 0; k < 5; k++) {
-        double st[2], opt[2];
-        for (int i = 0; i < 2; i++) {
-            char txt[160];
-            snprintf(txt, sizeof txt, "tp=8,mb=4,gb=4,seq=2048,precision=fp16,stack=megatron-2021,%s", t4[k].keys);
-            mp_plan p;
-            mp_plan_init_default(&p);
-            assert_int_equal(mp_plan_parse(txt, &p, &d), MP_OK);
-            assert_int_equal(mp_plan_resolve(&p, &m[i], 8, &d), MP_OK);
-            mp_estimate *e = malloc(sizeof *e);
-            assert_int_equal(mp_estimate_plan(&m[i], &c, &p, NULL, e, &d), MP_OK);
-            st[i] = e->step_s, opt[i] = e->time.optimizer;
-            free(e);
-        }
-        layer_ms[k] = 1e3 * ((st[0] - opt[0]) - (st[1] - opt[1])) / 24.0;
-        print_message("22B layer %-26s %.2f ms (Table 4: %.1f, %+.1f%%)\n", t4[k].keys, layer_ms[k], t4[k].ms,
-                      100.0 * (layer_ms[k] / t4[k].ms - 1.0));
-        assert_true(fabs(layer_ms[k] / t4[k].ms - 1.0) <= 0.05);
+    double layer_ms[K22_T4_MODES], err_pct[K22_T4_MODES];
+    if (k22_table4_layers(g_cat, NULL, layer_ms, err_pct, &d))
+        fail_msg("Table 4 layers: %s", d.text);
+    for (int k = 0; k < K22_T4_MODES; k++) {
+        print_message("22B layer %-26s %.2f ms (Table 4: %.1f, %+.1f%%)\n", k22_t4[k].keys, layer_ms[k], k22_t4[k].ms,
+                      err_pct[k]);
+        assert_true(fabs(layer_ms[k] / k22_t4[k].ms - 1.0) <= 0.05);
     }
     assert_true(fabs((layer_ms[0] - layer_ms[1]) - 0.6) <= 0.25);
 }
