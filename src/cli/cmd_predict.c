@@ -59,6 +59,29 @@ static int output_format(const cli_args *args, int *json, const char **format)
     return 0;
 }
 
+/* The prediction on stdout as JSON, markdown, CSV (with its header) or text (format NULL).
+ * Returns 0, or EXIT_INTERNAL when the JSON could not be allocated. */
+static int write_estimate(const mp_model *m, const mp_cluster *cl, const mp_plan *p, const mp_estimate *e, int json,
+                          const char *format)
+{
+    if (json) {
+        char *s = mp_report_estimate_json(m, cl, p, e);
+        if (!s) {
+            fprintf(stderr, "meshplan: out of memory writing JSON\n");
+            return EXIT_INTERNAL;
+        }
+        printf("%s\n", s);
+        free(s);
+    } else if (format && !strcmp(format, "markdown")) {
+        mp_report_estimate_markdown(stdout, m, cl, p, e);
+    } else if (format && !strcmp(format, "csv")) {
+        mp_report_estimate_csv(stdout, m, cl, p, e, 1);
+    } else {
+        mp_report_estimate_text(stdout, m, cl, p, e);
+    }
+    return 0;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     cli_args args;
@@ -190,23 +213,7 @@ int cmd_predict(int argc, char **argv)
         rc = cli_exit_for(st);
         goto done;
     }
-    if (a.json) {
-        char *s = mp_report_estimate_json(&m, &cl, &p, e);
-        if (!s) {
-            fprintf(stderr, "meshplan: out of memory writing JSON\n");
-            rc = EXIT_INTERNAL;
-            goto done;
-        }
-        printf("%s\n", s);
-        free(s);
-    } else if (format && !strcmp(format, "markdown")) {
-        mp_report_estimate_markdown(stdout, &m, &cl, &p, e);
-    } else if (format && !strcmp(format, "csv")) {
-        mp_report_estimate_csv(stdout, &m, &cl, &p, e, 1);
-    } else {
-        mp_report_estimate_text(stdout, &m, &cl, &p, e);
-    }
-    rc = 0;
+    rc = write_estimate(&m, &cl, &p, e, a.json, format);
 done:
     cli_print_diag(&d);
     free(e);

@@ -364,6 +364,36 @@ mp_status mp_plan_parse(const char *text, mp_plan *p, mp_diag *diag)
     return (s.errors || s.parse_errors) ? MP_ERR_INPUT : MP_OK;
 }
 
+/* The stack's era and defaults (data/stacks.json, docs/stacks.md): a feature the stack predates
+ * is bad input when the plan asks for it, and off when the plan does not say; the stack's
+ * attention kernel and SP default fill what the plan left unset (p->tp already resolved).
+ * Returns the number of faults added to diag, or -1 when the stack has no profile. */
+static int stack_era(mp_plan *p, mp_diag *diag)
+{
+    int bad = 0;
+#define FAIL(...) do { mp_diag_add(diag, __VA_ARGS__); bad++; } while (0)
+    const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
+    if (!sk) {
+        mp_diag_add(diag, "plan.stack = %d: no profile (data/stacks.json unreadable or stack out of range)", p->stack);
+        return -1;
+    }
+    if (p->flash_given && p->flash && !sk->flash_available)
+        FAIL("plan.flash = 1: stack %s predates fused attention (FlashAttention, Dao et al. 2022); "
+             "expected flash=0 or another stack", sk->key);
+    if (!p->flash_given && !sk->flash_available)
+        p->flash = 0;
+    if (!p->attn_kernel_given && sk->attention == MP_STACK_ATTN_FA3)
+        p->attn_kernel = MP_ATTN_FA3;
+    else if (!p->attn_kernel_given && sk->attention == MP_STACK_ATTN_FLEX)
+        p->attn_kernel = MP_ATTN_FLEX;
+    if (p->sp == 1 && p->tp > 1 && !sk->sp_available)
+        FAIL("plan.sp = 1: stack %s has no Megatron sequence parallelism; expected sp=0 or another stack",
+             sk->key);
+    if (p->sp < 0) p->sp = p->tp > 1 && sk->sp_default;
+#undef FAIL
+    return bad;
+}
+
 mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_diag *diag)
 {
     int bad = 0;
@@ -388,26 +418,10 @@ mp_status mp_plan_resolve(mp_plan *p, const mp_model *m, int64_t num_gpus, mp_di
         FAIL("plan.seq = %lld: expected at most %s's %lld learned positions (its context_len; a learned "
              "position table has no rows past it)", (long long)p->seq, m->key, (long long)m->context_len);
     if (!p->mb) p->mb = 1;
-    /* The stack's era and defaults (data/stacks.json, docs/stacks.md): a feature the stack
-     * predates is bad input when the plan asks for it, and off when the plan does not say. */
-    const mp_stack_profile *sk = mp_stack_profile_of((mp_stack_id)p->stack);
-    if (!sk) {
-        FAIL("plan.stack = %d: no profile (data/stacks.json unreadable or stack out of range)", p->stack);
+    int stack_bad = stack_era(p, diag);
+    if (stack_bad < 0)
         return MP_ERR_INPUT;
-    }
-    if (p->flash_given && p->flash && !sk->flash_available)
-        FAIL("plan.flash = 1: stack %s predates fused attention (FlashAttention, Dao et al. 2022); "
-             "expected flash=0 or another stack", sk->key);
-    if (!p->flash_given && !sk->flash_available)
-        p->flash = 0;
-    if (!p->attn_kernel_given && sk->attention == MP_STACK_ATTN_FA3)
-        p->attn_kernel = MP_ATTN_FA3;
-    else if (!p->attn_kernel_given && sk->attention == MP_STACK_ATTN_FLEX)
-        p->attn_kernel = MP_ATTN_FLEX;
-    if (p->sp == 1 && p->tp > 1 && !sk->sp_available)
-        FAIL("plan.sp = 1: stack %s has no Megatron sequence parallelism; expected sp=0 or another stack",
-             sk->key);
-    if (p->sp < 0) p->sp = p->tp > 1 && sk->sp_default;
+    bad += stack_bad;
     if (p->zero < 0) p->zero = p->hsdp ? 3 : 0;
     if (!p->schedule_given)
         p->schedule = p->vpp > 1 ? MP_SCHED_INTERLEAVED : MP_SCHED_1F1B;
