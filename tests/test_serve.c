@@ -10,6 +10,8 @@
  *     link is the scale-up tier inside a node and the scale-out one across nodes;
  *   - expert-parallel MoE (attention DP): runs, prices an all-to-all, refuses tp > 1;
  *   - the step hook (issue 22's extension point) adds its time to every step;
+ *   - prefill_first (vLLM V0's default scheduler): a prefill-only step while prompts wait, by hand
+ *     against V1's mixed step, at a sequence cap and a token budget;
  *   - the clock: arrival schedules over 1e9 s (the int64-ns event clock wraps at 9.2e9 s) are
  *     refused naming the rate or the trace; one just inside runs with positive TTFTs;
  *   - parsing: rates, SLOs, pools and plan keys refused with the field named;
@@ -321,6 +323,84 @@ static void test_step_hook(void **state)
     assert_close(g_r->tpot_s.p50, base + extra, 1e-6);
 }
 
+/* The first steps of a run as the step hook sees them: each step's requests and their tokens. */
+typedef struct {
+    int n;
+    int nreq[8];
+    int64_t req[8][4], tok[8][4];
+} step_log;
+
+static double hook_log(void *ctx, const int64_t *reqs, const int64_t *tokens, size_t n)
+{
+    step_log *g = ctx;
+    if (g->n < 8) {
+        g->nreq[g->n] = (int)(n < 4 ? n : 4);
+        for (int i = 0; i < g->nreq[g->n]; i++) {
+            g->req[g->n][i] = reqs[i];
+            g->tok[g->n][i] = tokens[i];
+        }
+        g->n++;
+    }
+    return 0.0;
+}
+
+/* Steps of a trace: request 0 (64-token prompt, 8 out) at t = 0, requests 1 and 2 (64-token
+ * prompts) at 1 us, while request 0's prefill runs (a 64-token step of llama3-8b is ~ms). */
+static void three_requests(const char *plan, step_log *g)
+{
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 1, &c);
+    mp_serve_request tr[3] = {{0.0, 64, 8}, {1e-6, 64, 8}, {1e-6, 64, 8}};
+    mp_serve_opts o;
+    opts(&o, plan);
+    o.arrivals = MP_ARRIVE_TRACE;
+    o.trace = tr;
+    o.ntrace = 3;
+    o.warmup_frac = 0;
+    memset(g, 0, sizeof *g);
+    o.hook = hook_log;
+    o.hook_ctx = g;
+    run(m, &c, &o, g_r);
+    assert_true(g->n >= 3);
+    /* step 1: request 0's prompt alone (the others had not arrived when it started) */
+    assert_int_equal(g->nreq[0], 1);
+    assert_true(g->req[0][0] == 0 && g->tok[0][0] == 64);
+}
+
+/* vLLM V0's default scheduler (prefill_first=1) against V1's mixed steps, derived by hand from
+ * vllm/core/scheduler.py _schedule_default: with requests 1 and 2 waiting and request 0 decoding,
+ * V0's next step prefills 1 and 2 whole and request 0 does not run; V1's runs request 0's decode
+ * token and both prompts in one step. Then a sequence cap of 2 (request 0 running counts) admits
+ * only request 1, and a budget of 100 tokens only one 64-token prompt per step (prompts whole),
+ * so V0 runs two prefill-only steps before request 0 decodes again. */
+static void test_prefill_first(void **state)
+{
+    (void)state;
+    step_log g;
+    three_requests("tp=1,prefill_first=1", &g);
+    assert_int_equal(g.nreq[1], 2); /* prefill-only: 1 and 2, 64 tokens each */
+    assert_true(g.req[1][0] == 1 && g.tok[1][0] == 64 && g.req[1][1] == 2 && g.tok[1][1] == 64);
+    assert_int_equal(g.nreq[2], 3); /* then all three decode one token */
+    for (int i = 0; i < 3; i++)
+        assert_true(g.tok[2][i] == 1);
+    three_requests("tp=1", &g); /* V1: 0's decode token first, then both prompts, one step */
+    assert_int_equal(g.nreq[1], 3);
+    assert_true(g.req[1][0] == 0 && g.tok[1][0] == 1 && g.tok[1][1] == 64 && g.tok[1][2] == 64);
+    three_requests("tp=1,prefill_first=1,max_seqs=2", &g); /* room for one more sequence */
+    assert_int_equal(g.nreq[1], 1);
+    assert_true(g.req[1][0] == 1 && g.tok[1][0] == 64);
+    assert_int_equal(g.nreq[2], 2); /* cap reached: 0 and 1 decode, 2 waits */
+    assert_true(g.req[2][0] == 0 && g.req[2][1] == 1 && g.tok[2][0] == 1 && g.tok[2][1] == 1);
+    three_requests("tp=1,prefill_first=1,chunk=100", &g); /* 64 + 64 > 100: one prompt a step */
+    assert_true(g.nreq[1] == 1 && g.req[1][0] == 1 && g.tok[1][0] == 64);
+    assert_true(g.nreq[2] == 1 && g.req[2][0] == 2 && g.tok[2][0] == 64);
+    assert_int_equal(g.nreq[3], 3);
+    /* every request still completes with its 8 tokens */
+    assert_int_equal(g_r->measured, 3);
+    assert_true(g_r->output_tokens_per_s > 0);
+}
+
 static void test_parse(void **state)
 {
     (void)state;
@@ -351,6 +431,15 @@ static void test_parse(void **state)
     mp_serve_opts_init(&o);
     assert_int_equal(mp_serve_plan_parse("tp=2,max_seqs=64,chunk=2048,weights=fp8", &o, &d), MP_OK);
     assert_true(o.plan.tp == 2 && o.max_seqs == 64 && o.chunk_tokens == 2048 && o.plan.weights == MP_WQ_FP8);
+    assert_int_equal(o.prefill_first, 0); /* the default: V1's mixed steps */
+    assert_int_equal(mp_serve_plan_parse("prefill_first=1", &o, &d), MP_OK);
+    assert_int_equal(o.prefill_first, 1);
+    char fmt[256];
+    mp_serve_plan_format(&o, fmt, sizeof fmt);
+    assert_non_null(strstr(fmt, ",prefill_first=1"));
+    assert_int_equal(mp_serve_plan_parse("prefill_first=yes", &o, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "plan.prefill_first = \"yes\": expected 0 or 1"));
+    memset(&d, 0, sizeof d);
     int64_t *in, *out;
     double *arr;
     size_t n;
@@ -523,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_disaggregation),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_step_hook),
+        cmocka_unit_test(test_prefill_first),
         cmocka_unit_test(test_clock_span),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_speed),

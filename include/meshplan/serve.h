@@ -74,6 +74,10 @@ typedef struct {
     int64_t chunk_tokens;       /* token budget of a step (max_num_batched_tokens); 0 = the
                                    engine's; >= 1 */
     int preempt;                /* mp_serve_preempt; default recompute (vLLM's default) */
+    int prefill_first;          /* 1 = vLLM V0's default scheduler (vllm/core/scheduler.py
+                                   _schedule_default): whole waiting prompts first, in a
+                                   prefill-only step, decoding only when no prompt was
+                                   scheduled; 0 (default) = V1's mixed chunked steps */
     double swap_Bps;            /* host link per GPU for swap, bytes/s; 0 = PCIe x16 of the GPU's
                                    generation (docs/serve.md) */
     /* arrivals and lengths */
@@ -213,13 +217,13 @@ mp_status mp_serve_run(const mp_model *m, const mp_cluster *c, const mp_serve_op
 void mp_serve_result_free(mp_serve_result *out);
 
 /** Parse the serve plan: infer's plan keys (meshplan infer) plus max_seqs, chunk, preempt
- *  (recompute|swap), attn_dp (0/1) and imbalance, into o (initialised by the caller). One diag
- *  line per bad key. MP_OK or MP_ERR_INPUT. */
+ *  (recompute|swap), attn_dp (0/1), imbalance and prefill_first (0/1), into o (initialised
+ *  by the caller). One diag line per bad key. MP_OK or MP_ERR_INPUT. */
 mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *diag);
 
 /** The serve plan as "tp=..,pp=..,ep=..,dp=..,weights=..,kv=..,engine=..,max_seqs=..,chunk=..,
- *  preempt=..[,attn_dp=1][,imbalance=..]" (the keys mp_serve_plan_parse reads; infer's batch, in
- *  and out do not apply). Returns the length needed, as snprintf. */
+ *  preempt=..[,attn_dp=1][,prefill_first=1][,imbalance=..]" (the keys mp_serve_plan_parse
+ *  reads; infer's batch, in and out do not apply). Returns the length needed, as snprintf. */
 int mp_serve_plan_format(const mp_serve_opts *o, char *buf, size_t cap);
 
 /** Parse a pool spec "prefill=tp4x2,decode=tp8x1" (tp degree x replicas) into o and set

@@ -375,7 +375,7 @@ void cli_serve_job_free(cli_serve_job *j);
     CLI_OPT("--gpu", "G", "the GPU, a catalog key (instead of --cluster)"),                          \
     CLI_OPT("--gpus", "N", "GPUs (default: the plan's tp x pp x dp)"),                              \
     CLI_OPT_GPUS_PER_NODE, CLI_OPT_SCALE_OUT, CLI_OPT_CATALOG,                                       \
-    CLI_OPT("--plan", "PLAN", "infer's plan keys + max_seqs, chunk, preempt, attn_dp, imbalance"),   \
+    CLI_OPT("--plan", "PLAN", "infer's plan keys + max_seqs, chunk, preempt, attn_dp, imbalance, prefill_first"),   \
     CLI_OPT("--rate", "R", "mean request rate, e.g. 12/s or 720/min (Poisson and gamma arrivals)"), \
     CLI_OPT("--arrivals", "KIND", "poisson (default), gamma:CV (bursty), batch (all at t=0), trace:FILE.csv"), \
     CLI_OPT("--lengths", "L", "fixed:IN:OUT (default fixed:1024:256), sharegpt, or FILE.csv (input_len,output_len)"), \

@@ -9,7 +9,7 @@
 #include "cli.h"
 
 /* The keys of serve's --plan (mp_serve_plan_parse, serve.h): infer's table, then the scheduler's
- * own five, with the ranges and defaults src/serve/parse.c and mp_serve_opts give them. */
+ * own six, with the ranges and defaults src/serve/parse.c and mp_serve_opts give them. */
 void cli_print_serve_keys(FILE *f)
 {
     cli_print_infer_keys(f);
@@ -24,7 +24,9 @@ void cli_print_serve_keys(FILE *f)
           "                   default recompute\n"
           "  attn_dp          0|1: attention data-parallel over the replica's ep GPUs (MoE); default 0\n"
           "  imbalance        1..64: busiest GPU's routed tokens / mean (MoE); default the\n"
-          "                   workload's\n", f);
+          "                   workload's\n"
+          "  prefill_first    0|1: vLLM V0's default scheduler (whole prompts in prefill-only\n"
+          "                   steps first, decode when none waits); default 0 (V1's mixed steps)\n", f);
 }
 
 void cli_serve_job_free(cli_serve_job *j)

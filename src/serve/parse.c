@@ -51,12 +51,12 @@ static int serve_key(const char *k, const char *v, mp_serve_opts *o, mp_diag *d)
             mp_diag_add(d, "plan.preempt = \"%s\": expected recompute or swap", v);
             return 1;
         }
-    } else if (!strcmp(k, "attn_dp")) {
+    } else if (!strcmp(k, "attn_dp") || !strcmp(k, "prefill_first")) {
         if (strcmp(v, "0") && strcmp(v, "1")) {
-            mp_diag_add(d, "plan.attn_dp = \"%s\": expected 0 or 1", v);
+            mp_diag_add(d, "plan.%s = \"%s\": expected 0 or 1", k, v);
             return 1;
         }
-        o->attn_dp = v[0] == '1';
+        *(k[0] == 'a' ? &o->attn_dp : &o->prefill_first) = v[0] == '1';
     } else { /* imbalance */
         if (!number(v, &x, NULL, NULL, 0) || x < 1 || x > 64) {
             mp_diag_add(d, "plan.imbalance = \"%s\": expected a load factor in [1, 64]", v);
@@ -69,7 +69,8 @@ static int serve_key(const char *k, const char *v, mp_serve_opts *o, mp_diag *d)
 
 mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
 {
-    static const char *const own[] = {"max_seqs", "chunk", "preempt", "attn_dp", "imbalance"};
+    static const char *const own[] = {"max_seqs", "chunk", "preempt", "attn_dp", "imbalance", "prefill_first"};
+    const int nown = (int)(sizeof own / sizeof own[0]);
     if (!text)
         return MP_OK;
     size_t n = strlen(text);
@@ -87,7 +88,7 @@ mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
             tok++;
         char *eq = strchr(tok, '=');
         int mine = -1;
-        for (int i = 0; eq && i < 5; i++)
+        for (int i = 0; eq && i < nown; i++)
             if ((size_t)(eq - tok) == strlen(own[i]) && !strncmp(tok, own[i], (size_t)(eq - tok)))
                 mine = i;
         /* infer's per-run shape keys mean nothing to a simulation that forms its own batches
@@ -222,6 +223,8 @@ int mp_serve_plan_format(const mp_serve_opts *o, char *buf, size_t cap)
     char extra[64] = "";
     if (o->attn_dp)
         snprintf(extra, sizeof extra, ",attn_dp=1");
+    if (o->prefill_first)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ",prefill_first=1");
     if (o->moe_imbalance >= 1)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ",imbalance=%g", o->moe_imbalance);
     return snprintf(buf, cap, "tp=%d,pp=%d,ep=%d,dp=%d,weights=%s,kv=%s,engine=%s,max_seqs=%lld,chunk=%lld,preempt=%s%s",

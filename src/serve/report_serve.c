@@ -62,9 +62,10 @@ char *mp_report_serve_json(const mp_serve_result *r)
     json_object_set_new(o, "max_concurrency", json_integer(r->max_concurrency));
     json_object_set_new(o, "preemptions", json_integer(r->preemptions));
     json_object_set_new(o, "swaps", json_integer(r->swaps));
-    json_object_set_new(o, "scheduler", json_pack("{s:I,s:I,s:s}", "max_seqs", (json_int_t)r->opts.max_seqs,
+    json_object_set_new(o, "scheduler", json_pack("{s:I,s:I,s:s,s:b}", "max_seqs", (json_int_t)r->opts.max_seqs,
                                                   "chunk_tokens", (json_int_t)r->opts.chunk_tokens, "preempt",
-                                                  r->opts.preempt == MP_PREEMPT_SWAP ? "swap" : "recompute"));
+                                                  r->opts.preempt == MP_PREEMPT_SWAP ? "swap" : "recompute",
+                                                  "prefill_first", r->opts.prefill_first));
     json_object_set_new(o, "power_w", json_real(r->power_w));
     json_object_set_new(o, "energy_j_per_mtoken", json_real(r->energy_j_per_mtoken));
     json_object_set_new(o, "usd_per_mtoken", json_real(r->usd_per_mtoken));

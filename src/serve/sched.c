@@ -15,6 +15,10 @@
  *      resumed before any new request when blocks free up);
  *   2. then waiting requests first come first served while sequences < max_seqs, budget is left
  *      and their chunk's blocks are free (no preemption to admit).
+ * With prefill_first, vLLM's V0 default instead (V0 engine, vllm/core/scheduler.py
+ * _schedule_default, chunked prefill off): whole waiting prompts first, in a prefill-only step;
+ * the running requests decode only in a step where no prompt could be admitted
+ * (schedule_prompts).
  * Paged KV: blocks of block_tokens tokens (Kwon et al. 2023, SOSP, Sec. 4). A prefill's last
  * chunk emits the first token; each decode step emits one.
  * Router: a new request goes to the replica of its pool with the fewest outstanding requests
@@ -254,8 +258,8 @@ static void schedule_running(loop *L, int ri, int64_t *budget)
     }
 }
 
-/* Step 2: swapped-out requests back (before any new one), then the waiting queue. */
-static void schedule_waiting(loop *L, int ri, int64_t *budget)
+/* Step 2a: swapped-out requests back (before any new one); 1 while some remain swapped out. */
+static int schedule_swapped(loop *L, int ri, int64_t *budget)
 {
     replica *R = &L->r[ri];
     const sv_pool *p = R->pool;
@@ -264,7 +268,7 @@ static void schedule_waiting(loop *L, int ri, int64_t *budget)
         sv_req *q = &L->s->req[id];
         int64_t need = blocks_for(p, q->kv_tokens + 1);
         if (need > R->free_blocks)
-            return;
+            return 1;
         dq_pop_front(&R->swapped);
         R->free_blocks -= need;
         R->pending_swap_s += (double)q->blocks * p->block_bytes_gpu / p->swap_Bps; /* swap-in */
@@ -275,7 +279,35 @@ static void schedule_waiting(loop *L, int ri, int64_t *budget)
         add(R, id, 1);
         *budget -= 1;
     }
-    if (R->swapped.n > 0)
+    return R->swapped.n > 0;
+}
+
+/* Request id, at the head of the waiting queue, admitted with need tokens and more blocks. */
+static void admit(loop *L, int ri, int64_t id, int64_t need, int64_t more, int64_t *budget)
+{
+    replica *R = &L->r[ri];
+    sv_req *q = &L->s->req[id];
+    dq_pop_front(&R->wait);
+    R->free_blocks -= more;
+    q->blocks += more;
+    if (q->state == SV_WAIT)
+        q->state = SV_PREFILL;
+    if (!(q->start_s >= 0))
+        q->start_s = L->now;
+    if (q->state == SV_PREFILL && q->kv_tokens == 0)
+        q->prefill_start_s = L->now;
+    q->scheduled = 1;
+    R->run[R->nrun++] = id;
+    add(R, id, need);
+    *budget -= need;
+}
+
+/* Step 2b: the waiting queue, first come first served, in chunks. */
+static void schedule_waiting(loop *L, int ri, int64_t *budget)
+{
+    replica *R = &L->r[ri];
+    const sv_pool *p = R->pool;
+    if (schedule_swapped(L, ri, budget))
         return;
     while (R->wait.n > 0 && R->nrun < p->max_seqs && *budget > 0) {
         int64_t id = dq_front(&R->wait);
@@ -285,20 +317,38 @@ static void schedule_waiting(loop *L, int ri, int64_t *budget)
         int64_t more = blocks_for(p, q->kv_tokens + need) - q->blocks;
         if (more > R->free_blocks)
             return;
-        dq_pop_front(&R->wait);
-        R->free_blocks -= more;
-        q->blocks += more;
-        if (q->state == SV_WAIT)
-            q->state = SV_PREFILL;
-        if (!(q->start_s >= 0))
-            q->start_s = L->now;
-        if (q->state == SV_PREFILL && q->kv_tokens == 0)
-            q->prefill_start_s = L->now;
-        q->scheduled = 1;
-        R->run[R->nrun++] = id;
-        add(R, id, need);
-        *budget -= need;
+        admit(L, ri, id, need, more, budget);
     }
+}
+
+/* vLLM V0's default scheduler (vllm/core/scheduler.py _schedule_default, chunked prefill off):
+ * when nothing is swapped out, waiting prompts whole, first come first served, while the
+ * sequences (running ones included) stay under max_seqs, the prompt fits the budget left and its
+ * blocks are free; 1 when one was scheduled (the step is then prefill-only: the running requests
+ * wait). A prompt longer than the whole budget runs alone (V0 refuses it at admission: its
+ * max_num_batched_tokens is at least max_model_len). Left out: V0's watermark (1% of the blocks
+ * kept free at admission). */
+static int schedule_prompts(loop *L, int ri, int64_t *budget)
+{
+    replica *R = &L->r[ri];
+    const sv_pool *p = R->pool;
+    int64_t n0 = R->nstep;
+    while (R->swapped.n == 0 && R->wait.n > 0 && R->nrun < p->max_seqs) {
+        int64_t id = dq_front(&R->wait);
+        const sv_req *q = &L->s->req[id];
+        if (q->state != SV_WAIT)
+            break; /* a decode pool's transferred request: not a prompt */
+        int64_t need = q->target - q->kv_tokens;
+        if (need > *budget && R->nstep > n0)
+            break;
+        int64_t more = blocks_for(p, q->kv_tokens + need) - q->blocks;
+        if (more > R->free_blocks)
+            break;
+        admit(L, ri, id, need, more, budget);
+    }
+    if (*budget < 0)
+        *budget = 0;
+    return R->nstep > n0;
 }
 
 static int start_step(loop *L, int ri)
@@ -310,8 +360,17 @@ static int start_step(loop *L, int ri)
     int64_t budget = p->chunk;
     R->nstep = 0;
     R->pending_swap_s = 0;
-    schedule_running(L, ri, &budget);
-    schedule_waiting(L, ri, &budget);
+    if (L->s->prefill_first && p->kind != 2) {
+        /* V0: a prefill-only step while prompts can be admitted, else the running decodes and
+         * the swapped-out requests back (no new request joins a decode step) */
+        if (!schedule_prompts(L, ri, &budget)) {
+            schedule_running(L, ri, &budget);
+            schedule_swapped(L, ri, &budget);
+        }
+    } else {
+        schedule_running(L, ri, &budget);
+        schedule_waiting(L, ri, &budget);
+    }
     if (R->nstep == 0)
         return 0;
     sv_step_mix x = {0};

@@ -69,6 +69,7 @@ static int check(const mp_model *m, const mp_cluster *c, const mp_serve_opts *o,
     if (!(o->slo_ttft_s >= 0) || !(o->slo_tpot_s >= 0)) { mp_diag_add(d, "slo: expected times >= 0%s", ""); bad++; }
     if (!(o->swap_Bps >= 0) || !(o->price_gpu_hour_usd >= 0)) { mp_diag_add(d, "swap_Bps, price: expected >= 0%s", ""); bad++; }
     if (o->max_seqs < 0 || o->chunk_tokens < 0) { mp_diag_add(d, "max_seqs, chunk: expected >= 1%s", ""); bad++; }
+    if (o->prefill_first != 0 && o->prefill_first != 1) { mp_diag_add(d, "prefill_first = %d: expected 0 or 1", o->prefill_first); bad++; }
     if (o->attn_dp) {
         int ep = o->plan.ep;
         if (!mp_model_is_moe(m) || o->plan.tp != 1 || o->plan.pp != 1 || ep < 2 || m->moe_experts % ep ||
@@ -367,8 +368,9 @@ static void transfer_link(const mp_cluster *c, sv_sim *s)
 static void assumptions(const mp_serve_opts *o, const mp_serve_result *r0, mp_serve_result *r)
 {
     (void)r0;
-    assume(r, "engine %s %s profile (data/engines.json); scheduler vLLM V1-like: chunk %lld tokens, "
+    assume(r, "engine %s %s profile (data/engines.json); scheduler vLLM %s: chunk %lld tokens, "
               "max %lld sequences per replica", r->engine.key, r->engine.version,
+           o->prefill_first ? "V0 default (prefill-only steps first)" : "V1-like",
            (long long)r->opts.chunk_tokens, (long long)r->opts.max_seqs);
     assume(r, "router: fewest outstanding requests; warm-up: the first %.0f%% of requests left out",
            o->warmup_frac * 100);
@@ -469,6 +471,7 @@ static mp_status simulate(const mp_model *m, const mp_cluster *c, const mp_serve
         s->kv_bytes_per_token = mp_wl_kv_bytes_per_token(m, o->plan.kv == MP_KVQ_FP8 ? 1.0 : 2.0);
         s->layers = (double)m->layers;
         s->preempt = o->preempt;
+        s->prefill_first = o->prefill_first;
         s->hook = o->hook;
         s->hook_ctx = o->hook_ctx;
         s->replica_hook = o->replica_hook;

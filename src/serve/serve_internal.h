@@ -133,6 +133,7 @@ typedef struct {
     double kv_bytes_per_token;     /* whole model (what a transfer moves per token) */
     double layers;                 /* layer-wise transfer granularity */
     int preempt;
+    int prefill_first;             /* vLLM V0 default scheduling (mp_serve_opts.prefill_first) */
     mp_serve_step_hook hook;
     void *hook_ctx;
     mp_serve_replica_hook replica_hook;

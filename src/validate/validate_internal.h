@@ -35,7 +35,7 @@ int mp_val_header_is_infer(char (*fields)[MP_VAL_FIELD], int n);
     X(NGPUS, "num_gpus") X(TP, "tp") X(PP, "pp") X(EP, "ep") X(FRAMEWORK, "framework")             \
     X(WDT, "weight_dtype") X(KVDT, "kv_dtype") X(IN, "input_len") X(OUT, "output_len")            \
     X(DIST, "length_dist") X(SCENARIO, "scenario") X(BATCH, "batch") X(RATE, "request_rate_per_s") \
-    X(SLO, "latency_slo") X(METRIC, "metric") X(VALUE, "value") X(NOTES, "notes")
+    X(SLO, "latency_slo") X(METRIC, "metric") X(VALUE, "value") X(NOTES, "notes") X(SOURCE, "source")
 enum {
 #define X(e, n) MP_VIC_##e,
     MP_VAL_INFER_COLS(X)

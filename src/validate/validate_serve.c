@@ -42,6 +42,71 @@
 #define SERVE_REQUESTS_MAX 250000
 #define MLPERF_SERVER_MIN_S 600.0 /* mlperf.conf *.Server.min_duration = 600000 ms */
 
+/* What one MLPerf Inference v4.1 Server submission ran, where the row's cells do not say it:
+ * matched on the row's model and a part of its `source` (the submission's results folder). Each
+ * field 0 = not found in the published files: the default above (and the engine's) stays.
+ *   min_duration_s: the run's min_duration (its mlperf_log_summary.txt, "Test Parameters Used");
+ *     it weighs the drain in loadgen's completed rate (loadgen_scale). The simulated run stays
+ *     rate x 600 s: the decode batch is at its fixed point long before (see the header;
+ *     measured: simulating rate x 2400 s moves the H200 and Mixtral latency rows by < 1 point,
+ *     at 2.4x the CPU time of the whole validate);
+ *   rate_per_s: loadgen's "Scheduled samples per second" (the Poisson schedule it issued) where
+ *     the row's rate is another figure (target_qps, or the completed samples per second);
+ *   max_seqs, chunk_tokens: the engine's sequence cap and token budget per step (the chunk is
+ *     also its profile run's, as infer's plan key chunk);
+ *   kv_frac: the memory share the engine takes (vLLM gpu_memory_utilization);
+ *   kv_fp8, prefill_first: the KV cache's format and vLLM V0's scheduler (serve.h). */
+static const struct {
+    const char *model, *source;
+    double min_duration_s, rate_per_s;
+    int64_t max_seqs, chunk_tokens;
+    double kv_frac;
+    int kv_fp8, prefill_first;
+} SUBMISSIONS[] = {
+    /* AMD 8x MI300X (vLLM, mlcommons/inference_results_v4.1 closed/AMD): min_duration 600000 ms
+     * and "Scheduled samples per second : 73.66" (results/8xMI300X_2xEPYC-9374F/llama2-70b-99/
+     * Server/performance/run_1/mlperf_log_summary.txt; target_qps 73.5, the row's 71.74 is the
+     * completed rate); "--kv-cache-dtype fp8 -tp 1 -dp 8 --quantization fp8" (code/llama2-70b-99.9/
+     * test_VllmFp8/test_VllmFp8_SyncServer_*.sh, which pass no engine flags beyond these); the
+     * engine is vLLM's V0 LLMEngine (2024, before V1), whose default scheduler runs prefill-only
+     * steps (prefill_first). The engine settings are the defaults of the harness those scripts
+     * call, mainVllmFp8_SyncServer.py get_args(): --max-num-seqs 1024, --max-num-batched-tokens
+     * 49152, --gpu-memory-utilization 0.97 (read through the code index, which does not name its
+     * repository: [verify] against closed/AMD/code/llama2-70b-99.9/VllmFp8/ of the v4.1 tree).
+     * Left out: its harness-side batcher (--enable-batcher: queries held up to
+     * --batcher-threshold 0.3 s or --gpu-batch-size 96 before they reach vLLM), a part of the
+     * TTFT the simulator does not see */
+    {"llama2-70b", "closed/AMD/results/8xMI300X_2xEPYC-9374F/llama2-70b-99/Server", 600.0, 73.66, 1024, 49152, 0.97, 1, 1},
+    /* NVIDIA 8x H200 (TensorRT-LLM, closed/NVIDIA): min_duration 2400000 ms and "Scheduled
+     * samples per second : 101.25" (results/H200-SXM-141GBx8_TRT/llama2-70b-99/Server/performance/
+     * run_1/mlperf_log_summary.txt; target_qps 101); gpu_batch_size 896, tensor_parallelism 1
+     * (configs/llama2-70b/Server/__init__.py: H200_SXM_141GBx1, inherited by H200_SXM_141GBx8);
+     * its max_num_tokens is in configs/llama2-70b/__init__.py, not among the files we could read:
+     * the engine's 8192 stays */
+    {"llama2-70b", "closed/NVIDIA/results/H200-SXM-141GBx8_TRT/", 2400.0, 101.25, 896, 0, 0, 0, 0},
+    /* NVIDIA DGX-H100 (the summary row, no rate: found from the SLO): min_duration = 2400000
+     * (ServerGPUBaseConfig), gpu_batch_size 1024 at tensor_parallelism 2 (H100_SXM_80GB_TP2x1,
+     * inherited by H100_SXM_80GB_TP2x4), configs/llama2-70b/Server/__init__.py */
+    {"llama2-70b", "closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/", 2400.0, 0, 1024, 0, 0, 0, 0},
+    /* NVIDIA DGX-H100 Mixtral: min_duration 2400000 ms and "Scheduled samples per second :
+     * 348.37" (results/DGX-H100_H100-SXM-80GBx8_TRT/mixtral-8x7b/Server/performance/run_1/
+     * mlperf_log_summary.txt; target_qps 348); max_num_tokens = 16384 (configs/mixtral-8x7b/
+     * __init__.py GPUBaseConfig); gpu_batch_size 896 at tensor_parallelism 1 (a configs/
+     * mixtral-8x7b/Server/__init__.py whose H100_SXM_80GBx8 has server_target_qps = 43.5 x 8 =
+     * 348, this run's target: read through the code index, which does not name its repository,
+     * [verify] against the v4.1 tree); tp 1 is also the smallest fitting */
+    {"mixtral-8x7b", "closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/mixtral-8x7b/Server", 2400.0, 348.37, 896, 16384, 0, 0, 0},
+};
+
+/* The row's submission in SUBMISSIONS, or -1. */
+static int submission_of(const mp_val_infer_row *row)
+{
+    for (size_t i = 0; i < sizeof SUBMISSIONS / sizeof SUBMISSIONS[0]; i++)
+        if (!strcmp(row->cell[MP_VIC_MODEL], SUBMISSIONS[i].model) && strstr(row->cell[MP_VIC_SOURCE], SUBMISSIONS[i].source))
+            return (int)i;
+    return -1;
+}
+
 /* "TTFT p99 2 s, TPOT p99 200 ms" (also "ttft_p99=2s,tpot_p99=200ms"): the two bounds, s. */
 static int slo_of(const char *s, double *ttft, double *tpot)
 {
@@ -103,9 +168,9 @@ static int length_table(const mp_val_infer_row *row, const mp_infer_plan *p, mp_
     return 1;
 }
 
-/* Loadgen's Server throughput over a 600 s run against the simulated one (see the header):
+/* Loadgen's Server throughput over a min_s run against the simulated one (see the header):
  * the factor to apply to the simulated rates; 1 when the run would not be VALID. */
-static double loadgen_scale(const mp_serve_result *r, double ttft, double tpot, const char *slo_cell)
+static double loadgen_scale(const mp_serve_result *r, double ttft, double tpot, const char *slo_cell, double min_s)
 {
     if (!(ttft > 0 || tpot > 0) && !(slo_cell && slo_of(slo_cell, &ttft, &tpot)))
         return 1.0;
@@ -115,7 +180,7 @@ static double loadgen_scale(const mp_serve_result *r, double ttft, double tpot, 
         return 1.0;
     double drain = fmax(0.0, r->span_s - r->arrivals_span_s);
     double scheduled = (double)r->measured / r->arrivals_span_s;
-    return scheduled * MLPERF_SERVER_MIN_S / (MLPERF_SERVER_MIN_S + drain) / r->requests_per_s;
+    return scheduled * min_s / (min_s + drain) / r->requests_per_s;
 }
 
 /* The requests of a simulated Server run at rate (see the header). */
@@ -164,11 +229,21 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
     }
     if (!(rate > 0) && !(slo_cell && slo_of(slo_cell, &ttft, &tpot)))
         return snprintf(why, nwhy, "server row with neither request_rate_per_s nor a latency_slo to find it from"), 0;
+    int sub = submission_of(row);
+    double min_s = sub >= 0 && SUBMISSIONS[sub].min_duration_s > 0 ? SUBMISSIONS[sub].min_duration_s : MLPERF_SERVER_MIN_S;
+    if (sub >= 0 && rate > 0 && SUBMISSIONS[sub].rate_per_s > 0)
+        rate = SUBMISSIONS[sub].rate_per_s;
+    if (sub >= 0 && SUBMISSIONS[sub].kv_fp8 && !row->cell[MP_VIC_KVDT][0])
+        pl.kv = MP_KVQ_FP8;
+    if (sub >= 0 && SUBMISSIONS[sub].kv_frac > 0)
+        pl.kv_frac = SUBMISSIONS[sub].kv_frac;
+    if (sub >= 0 && SUBMISSIONS[sub].chunk_tokens > 0)
+        pl.chunk = SUBMISSIONS[sub].chunk_tokens;
     char key[512];
     char plan[256];
     mp_infer_plan_format(p, plan, sizeof plan);
-    snprintf(key, sizeof key, "%.60s|%.48s|%lld|%.250s|%g|%.100s|%d", m->key, c->gpu.key, (long long)c->num_gpus, plan, rate,
-             slo_cell ? slo_cell : "", batch_stated);
+    snprintf(key, sizeof key, "%.60s|%.48s|%lld|%.250s|%g|%.100s|%d|%d", m->key, c->gpu.key, (long long)c->num_gpus, plan, rate,
+             slo_cell ? slo_cell : "", batch_stated, sub);
     if (!memo.set || strcmp(memo.key, key)) {
         mp_serve_opts o;
         mp_serve_opts_init(&o);
@@ -177,6 +252,11 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
         o.out = p->out;
         o.requests = run_requests(rate);
         int table = length_table(row, p, &o);
+        if (sub >= 0) {
+            o.max_seqs = SUBMISSIONS[sub].max_seqs;
+            o.chunk_tokens = SUBMISSIONS[sub].chunk_tokens;
+            o.prefill_first = SUBMISSIONS[sub].prefill_first;
+        }
         if (batch_stated)
             o.max_seqs = p->batch;
         mp_serve_result *r = malloc(sizeof *r);
@@ -214,7 +294,7 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
         memo.ttft = r->ttft_s;
         memo.tpot = r->tpot_s;
         memo.e2e = r->e2e_s;
-        double k = loadgen_scale(r, ttft > 0 || tpot > 0 ? ttft : 0, tpot, slo_cell);
+        double k = loadgen_scale(r, ttft > 0 || tpot > 0 ? ttft : 0, tpot, slo_cell, min_s);
         memo.out_tps = k * r->output_tokens_per_s;
         memo.rps = k * r->requests_per_s;
         memo.in_tps = k * r->input_tokens_per_s;
@@ -244,5 +324,15 @@ int mp_val_serve_predict(const mp_catalog *cat, mp_val_infer_row *row, double *p
              memo.table ? "from the dataset's sample, out scaled" : "fixed at in/out",
              memo.rate, rate_cell && *rate_cell ? "" : " (highest meeting the SLO)");
     mp_val_infer_note(row, note);
+    if (sub >= 0) { /* what the submission table set (its sources beside it) */
+        int l = snprintf(note, sizeof note, "submission: %.0f s run", min_s);
+        if (SUBMISSIONS[sub].max_seqs)
+            l += snprintf(note + l, sizeof note - (size_t)l, ", max_seqs %lld", (long long)SUBMISSIONS[sub].max_seqs);
+        if (SUBMISSIONS[sub].chunk_tokens)
+            l += snprintf(note + l, sizeof note - (size_t)l, ", chunk %lld", (long long)SUBMISSIONS[sub].chunk_tokens);
+        snprintf(note + l, sizeof note - (size_t)l, "%s%s", SUBMISSIONS[sub].kv_fp8 ? ", kv fp8" : "",
+                 SUBMISSIONS[sub].prefill_first ? ", prefill_first" : "");
+        mp_val_infer_note(row, note);
+    }
     return 1;
 }
