@@ -14,7 +14,9 @@
  *     refused with the counts that would work;
  *   - validate detects the inference schema from the header: KV bytes per token exact, server rows
  *     and unknown models skipped with the reason, missing cells listed as assumed; on
- *     ../shared/validation/inference/infer_runs.csv (when present) the figures are printed.
+ *     ../shared/validation/inference/infer_runs.csv (when present) the figures are printed;
+ *   - the prefill pipeline's bubble: pp - 1 engine steps, by hand, and in the estimate the chunk
+ *     moving only the bubble ((2 + 1/32) / 3 of the stage-times at 2 stages).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -445,6 +447,32 @@ static void test_context_and_gpus(void **state)
     assert_false(refused(l3, &c, "tp=1", "GPUs"));
 }
 
+/* The prefill pipeline's fill and drain (mp_infer_prefill_bubble_stage_times): pp - 1 engine
+ * steps, each its share of the micro-batch's stage-time (GPipe, Huang et al. 2019). */
+static void test_prefill_bubble(void **state)
+{
+    (void)state;
+    assert_true(mp_infer_prefill_bubble_stage_times(1, 1e6, 8192) == 0.0); /* no pipeline */
+    /* 8 stages, micro-batches of 237 x 2048 tokens, steps of 8192: 7 x 8192 / 485376 */
+    assert_close(mp_infer_prefill_bubble_stage_times(8, 237.0 * 2048, 8192), 7.0 * 8192 / 485376.0, 1e-12);
+    /* a step as large as the micro-batch: pp - 1 whole stage-times (the GPipe bound) */
+    assert_close(mp_infer_prefill_bubble_stage_times(4, 1000, 8192), 3.0, 1e-12);
+    assert_close(mp_infer_prefill_bubble_stage_times(4, 1000, 0), 3.0, 1e-12);
+
+    /* in the estimate: 2 stages, the batch in 2 micro-batches; the chunk sets the bubble only */
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-70b");
+    assert_non_null(m);
+    mp_cluster c;
+    cluster("rtx-pro-6000-se", 2, &c);
+    estimate(m, &c, "tp=1,pp=2,weights=fp8,kv=fp8,batch=64,in=2048,out=16,chunk=131072", &g_r);
+    /* micro-batches of 32 x 2048 = 65536 tokens: one step each, 2 + 1 stage-times */
+    const double whole = g_r.prefill.total_s - g_r.prefill.overhead_s;
+    estimate(m, &c, "tp=1,pp=2,weights=fp8,kv=fp8,batch=64,in=2048,out=16,chunk=2048", &g_r);
+    /* steps of 2048 tokens: 2 + 1/32 stage-times (the stage-time itself does not change) */
+    const double chunked = g_r.prefill.total_s - g_r.prefill.overhead_s;
+    assert_close(chunked / whole, (2.0 + 1.0 / 32.0) / 3.0, 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_validate_inference_schema),
         cmocka_unit_test(test_vllm_kv_capacity),
         cmocka_unit_test(test_context_and_gpus),
+        cmocka_unit_test(test_prefill_bubble),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }
