@@ -14,7 +14,11 @@
  *     refused with the counts that would work;
  *   - validate detects the inference schema from the header: KV bytes per token exact, server rows
  *     and unknown models skipped with the reason, missing cells listed as assumed; on
- *     ../shared/validation/inference/infer_runs.csv (when present) the figures are printed.
+ *     ../shared/validation/inference/infer_runs.csv (when present) the figures are printed;
+ *   - trtllm-bench's own max batch size and max num tokens by hand from its tuning.py, and used
+ *     only for rows whose notes name that harness;
+ *   - the prefill pipeline's bubble: pp - 1 engine steps, by hand, and in the estimate the chunk
+ *     moving only the bubble ((2 + 1/32) / 3 of the stage-times at 2 stages).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -445,6 +449,73 @@ static void test_context_and_gpus(void **state)
     assert_false(refused(l3, &c, "tp=1", "GPUs"));
 }
 
+/* trtllm-bench's own settings (src/infer/bench_tuning.c), by hand from finetune_setting in
+ * tensorrt_llm/bench/build/tuning.py: raw_bs = min(kv_requests, 4096) / pp, raw_tok =
+ * min(raw_bs x (1 + in / out), 32768), each rounded up by its band. */
+static void test_trtllm_bench_settings(void **state)
+{
+    (void)state;
+    int64_t bs = 0, tok = 0;
+    /* 348 requests, 2048/128: bs 128 x ceil(348/128) = 384; tokens 348 x 17 = 5916 -> 512 x 12 = 6144 */
+    mp_infer_trtllm_bench_settings(348, 2048, 128, 1, &bs, &tok);
+    assert_int_equal(bs, 384);
+    assert_int_equal(tok, 6144);
+    /* 10000 requests, 128/128: capped at 4096 (256 x 16); tokens 4096 x 2 = 8192 -> 1024 x 8 */
+    mp_infer_trtllm_bench_settings(10000, 128, 128, 1, &bs, &tok);
+    assert_int_equal(bs, 4096);
+    assert_int_equal(tok, 8192);
+    /* 100 requests, 128/2048: bs max(64, 32 x 4) = 128; tokens 106.25 -> the floor of 2048 */
+    mp_infer_trtllm_bench_settings(100, 128, 2048, 1, &bs, &tok);
+    assert_int_equal(bs, 128);
+    assert_int_equal(tok, 2048);
+    /* pp 8, 1894 requests, 2048/128: 236.75 per stage -> 32 x 8 = 256; tokens 4024.75 -> 256 x 16 */
+    mp_infer_trtllm_bench_settings(1894, 2048, 128, 8, &bs, &tok);
+    assert_int_equal(bs, 256);
+    assert_int_equal(tok, 4096);
+    /* 20 requests: the floor of 64; 4096 requests at 2048/128: tokens capped at 32768 */
+    mp_infer_trtllm_bench_settings(20, 128, 128, 1, &bs, NULL);
+    assert_int_equal(bs, 64);
+    mp_infer_trtllm_bench_settings(4096, 2048, 128, 1, NULL, &tok);
+    assert_int_equal(tok, 32768);
+
+    /* validate: a row whose notes name trtllm-bench uses them (and says so); the same row from
+     * another harness keeps the engine's defaults */
+    size_t ns = 0;
+    mp_validation v = validate_text(MESHPLAN_SOURCE_DIR "/tests/data/infer_runs_trtllm_bench.csv", &ns);
+    const mp_val_row *b1 = row_of(&v, "b1"), *b2 = row_of(&v, "b2");
+    assert_non_null(b1);
+    assert_non_null(b2);
+    assert_non_null(strstr(b1->assumed, "trtllm-bench settings: max_batch_size="));
+    assert_null(strstr(b2->assumed, "trtllm-bench"));
+    mp_validation_free(&v);
+}
+
+/* The prefill pipeline's fill and drain (mp_infer_prefill_bubble_stage_times): pp - 1 engine
+ * steps, each its share of the micro-batch's stage-time (GPipe, Huang et al. 2019). */
+static void test_prefill_bubble(void **state)
+{
+    (void)state;
+    assert_true(mp_infer_prefill_bubble_stage_times(1, 1e6, 8192) == 0.0); /* no pipeline */
+    /* 8 stages, micro-batches of 237 x 2048 tokens, steps of 8192: 7 x 8192 / 485376 */
+    assert_close(mp_infer_prefill_bubble_stage_times(8, 237.0 * 2048, 8192), 7.0 * 8192 / 485376.0, 1e-12);
+    /* a step as large as the micro-batch: pp - 1 whole stage-times (the GPipe bound) */
+    assert_close(mp_infer_prefill_bubble_stage_times(4, 1000, 8192), 3.0, 1e-12);
+    assert_close(mp_infer_prefill_bubble_stage_times(4, 1000, 0), 3.0, 1e-12);
+
+    /* in the estimate: 2 stages, the batch in 2 micro-batches; the chunk sets the bubble only */
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-70b");
+    assert_non_null(m);
+    mp_cluster c;
+    cluster("rtx-pro-6000-se", 2, &c);
+    estimate(m, &c, "tp=1,pp=2,weights=fp8,kv=fp8,batch=64,in=2048,out=16,chunk=131072", &g_r);
+    /* micro-batches of 32 x 2048 = 65536 tokens: one step each, 2 + 1 stage-times */
+    const double whole = g_r.prefill.total_s - g_r.prefill.overhead_s;
+    estimate(m, &c, "tp=1,pp=2,weights=fp8,kv=fp8,batch=64,in=2048,out=16,chunk=2048", &g_r);
+    /* steps of 2048 tokens: 2 + 1/32 stage-times (the stage-time itself does not change) */
+    const double chunked = g_r.prefill.total_s - g_r.prefill.overhead_s;
+    assert_close(chunked / whole, (2.0 + 1.0 / 32.0) / 3.0, 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +529,8 @@ int main(void)
         cmocka_unit_test(test_validate_inference_schema),
         cmocka_unit_test(test_vllm_kv_capacity),
         cmocka_unit_test(test_context_and_gpus),
+        cmocka_unit_test(test_trtllm_bench_settings),
+        cmocka_unit_test(test_prefill_bubble),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

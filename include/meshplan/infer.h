@@ -200,6 +200,23 @@ double mp_infer_phase_power_w(const mp_gpu *g, double wait_W, double pj_per_bit,
  *  "Measured eager-decode power". */
 double mp_infer_eager_power_w(const mp_gpu *g, const char **source);
 
+/** Stage-times the prefill pipeline's fill and drain add to pp stages that each run the batch
+ *  as micro-batches of mb_tokens tokens (src/infer/infer.c; docs/infer.md "Pipeline prefill"):
+ *  the scheduler sends engine steps of at most step_tokens down the pipeline, so the bubble is
+ *  pp - 1 step-times (GPipe, Huang et al. 2019), each min(1, step_tokens / mb_tokens) of a
+ *  stage-time. 0 when pp <= 1 or mb_tokens <= 0; step_tokens <= 0 means one step per
+ *  micro-batch (pp - 1 whole stage-times). */
+double mp_infer_prefill_bubble_stage_times(int pp, double mb_tokens, double step_tokens);
+
+/** trtllm-bench's own engine settings for an offline throughput run (src/infer/bench_tuning.c,
+ *  a transcription of finetune_setting in tensorrt_llm/bench/build/tuning.py; docs/infer.md
+ *  "Validation"): from kv_requests, the requests of in + out tokens its KV cache holds, and pp:
+ *  max_batch (per pipeline micro-batch: min(kv_requests, 4096) / pp rounded up, at least 64)
+ *  and max_tokens (the step's token budget: min(batch x (1 + in / out), 32768) rounded up, at
+ *  least 2048). Either pointer may be NULL. */
+void mp_infer_trtllm_bench_settings(double kv_requests, double in, double out, int pp,
+                                    int64_t *max_batch, int64_t *max_tokens);
+
 /** infer --json (the CLI, the request -> JSON layer's "infer", the web's /api/infer): the object
  *  of rows[0] when sweep is 0 (nrows must be 1), else {"sweep": [one object per row]}. Keys:
  *  plan, engine_version, feasible, reason, ttft_s, tpot_s, e2e_s, output_tokens_per_s(_per_gpu,

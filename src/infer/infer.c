@@ -144,6 +144,19 @@ static void phase_of(const mp_wl_infer *w, double k, double mb, double overhead_
                                          ph->overhead_s - dispatch_s, dt);
 }
 
+/* Stage-times the prefill pipeline's fill and drain add, in units of the stage-time of one
+ * micro-batch of mb_tokens: pp - 1 engine steps of at most step_tokens each (a step is the unit
+ * the scheduler sends down the pipeline; Huang et al. 2019, GPipe, bubble of pp - 1 micro-batch
+ * times), the step's time taken as its share of the micro-batch's (the stage is GEMM-bound in
+ * prefill, so linear in tokens). 0 for pp = 1. */
+double mp_infer_prefill_bubble_stage_times(int pp, double mb_tokens, double step_tokens)
+{
+    if (pp <= 1 || !(mb_tokens > 0))
+        return 0.0;
+    const double share = step_tokens > 0 ? fmin(1.0, step_tokens / mb_tokens) : 1.0;
+    return (double)(pp - 1) * share;
+}
+
 /* Memory of one GPU and the engine's KV pool; max concurrency as the engine counts it. */
 static void memory(const mp_model *m, const mp_cluster *c, const mp_infer_plan *p, double wb,
                    double kvb, mp_infer_result *r, int *measured_mem)
@@ -246,10 +259,14 @@ mp_status mp_infer_estimate(const mp_model *m, const mp_cluster *c, const mp_inf
      * pipeline dispatch theirs in parallel, but each token crosses all of them) */
     const double step_over = p->cuda_graphs ? e->step_overhead_graphs_s
                                             : e->step_overhead_eager_s + e->step_overhead_eager_per_layer_s * (double)m->layers;
-    /* Prefill of the whole batch: pp + mbs - 1 stage-times fill and drain the pipeline (GPipe,
-     * Huang et al. 2019), one engine step per chunk of max_batched_tokens (chunked prefill). */
+    /* Prefill of the whole batch, one engine step per chunk of max_batched_tokens (chunked
+     * prefill). The steps are the pipeline's micro-batches: m of them take m + pp - 1 step-times
+     * (GPipe, Huang et al. 2019, bubble (pp - 1) / (m + pp - 1)), so the fill and drain cost
+     * pp - 1 times one step's share of a stage-time, not pp - 1 whole stage-times of the mbs
+     * micro-batches the stage was priced at (docs/infer.md "Pipeline prefill"). */
     double chunks = ceil((double)p->batch * (double)p->in / chunk_tokens(p, e));
-    phase_of(&pre, p->pp + mbs - 1.0, mbs, chunks * e->step_overhead_graphs_s, 0.0, g, dt, wait_W,
+    const double bubble = mp_infer_prefill_bubble_stage_times(p->pp, s.seqs * (double)p->in, chunk_tokens(p, e));
+    phase_of(&pre, mbs + bubble, mbs, chunks * e->step_overhead_graphs_s, 0.0, g, dt, wait_W,
              eo.mem_pJ_per_bit, &r->prefill);
     /* Decode: every token crosses all pp stages; with pp micro-batches in flight the stages stay
      * busy and the whole batch advances one token per pp stage-times (+ the step's overhead). */

@@ -14,7 +14,9 @@
  *   - tp missing: the smallest power of two whose weights take at most WEIGHT_SHARE of a GPU
  *     (leaving the rest for the KV cache), dividing the GPUs and the heads; dp = gpus / (tp pp);
  *   - batch missing (offline, infinite request rate): what the engine's KV pool holds at these
- *     lengths, capped by the engine's default batch limit (max_batch in data/engines.json);
+ *     lengths, capped by the engine's default batch limit (max_batch in data/engines.json); a
+ *     row whose notes name trtllm-bench (which tunes its own settings when a run states none)
+ *     takes that harness's max batch size and max num tokens instead (src/infer/bench_tuning.c);
  *   - KV format missing: fp8 with fp8/fp4 weights under TensorRT-LLM (ModelOpt checkpoints quantize
  *     the KV cache with the weights), else 16-bit;
  *   - engine: trtllm and mlperf-nvidia -> trtllm, vllm and mlperf-amd -> vllm, sglang; other (HF
@@ -331,6 +333,22 @@ static int row_predict(const mp_model *m, const mp_cluster *cl, irow *r, mp_infe
         return snprintf(r->why, sizeof r->why, "plan cannot be formed: %.200s", d.text), 1;
     if (!stated) {
         int64_t cap = (int64_t)res->engine.max_batch;
+        if (p->engine == MP_ENGINE_TRTLLM && strstr(r->cell[MP_VIC_NOTES], "trtllm-bench") && p->chunk <= 0) {
+            /* trtllm-bench picks its own max batch size and max num tokens from the requests its KV
+             * cache holds (src/infer/bench_tuning.c): they replace the engine's defaults */
+            int64_t bs = 0, tok = 0;
+            mp_infer_trtllm_bench_settings((double)res->max_concurrency, (double)p->in, (double)p->out,
+                                           p->pp, &bs, &tok);
+            cap = bs * p->pp;
+            p->chunk = tok;
+            char buf[120];
+            snprintf(buf, sizeof buf, "trtllm-bench settings: max_batch_size=%lld, max_num_tokens=%lld",
+                     (long long)bs, (long long)tok);
+            mp_val_infer_note(r, buf);
+            memset(&d, 0, sizeof d);
+            if (mp_infer_estimate(m, cl, p, res, &d) != MP_OK) /* the KV pool at that token budget */
+                return snprintf(r->why, sizeof r->why, "plan cannot be formed: %.200s", d.text), 1;
+        }
         p->batch = res->max_concurrency < cap ? res->max_concurrency : cap;
         if (p->batch < 1)
             return snprintf(r->why, sizeof r->why, "the weights leave no KV pool (%.1f GiB of weights per GPU)",
