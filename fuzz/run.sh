@@ -155,6 +155,14 @@ run_one() {
     [ $rc -ne 0 ] && status="FAILED (exit $rc; see $log and $B/artifacts/)"
     printf 'fuzz: %-13s %5d s (%5s s CPU) %10s runs  corpus %5d files %9d bytes  %s\n' "$t" \
         "$secs" "${cpu:-?}" "${runs:-?}" "$files" "$bytes" "$status" | tee -a "$B/summary.txt"
+    # A clean-clone CI keeps only this output: show the report and the input that caused it.
+    if [ $rc -ne 0 ]; then
+        grep -m1 -B2 -A40 -E '^==[0-9]+==|runtime error|SUMMARY|fuzz check failed|deadly signal|ERROR: libFuzzer' "$log" |
+            head -60 | sed "s/^/fuzz: $t: /"
+        for a in "$B/artifacts/${t}-"*; do
+            [ -f "$a" ] && { echo "fuzz: $t: input $a:"; head -c 2000 "$a" | cat -v | sed "s/^/  /"; echo; }
+        done
+    fi
     [ $rc -eq 0 ]
 }
 

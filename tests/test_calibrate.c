@@ -292,6 +292,18 @@ static void test_bad_inputs(void **s)
                "t.log:2: mixed units: memory in MiB, expected GiB");
     expect_bad("iteration 1/ 10 | elapsed time per iteration (ms): 10.0 |\n"
                "iteration 2/ 10 | elapsed time per iteration (s): 0.01 |\n", "t.log:2: mixed units");
+    /* Counts past 2^53 (or not whole) cannot be converted to int64_t safely (C11 6.3.1.4): the
+     * value 2^53 + 2 is the first whole double above the threshold. */
+    expect_bad("step: 1e30 loss: 1 tps: 10\n", "t.log:1: step: 1e+30: expected a whole step number");
+    expect_bad("step: 9007199254740994 loss: 1 tps: 10\n", "t.log:1: step: 9.0072e+15: expected");
+    mp_log l;
+    mp_diag d = {0};
+    assert_int_equal(parse_text("step: 9007199254740992 loss: 1 tps: 10\n", &l, &d), MP_OK);
+    assert_true(l.nsteps == 1 && l.steps[0].step == INT64_C(9007199254740992)); /* 2^53 itself */
+    mp_log_free(&l);
+    expect_bad("step: 2.5 loss: 1 tps: 10\n", "t.log:1: step: 2.5: expected a whole step number");
+    expect_bad("iteration 1e300/ 10 | elapsed time per iteration (ms): 10.0 |\n",
+               "t.log:1: iteration 1e+300: expected a whole step number");
 }
 
 /* Synthetic sweep from coll itself with a known latency and efficiency on the network tier: the

@@ -16,6 +16,11 @@ int cal_grow(void **arr, size_t *n, size_t size, size_t *cap);
 /** A plain number >= 0 (commas as thousands separators when commas is set): 1 and *out, or 0 when
  *  s carries anything else (a unit suffix, a sign). */
 int cal_plain_number(const char *s, int commas, double *out);
+/** A count read as a double (a step number, a batch, a GEMM dimension, a GPU count): 1 and *out
+ *  when v is an integer-valued finite number in [0, 2^53] (the doubles that hold integers
+ *  exactly), else 0 — converting a larger double to int64_t is undefined behaviour (C11 6.3.1.4),
+ *  and no log states a count that large. */
+int cal_count(double v, int64_t *out);
 /** 1 when s is all digits (and not empty). */
 int cal_is_int_token(const char *s);
 /** Split line in place at blanks into at most cap tokens; returns the count. */

@@ -63,6 +63,14 @@ int cal_plain_number(const char *s, int commas, double *out)
     return 1;
 }
 
+int cal_count(double v, int64_t *out)
+{
+    if (!(v >= 0 && v <= 9007199254740992.0) || v != floor(v))
+        return 0;
+    *out = (int64_t)v;
+    return 1;
+}
+
 int cal_is_int_token(const char *s)
 {
     if (!*s)

@@ -65,6 +65,15 @@ static mp_status gemm_row(mp_log *l, cal_csv_state *cs, int ln, char **f, int n,
     if (!st) st = csv_num(l->file, ln, "k", f[ik], &k, d);
     if (st)
         return st;
+    int64_t mi, ni, ki;
+    const char *bad = !cal_count(m, &mi)    ? "m"
+                      : !cal_count(nn, &ni) ? "n"
+                      : !cal_count(k, &ki)  ? "k"
+                                            : NULL;
+    if (bad) {
+        mp_diag_add(d, "%s:%d: %s: expected a whole GEMM dimension up to 2^53", l->file, ln, bad);
+        return MP_ERR_INPUT;
+    }
     mp_dtype dt = !strcmp(f[idt], "bf16") ? MP_DT_BF16 : !strcmp(f[idt], "fp8") ? MP_DT_FP8
                 : !strcmp(f[idt], "fp16") ? MP_DT_FP16 : MP_DT_COUNT;
     if (dt == MP_DT_COUNT || !(s > 0))
@@ -73,7 +82,7 @@ static mp_status gemm_row(mp_log *l, cal_csv_state *cs, int ln, char **f, int n,
     if (g)
         return g == -1 ? MP_ERR_RANGE : MP_ERR_NOMEM;
     mp_gemm_row *r = &l->gemms[l->ngemms++];
-    *r = (mp_gemm_row){ln, (int64_t)m, (int64_t)nn, (int64_t)k, dt, s, 2.0 * m * nn * k / s};
+    *r = (mp_gemm_row){ln, mi, ni, ki, dt, s, 2.0 * m * nn * k / s};
     return MP_OK;
 }
 
@@ -106,6 +115,12 @@ static mp_status coll_row(mp_log *l, cal_csv_state *cs, int ln, char **f, int n,
     if (!st && *f[c[7]]) st = csv_num(l->file, ln, "time_us", f[c[7]], &tus, d);
     if (st)
         return st;
+    int64_t nodes_n, gpus_n;
+    if (!cal_count(nodes, &nodes_n) || !cal_count(gpus, &gpus_n)) {
+        mp_diag_add(d, "%s:%d: %s: expected a whole count up to 2^53", l->file, ln,
+                    !cal_count(nodes, &nodes_n) ? "num_nodes" : "total_gpus");
+        return MP_ERR_INPUT;
+    }
     double t = tus > 0 ? tus * 1e-6 : algbw > 0 ? bytes / (algbw * 1e9) : 0;
     if (!(t > 0))
         return MP_OK; /* nothing measured in time */
@@ -129,8 +144,8 @@ static mp_status coll_row(mp_log *l, cal_csv_state *cs, int ln, char **f, int n,
         mp_strlcpy(tb->label, label, sizeof tb->label);
         mp_strlcpy(tb->gpu_name, f[c[2]], sizeof tb->gpu_name);
         tb->op = op;
-        tb->nranks = (int64_t)gpus;
-        tb->nnodes = (int64_t)nodes;
+        tb->nranks = gpus_n;
+        tb->nnodes = nodes_n;
         tb->first_line = ln;
         cs->rcap[ti] = 0;
         int ig = col(cs->hdr, cs->nhdr, "gpus_per_node"), il = col(cs->hdr, cs->nhdr, "inter_link");

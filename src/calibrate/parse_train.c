@@ -127,12 +127,22 @@ mp_status cal_megatron_line(mp_log *l, cal_step_state *ss, int ln, const char *l
         mp_diag_add(d, "%s:%d: elapsed time per iteration: expected a number > 0", l->file, ln);
         return MP_ERR_INPUT;
     }
-    s->step = it > 0 ? (int64_t)it : (int64_t)l->nsteps + 1;
+    s->step = (int64_t)l->nsteps + 1;
+    if (it > 0 && !cal_count(it, &s->step)) {
+        mp_diag_add(d, "%s:%d: iteration %g: expected a whole step number up to 2^53", l->file, ln,
+                    it);
+        return MP_ERR_INPUT;
+    }
     s->step_s = t * (!strcmp(unit, "ms") ? 1e-3 : 1.0);
     double tf = cal_after(line, "(TFLOP/s/GPU)");
     s->tflops_per_gpu = tf > 0 ? tf : 0;
     double gb = cal_after(line, "global batch size");
-    s->global_batch = gb > 0 ? (int64_t)gb : 0;
+    s->global_batch = 0;
+    if (gb > 0 && !cal_count(gb, &s->global_batch)) {
+        mp_diag_add(d, "%s:%d: global batch size %g: expected a whole number up to 2^53", l->file,
+                    ln, gb);
+        return MP_ERR_INPUT;
+    }
     double loss = cal_after(line, "lm loss");
     s->loss = loss > 0 ? loss : 0;
     l->nsteps++;
@@ -153,11 +163,14 @@ mp_status cal_titan_line(mp_log *l, cal_step_state *ss, int ln, const char *line
     memset(s, 0, sizeof *s);
     s->line = ln;
     double v = cal_after(p, "step:");
-    if (!(v >= 0)) {
-        mp_diag_add(d, "%s:%d: step: expected the step number", l->file, ln);
+    if (!cal_count(v, &s->step)) {
+        if (v >= 0)
+            mp_diag_add(d, "%s:%d: step: %g: expected a whole step number up to 2^53", l->file,
+                        ln, v);
+        else
+            mp_diag_add(d, "%s:%d: step: expected the step number", l->file, ln);
         return MP_ERR_INPUT;
     }
-    s->step = (int64_t)v;
     if ((v = cal_after(p, "loss:")) >= 0) s->loss = v;
     if ((v = cal_after(p, "tps:")) >= 0) s->tokens_per_s_per_gpu = v;
     if ((v = cal_after(p, "tflops:")) >= 0) s->tflops_per_gpu = v;
