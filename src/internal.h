@@ -20,15 +20,6 @@ extern const struct mp_embedded_file mp_embedded_clusters[];
 /** Copy src into dst of capacity cap, always NUL-terminating (truncates). */
 void mp_strlcpy(char *dst, const char *src, size_t cap);
 
-/** Offset of the first byte of s[0..n) that is not part of valid UTF-8 text (a NUL byte counts
- *  as invalid), or n when all of it is valid. */
-size_t mp_utf8_invalid_at(const char *s, size_t n);
-
-/** Replace, in place, every byte of the NUL-terminated s that is not part of a complete valid
- *  UTF-8 sequence by '?' — e.g. the tail of a sequence cut by truncation — so the string can go
- *  into JSON. */
-void mp_utf8_scrub(char *s);
-
 /** Line `line` (1-based) of text[0..len), without leading blanks, control bytes as '?', cut to
  *  cap-1 bytes with "..." and shifted so that byte `column` (1-based; <= 0: unknown) is in view —
  *  to show where a JSON parse error is ("" when there is no such line or cap < 8). */

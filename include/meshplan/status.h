@@ -53,4 +53,16 @@ void mp_diag_add(mp_diag *d, const char *fmt, ...)
 #endif
     ;
 
+/** Text checks for what goes into JSON (RFC 8259 section 8.1: strings are UTF-8; jansson refuses
+ *  others) — in the public API because the command line checks its arguments with them.
+ *  mp_utf8_invalid_at: offset of the first byte of s[0..n) that is not part of valid UTF-8 text
+ *  (a NUL byte, an overlong form or a surrogate counts as invalid), or n when all of it is valid.
+ *  s must hold n readable bytes. */
+size_t mp_utf8_invalid_at(const char *s, size_t n);
+
+/** Replace, in place, every byte of the NUL-terminated s that is not part of a complete valid
+ *  UTF-8 sequence by '?' — e.g. the tail of a sequence cut by truncation — so the string can go
+ *  into JSON. s must not be NULL. */
+void mp_utf8_scrub(char *s);
+
 #endif

@@ -157,7 +157,8 @@ int cli_print_json(json_t *o, size_t flags)
     char *s = o ? json_dumps(o, flags) : NULL;
     json_decref(o);
     if (!s) {
-        fprintf(stderr, "meshplan: out of memory writing JSON\n");
+        fprintf(stderr, "meshplan: the JSON output could not be formed (out of memory, or a "
+                "string that is not UTF-8)\n");
         return EXIT_INTERNAL;
     }
     printf("%s\n", s);

@@ -86,12 +86,38 @@ static int unknown_command(const char *cmd)
     return EXIT_INPUT;
 }
 
+/* Every argument must be UTF-8 text: the names and plans a command is given are echoed into its
+ * JSON, CSV and text output, and JSON strings must be UTF-8 (RFC 8259 section 8.1; jansson
+ * refuses others). 0, or EXIT_INPUT naming the first argument that is not. */
+static int check_args_utf8(int argc, char **argv)
+{
+    for (int a = 1; a < argc; a++) {
+        size_t n = strlen(argv[a]), at = mp_utf8_invalid_at(argv[a], n);
+        if (at == n)
+            continue;
+        char shown[64];
+        snprintf(shown, sizeof shown, "%.60s", argv[a]);
+        mp_utf8_scrub(shown);
+        if (a > 2 && !strncmp(argv[a - 1], "--", 2))
+            fprintf(stderr, "meshplan: %.40s = \"%s\"", argv[a - 1], shown);
+        else
+            fprintf(stderr, "meshplan: argument %d = \"%s\"", a, shown);
+        fprintf(stderr, ": byte %zu is not UTF-8: expected UTF-8 text (meshplan writes the names "
+                "it is given into UTF-8 JSON, CSV and text)\n", at + 1);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
 int cli_main(int argc, char **argv)
 {
     if (argc < 2) {
         cli_print_usage(stderr, commands, NCOMMANDS);
         return EXIT_INPUT;
     }
+    int rc = check_args_utf8(argc, argv);
+    if (rc)
+        return rc;
     const char *cmd = argv[1];
     const cli_command *c = find_command(cmd);
     if (c) {
