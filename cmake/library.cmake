@@ -66,6 +66,17 @@ install(TARGETS meshplan RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS meshplan_shared meshplan_lib
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# With MESHPLAN_LTO the archive's objects are fat (CMakeLists.txt): installed as they are, a plain
+# link against libmeshplan.a would run LTO over this GCC's IR (which another GCC version cannot
+# read). The installed copy keeps their regular code only.
+if(MESHPLAN_LTO_ACTIVE)
+  install(CODE "execute_process(COMMAND \"${CMAKE_OBJCOPY}\" -R .gnu.lto_* -R .gnu.debuglto_*
+    \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:meshplan_lib>\"
+    RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR \"meshplan: stripping the LTO sections from the installed archive failed\")
+  endif()")
+endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/meshplan DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
 install(FILES ${CMAKE_BINARY_DIR}/meshplan.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
