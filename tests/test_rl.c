@@ -416,14 +416,20 @@ static void test_validate_rl_schema(void **state)
         "max_prompt_len,max_response_len,mean_response_len,metric,value,baseline,quality,notes,source\n"
         "a,g,qwen2.5-7b,,grpo,verl,h100-sxm5-80gb,16,colocated,16,16,vllm,fsdp,,,,128,8,,4096,,step_s,100,,exact,x,u\n"
         "b,g,qwen2.5-7b,,grpo,verl,h100-sxm5-80gb,16,fully_async,8,8,vllm,fsdp,,,,128,8,,4096,,step_s,60,,exact,x,u\n"
-        "c,g,no-such-model,,grpo,verl,h100-sxm5-80gb,16,colocated,16,16,vllm,fsdp,,,,128,8,,4096,,step_s,60,,exact,x,u\n";
+        "c,g,no-such-model,,grpo,verl,h100-sxm5-80gb,16,colocated,16,16,vllm,fsdp,,,,128,8,,4096,,step_s,60,,exact,x,u\n"
+        /* a trigger past int64_t was converted to it (undefined, C11 6.3.1.4); 2^20 is the most */
+        "d,g,qwen2.5-7b,,grpo,verl,h100-sxm5-80gb,16,fully_async,8,8,vllm,fsdp,,,,128,8,,4096,,step_s,60,,exact,trigger_sync 1e30,u\n"
+        "e,g,qwen2.5-7b,,grpo,verl,h100-sxm5-80gb,16,fully_async,8,8,vllm,fsdp,,,,128,8,,4096,,step_s,60,,exact,trigger_sync 1048577,u\n";
     mp_validation v;
     mp_diag d = {0};
     assert_int_equal(mp_validate_csv(g_cat, csv, strlen(csv), "inline", NULL, &v, &d), MP_OK);
-    /* two rows, one derived speedup pair, one skip */
+    /* two rows, one derived speedup pair, three skips */
     assert_int_equal(v.nrows, 3);
-    assert_int_equal(v.nskips, 1);
+    assert_int_equal(v.nskips, 3);
     assert_non_null(strstr(v.skips[0].reason, "no-such-model"));
+    assert_non_null(strstr(v.skips[1].reason, "notes trigger_sync = 1e+30: expected a whole number of "
+                                              "updates per sync in [1, 1048576]"));
+    assert_non_null(strstr(v.skips[2].reason, "notes trigger_sync = 1.04858e+06: expected"));
     assert_string_equal(v.rows[2].metric, "speedup_vs_baseline");
     assert_close(v.rows[2].measured, 100.0 / 60.0, 1e-12);
     assert_non_null(strstr(v.rows[0].assumed, "mean = max/8"));

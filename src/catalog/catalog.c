@@ -124,6 +124,19 @@ static int64_t get_int(reader *r, const json_t *o, const char *field, int requir
     return (int64_t)x;
 }
 
+/* A count stored as an int (SMs, GPUs and NICs of a node): get_int's, and at most 2^20, checked
+ * before the conversion (2^32 converted to int is 0: a node of 0 GPUs divided by zero). */
+static int small_int(reader *r, const json_t *o, const char *field, int required, int64_t min,
+                     int64_t def)
+{
+    int64_t x = get_int(r, o, field, required, min, def);
+    if (x > 1 << 20) {
+        bad(r, field, json_object_get(o, field), "at most 2^20");
+        return (int)def;
+    }
+    return (int)x;
+}
+
 static int get_bool(reader *r, const json_t *o, const char *field, int def)
 {
     const json_t *v = member(r, o, field);
@@ -223,7 +236,7 @@ static void parse_gpu(reader *r, const json_t *o, mp_gpu *g)
                                       MP_BOUND_BW_MIN_BPS, MP_BOUND_BW_MAX_BPS, MP_BOUND_BW_TEXT, 0);
     get_dtype_map(r, o, "peak_flops_per_s", g->peak_flops_per_s);
     get_dtype_map(r, o, "measured_matmul_flops_per_s", g->measured_matmul_flops_per_s);
-    g->sm_count = (int)get_int(r, o, "sm_count", 0, 1, 0);
+    g->sm_count = small_int(r, o, "sm_count", 0, 1, 0);
     g->tdp_W = get_phys(r, o, "tdp_W", "tdp_W", 0, MP_BOUND_GPU_POWER_MIN_W, MP_BOUND_GPU_POWER_MAX_W,
                         MP_BOUND_GPU_POWER_TEXT, 0);
     g->attention_flops_frac = get_num(r, o, "attention_flops_frac", 0, 1, 0);
@@ -277,9 +290,7 @@ static void parse_node(reader *r, const json_t *o, mp_node *n)
 {
     memset(n, 0, sizeof *n);
     get_str(r, o, "gpu", 1, n->gpu, sizeof n->gpu);
-    n->gpus_per_node = (int)get_int(r, o, "gpus_per_node_count", 1, 1, 1);
-    if (n->gpus_per_node > 1 << 20)
-        bad(r, "gpus_per_node_count", json_object_get(o, "gpus_per_node_count"), "at most 2^20");
+    n->gpus_per_node = small_int(r, o, "gpus_per_node_count", 1, 1, 1);
     get_str(r, o, "scaleup_link", 1, n->scaleup_link, sizeof n->scaleup_link);
     char topo[16] = "";
     get_str(r, o, "scaleup_topology", 1, topo, sizeof topo);
@@ -292,7 +303,7 @@ static void parse_node(reader *r, const json_t *o, mp_node *n)
     else if (topo[0])
         bad(r, "scaleup_topology", json_object_get(o, "scaleup_topology"), "switch, mesh or pcie");
     get_str(r, o, "scaleout_link", 1, n->scaleout_link, sizeof n->scaleout_link);
-    n->nics_per_node = (int)get_int(r, o, "nics_per_node_count", 1, 1, 1);
+    n->nics_per_node = small_int(r, o, "nics_per_node_count", 1, 1, 1);
     n->power_overhead_W = get_phys(r, o, "power_overhead_W", "power_overhead_W", 0, 0,
                                    MP_BOUND_OVERHEAD_POWER_MAX_W, MP_BOUND_OVERHEAD_POWER_TEXT, 0);
     get_source(r, o, n->source, sizeof n->source);

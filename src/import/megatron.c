@@ -161,8 +161,16 @@ static void read_layer_freq(imp_ctx *c, mp_model *m)
         int64_t rep = 1;
         const char *star = close + 1;
         while (*star == ' ') star++;
-        if (*star == '*')
-            rep = strtoll(star + 1, NULL, 10);
+        if (*star == '*') {
+            /* at most 2^24 (the most layers a model has): n and zeros are under IMP_VAL_CAP, so
+             * the products and sums below stay far inside int64 (9223372036854775807 x 2 did not) */
+            char *end = NULL;
+            rep = strtoll(star + 1, &end, 10);
+            if (end == star + 1 || rep < 0 || rep > (1 << 24)) {
+                imp_bad(c, e, "lists repeated 0 to 2^24 (16777216) times, such as ([0]*3+[1]*58)");
+                return;
+            }
+        }
         dense += zeros * rep;
         total += n * rep;
         p = close + 1;

@@ -212,7 +212,9 @@ static void schedule_and_batch(imp_ctx *c)
         for (int i = 0; i < 3; i++)
             if ((f = mp_import_get(c->out, k[i])) && atoll(f->value) > 0)
                 d /= atoll(f->value);
-        if (d > 0)
+        /* a GPU count past 2^24 is refused when the plan is resolved ("gpus = N: expected an
+         * integer in [1, 2^24]"); local x DP from it would overflow int64 (local <= 2^26) */
+        if (d > 0 && d <= (int64_t)1 << 24)
             imp_set_int(c, MP_FIELD_PLAN, "gb", local * d, NULL, MP_FROM_DERIVED,
                         "global_batch_size -1: local_batch_size x DP");
     }

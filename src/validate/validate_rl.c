@@ -201,6 +201,10 @@ static int row_config(const mp_catalog *cat, rrow *r, const mp_model **m, mp_clu
          * README's rule for comparing with colocated runs, prompts / (require_batches x
          * ppo_mini_batch_size); neither stated: one chunk per mini-batch */
         double trig = note_num(n, "trigger_sync"), rb = note_num(n, "require_batches");
+        if (trig >= 1 && (trig > 1048576 || trig != floor(trig)))
+            /* checked before the conversion: 1e30 converted to int64_t is undefined (C11 6.3.1.4) */
+            return snprintf(r->why, sizeof r->why, "notes trigger_sync = %g: expected a whole number of "
+                            "updates per sync in [1, 1048576]", trig), 1;
         if (trig >= 1)
             k->sync_chunks = (int64_t)trig;
         else if (rb >= 1 && mini > 0) {
