@@ -105,7 +105,7 @@ if(BUILD_TESTING)
   # Under the sanitizers the program must be built with them too (their runtime comes first).
   set(MESHPLAN_EXAMPLE_CFLAGS "")
   if(MESHPLAN_SANITIZE)
-    set(MESHPLAN_EXAMPLE_CFLAGS "-fsanitize=address,undefined")
+    set(MESHPLAN_EXAMPLE_CFLAGS "-fsanitize=address,undefined,float-cast-overflow")
   endif()
   add_test(NAME install_prefix COMMAND ${CMAKE_SOURCE_DIR}/tests/install_test.sh ${CMAKE_BINARY_DIR}
            ${CMAKE_SOURCE_DIR})
