@@ -20,6 +20,11 @@ extern const struct mp_embedded_file mp_embedded_clusters[];
 /** Copy src into dst of capacity cap, always NUL-terminating (truncates). */
 void mp_strlcpy(char *dst, const char *src, size_t cap);
 
+/** Text that must be UTF-8 (a CSV, a YAML file): 0 when text[0..len) is, else 1 with
+ *  "ORIGIN: line L, byte B: 0xXX: expected UTF-8 text" added to diag (L and B 1-based, B within
+ *  its line; a NUL byte counts as not UTF-8). */
+int mp_utf8_check_text(const char *text, size_t len, const char *origin, mp_diag *diag);
+
 /** Line `line` (1-based) of text[0..len), without leading blanks, control bytes as '?', cut to
  *  cap-1 bytes with "..." and shifted so that byte `column` (1-based; <= 0: unknown) is in view —
  *  to show where a JSON parse error is ("" when there is no such line or cap < 8). */

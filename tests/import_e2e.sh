@@ -113,7 +113,7 @@ check "the emitted Megatron script imports back" 0 "plan string: tp=" import "$T
 
 # bad input: exit 2 with the file, the line and what was expected
 printf 'trainer:\n  devices: 8\n  num_nodes: [1, 2\n' >"$TMP/cut.yaml"
-check "truncated YAML" 2 "cut.yaml: not valid YAML" import "$TMP/cut.yaml"
+check "truncated YAML" 2 "cut.yaml:4:1: error: flow sequence without a closing bracket (not valid YAML)" import "$TMP/cut.yaml"
 printf '[training]\nseq_len = 8192\n[parallelism\n' >"$TMP/cut.toml"
 check "truncated TOML" 2 "cut.toml:3: not valid TOML" import "$TMP/cut.toml"
 printf '#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py --micro-batch-size 1 --bf16\n' >"$TMP/noflags.sh"

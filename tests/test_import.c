@@ -811,7 +811,9 @@ static void expect_bad(const char *name, const char *text, mp_status want, const
 static void test_bad_inputs(void **s)
 {
     (void)s;
-    expect_bad("cut.yaml", "trainer:\n  devices: 8\n  num_nodes: [1, 2\n", MP_ERR_PARSE, "cut.yaml: not valid YAML");
+    expect_bad("cut.yaml", "trainer:\n  devices: 8\n  num_nodes: [1, 2\n", MP_ERR_PARSE, "cut.yaml:4:1: error: flow sequence without a closing bracket (not valid YAML)");
+    /* not UTF-8: refused before libfyaml, which looped on a directive line holding such bytes */
+    expect_bad("dir.yaml", "% t\xd1u\n", MP_ERR_PARSE, "dir.yaml: line 1, byte 4: 0xD1: expected UTF-8 text");
     expect_bad("cut.toml", "[training]\nseq_len = 8192\n[parallelism\n", MP_ERR_PARSE, "cut.toml:3: not valid TOML");
     expect_bad("noflags.sh", "#!/bin/bash\ntorchrun pretrain_gpt.py --micro-batch-size 1\n",
                MP_ERR_INPUT, "noflags.sh:2: no model flags: expected --num-layers");

@@ -128,6 +128,22 @@ void mp_utf8_scrub(char *s)
     }
 }
 
+int mp_utf8_check_text(const char *text, size_t len, const char *origin, mp_diag *diag)
+{
+    size_t badat = mp_utf8_invalid_at(text, len);
+    if (badat >= len)
+        return 0;
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < badat; i++, col++)
+        if (text[i] == '\n') {
+            line++;
+            col = 0;
+        }
+    mp_diag_add(diag, "%s: line %zu, byte %zu: 0x%02X: expected UTF-8 text", origin, line, col,
+                (unsigned)(unsigned char)text[badat]);
+    return 1;
+}
+
 void mp_text_line(const char *text, size_t len, int line, int column, char *out, size_t cap)
 {
     if (cap == 0)

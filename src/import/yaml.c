@@ -34,6 +34,14 @@ static void capture(struct fy_diag *d, void *user, const char *buf, size_t len)
     ycapture *c = user;
     if (c->have)
         return;
+    /* libfyaml names a string input "<memory-@0xADDR-0xADDR>": keep only ":line:col: ..." */
+    if (len > 8 && !memcmp(buf, "<memory-", 8)) {
+        const char *gt = memchr(buf, '>', len);
+        if (gt) {
+            len -= (size_t)(gt + 1 - buf);
+            buf = gt + 1;
+        }
+    }
     size_t n = len < sizeof c->msg - 1 ? len : sizeof c->msg - 1;
     memcpy(c->msg, buf, n);
     while (n > 0 && (c->msg[n - 1] == '\n' || c->msg[n - 1] == ' '))
@@ -123,6 +131,10 @@ static void scalar_text(const char *text, size_t len, struct fy_event *ev, struc
 
 mp_status imp_yaml_flatten(imp_ctx *c, const char *text, size_t len)
 {
+    /* YAML is Unicode text (YAML 1.2.2 section 5.1), and Debian 12's libfyaml 0.8 loops for ever
+     * on a directive line ("% t\xd1") holding bytes that are not UTF-8 (found by fuzz_import) */
+    if (mp_utf8_check_text(text, len, c->name, c->diag))
+        return MP_ERR_PARSE;
     ycapture cap = {{0}, 0};
     struct fy_diag_cfg dc;
     fy_diag_cfg_default(&dc);
@@ -202,8 +214,11 @@ mp_status imp_yaml_flatten(imp_ctx *c, const char *text, size_t len)
         fy_parser_event_free(fyp, ev);
     }
     if (st == MP_OK && fy_parser_get_stream_error(fyp)) {
-        mp_diag_add(c->diag, "%s: not valid YAML: %s%s", c->name,
-                    cap.have ? cap.msg : "syntax error near line ", cap.have ? "" : "?");
+        if (cap.have && cap.msg[0] == ':') /* ":line:col: error: ..." */
+            mp_diag_add(c->diag, "%s%s (not valid YAML)", c->name, cap.msg);
+        else
+            mp_diag_add(c->diag, "%s: not valid YAML: %s", c->name,
+                        cap.have ? cap.msg : "syntax error");
         st = MP_ERR_PARSE;
     } else if (st == MP_ERR_RANGE) {
         mp_diag_add(c->diag, "%s:%d: nested deeper than %d levels", c->name, last_line, Y_DEPTH);

@@ -823,30 +823,13 @@ static void validate_record(const mp_catalog *cat, const mp_estimate_opts *opts,
         push_skip(out, cap, r.id, r.why);
 }
 
-/* The file's text must be UTF-8 (a NUL byte or a Latin-1 or binary file would end up cut or
- * dropped in the report): 0, or 1 with the place named. */
-static int check_utf8(const char *csv_text, size_t len, const char *origin, mp_diag *diag)
-{
-    size_t badat = mp_utf8_invalid_at(csv_text, len);
-    if (badat >= len)
-        return 0;
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < badat; i++, col++)
-        if (csv_text[i] == '\n') {
-            line++;
-            col = 0;
-        }
-    mp_diag_add(diag, "%s: line %zu, byte %zu: 0x%02X: expected UTF-8 text", origin, line, col,
-                (unsigned)(unsigned char)csv_text[badat]);
-    return 1;
-}
-
 mp_status mp_validate_csv(const mp_catalog *cat, const char *csv_text, size_t len,
                           const char *origin, const mp_estimate_opts *opts, mp_validation *out,
                           mp_diag *diag)
 {
     memset(out, 0, sizeof *out);
-    if (check_utf8(csv_text, len, origin, diag))
+    /* a NUL byte or a Latin-1 or binary file would end up cut or dropped in the report */
+    if (mp_utf8_check_text(csv_text, len, origin, diag))
         return MP_ERR_PARSE;
     char(*fields)[MAX_FIELD] = malloc(MAX_COLS * sizeof *fields);
     if (!fields)
