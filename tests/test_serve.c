@@ -70,6 +70,16 @@ static void opts(mp_serve_opts *o, const char *plan)
         fail_msg("plan %s: %s", plan, d.text);
 }
 
+/* opts() for a run of the given trace, every request measured (no warm-up share dropped). */
+static void trace_opts(mp_serve_opts *o, const char *plan, const mp_serve_request *tr, size_t n)
+{
+    opts(o, plan);
+    o->arrivals = MP_ARRIVE_TRACE;
+    o->trace = tr;
+    o->ntrace = n;
+    o->warmup_frac = 0;
+}
+
 /* One request at a time: a trace of requests 1000 s apart. */
 static void single(const char *model, const char *gpu, int ngpus, const char *plan, int64_t in, int64_t out)
 {
@@ -80,11 +90,7 @@ static void single(const char *model, const char *gpu, int ngpus, const char *pl
     for (int i = 0; i < 8; i++)
         tr[i] = (mp_serve_request){1000.0 * i, in, out};
     mp_serve_opts o;
-    opts(&o, plan);
-    o.arrivals = MP_ARRIVE_TRACE;
-    o.trace = tr;
-    o.ntrace = 8;
-    o.warmup_frac = 0;
+    trace_opts(&o, plan, tr, 8);
     run(m, &c, &o, g_r);
     char ip[256];
     snprintf(ip, sizeof ip, "%s,batch=1,in=%lld,out=%lld", plan, (long long)in, (long long)out);
@@ -353,11 +359,7 @@ static void three_requests(const char *plan, step_log *g)
     cluster("h100-sxm5-80gb", 1, &c);
     mp_serve_request tr[3] = {{0.0, 64, 8}, {1e-6, 64, 8}, {1e-6, 64, 8}};
     mp_serve_opts o;
-    opts(&o, plan);
-    o.arrivals = MP_ARRIVE_TRACE;
-    o.trace = tr;
-    o.ntrace = 3;
-    o.warmup_frac = 0;
+    trace_opts(&o, plan, tr, 3);
     memset(g, 0, sizeof *g);
     o.hook = hook_log;
     o.hook_ctx = g;
