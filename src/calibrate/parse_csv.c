@@ -42,6 +42,17 @@ static mp_status csv_num(const char *origin, int ln, const char *name, const cha
     return MP_ERR_INPUT;
 }
 
+/* A count column (a GEMM dimension, a node or GPU count): csv_num's, and whole and <= 2^53. */
+static mp_status csv_count(const char *origin, int ln, const char *name, const char *s,
+                           double *v, int64_t *n, mp_diag *d)
+{
+    mp_status st = csv_num(origin, ln, name, s, v, d);
+    if (st || cal_count(*v, n))
+        return st;
+    mp_diag_add(d, "%s:%d: %s = \"%s\": expected a whole count up to 2^53", origin, ln, name, s);
+    return MP_ERR_INPUT;
+}
+
 static mp_status gemm_row(mp_log *l, cal_csv_state *cs, int ln, char **f, int n, mp_diag *d)
 {
     int im = col(cs->hdr, cs->nhdr, "m"), in = col(cs->hdr, cs->nhdr, "n"),
@@ -60,20 +71,12 @@ static mp_status gemm_row(mp_log *l, cal_csv_state *cs, int ln, char **f, int n,
     double m, nn, k, s;
     if (!cal_plain_number(f[is], 0, &s)) /* a failed measurement ("oom", "n/a") is a row too: skip */
         return MP_OK;
-    mp_status st = csv_num(l->file, ln, "m", f[im], &m, d);
-    if (!st) st = csv_num(l->file, ln, "n", f[in], &nn, d);
-    if (!st) st = csv_num(l->file, ln, "k", f[ik], &k, d);
+    int64_t mi, ni, ki;
+    mp_status st = csv_count(l->file, ln, "m", f[im], &m, &mi, d);
+    if (!st) st = csv_count(l->file, ln, "n", f[in], &nn, &ni, d);
+    if (!st) st = csv_count(l->file, ln, "k", f[ik], &k, &ki, d);
     if (st)
         return st;
-    int64_t mi, ni, ki;
-    const char *bad = !cal_count(m, &mi)    ? "m"
-                      : !cal_count(nn, &ni) ? "n"
-                      : !cal_count(k, &ki)  ? "k"
-                                            : NULL;
-    if (bad) {
-        mp_diag_add(d, "%s:%d: %s: expected a whole GEMM dimension up to 2^53", l->file, ln, bad);
-        return MP_ERR_INPUT;
-    }
     mp_dtype dt = !strcmp(f[idt], "bf16") ? MP_DT_BF16 : !strcmp(f[idt], "fp8") ? MP_DT_FP8
                 : !strcmp(f[idt], "fp16") ? MP_DT_FP16 : MP_DT_COUNT;
     if (dt == MP_DT_COUNT || !(s > 0))
@@ -108,19 +111,14 @@ static mp_status coll_row(mp_log *l, cal_csv_state *cs, int ln, char **f, int n,
                     ln, f[c[1]]);
         return MP_ERR_INPUT;
     }
-    mp_status st = csv_num(l->file, ln, "num_nodes", f[c[3]], &nodes, d);
-    if (!st) st = csv_num(l->file, ln, "total_gpus", f[c[4]], &gpus, d);
+    int64_t nodes_n, gpus_n;
+    mp_status st = csv_count(l->file, ln, "num_nodes", f[c[3]], &nodes, &nodes_n, d);
+    if (!st) st = csv_count(l->file, ln, "total_gpus", f[c[4]], &gpus, &gpus_n, d);
     if (!st) st = csv_num(l->file, ln, "message_bytes", f[c[5]], &bytes, d);
     if (!st && *f[c[6]]) st = csv_num(l->file, ln, "algbw_GBps", f[c[6]], &algbw, d);
     if (!st && *f[c[7]]) st = csv_num(l->file, ln, "time_us", f[c[7]], &tus, d);
     if (st)
         return st;
-    int64_t nodes_n, gpus_n;
-    if (!cal_count(nodes, &nodes_n) || !cal_count(gpus, &gpus_n)) {
-        mp_diag_add(d, "%s:%d: %s: expected a whole count up to 2^53", l->file, ln,
-                    !cal_count(nodes, &nodes_n) ? "num_nodes" : "total_gpus");
-        return MP_ERR_INPUT;
-    }
     double t = tus > 0 ? tus * 1e-6 : algbw > 0 ? bytes / (algbw * 1e9) : 0;
     if (!(t > 0))
         return MP_OK; /* nothing measured in time */
