@@ -344,8 +344,8 @@ typedef struct {
     int64_t groups_key[12];
     mp_group groups[9];
     /* The last shape built apart from what a micro-batch size or a rank order changes
-     * (workload.c shape_line), for the plan shape_key (its mb, CP algorithm and rank order
-     * cleared) and the options shape_opts: the search's consecutive plans differ mostly in
+     * (workload.c shape_line), for the plan shape_key (its mb, sp, recompute mode, CP
+     * algorithm and rank order cleared) and the options shape_opts: the search's consecutive plans differ mostly in
      * those keys (a line's micro-batches, its communication variants). */
     int shape_set;
     /* Names the shape in `shape` (0: none): a new number, unique in the process, each time one

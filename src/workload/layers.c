@@ -202,6 +202,9 @@ static void passes(mp_wl_layer *l, mp_recompute rc, const mp_flops *fl, double e
                    int frozen)
 {
     const double attn_bwd = flash ? 2.5 : 2.0;
+    /* set below only by the modes that recompute: cleared first, as the shape (shape_base) left
+     * them, since one shape serves the lines of every recompute mode (workload.c line_key) */
+    l->recompute_s = l->tp_recompute_s = l->ep_recompute_s = 0.0;
     l->fwd_s = l->gemm_s + l->attn_s + l->elem_s;
     l->bwd_s = 2.0 * l->gemm_s + attn_bwd * l->attn_s + l->elem_bwd_s + l->bwd_extra_s;
     l->bwd_weight_s = l->gemm_s; /* wgrad GEMMs: the forward GEMMs' FLOPs (Qi et al. 2023 Sec. 2) */

@@ -164,11 +164,17 @@ static void shape_base(mp_workload *w, const mp_model *m, const mp_cluster *c, c
     mp_wl_finetune_shape(w, m, p);
 }
 
-/* The plan as the shape memo keys it: mb, the CP algorithm and the rank order cleared. */
+/* The plan as the shape memo keys it: mb, sp, recompute, the CP algorithm and the rank order
+ * cleared. shape_base reads none of them (sp and the recompute mode change only the activations
+ * and the pricing, shape_line and mp_workload_price, redone for every plan; nor does the
+ * estimator's memo of a shape, memory.c stage_fixed and mp_est_runtime_memory), so the lines of
+ * one sharding and expert layout (sp x recompute x mb below it, space.c) share one shape. */
 static void line_key(const mp_plan *p, mp_plan *k)
 {
     memcpy(k, p, sizeof *k);
     k->mb = 0;
+    k->sp = 0;
+    k->recompute = (mp_recompute)0;
     k->cp_algo = (mp_cp_algo)0;
     memset(k->order, 0, sizeof k->order);
     k->order_listed = 0;
@@ -199,20 +205,26 @@ static mp_status shape_checks(const mp_model *m, const mp_cluster *c, const mp_p
 }
 
 /* Whether p's line key (line_key) is k, byte for byte, without building it: the bytes of p
- * outside the fields line_key clears (mb, cp_algo, order, order_listed) against k's (a key
- * line_key built: those fields of k are zero, as p's would be). The same verdict as line_key
- * then memcmp, without the 272-byte copy per evaluation. */
+ * outside the fields line_key clears (sp, mb, recompute, cp_algo, order, order_listed) against
+ * k's (a key line_key built: those fields of k are zero, as p's would be). The same verdict as
+ * line_key then memcmp, without the 272-byte copy per evaluation. */
 static int same_line(const mp_plan *p, const mp_plan *k)
 {
     const char *a = (const char *)p, *b = (const char *)k;
+    const size_t sp = offsetof(mp_plan, sp), sp_end = sp + sizeof p->sp;
     const size_t mb = offsetof(mp_plan, mb), mb_end = mb + sizeof p->mb;
+    const size_t rc = offsetof(mp_plan, recompute), rc_end = rc + sizeof p->recompute;
     const size_t ca = offsetof(mp_plan, cp_algo), ca_end = ca + sizeof p->cp_algo;
     const size_t od = offsetof(mp_plan, order), od_end = offsetof(mp_plan, order_listed) + sizeof p->order_listed;
-    _Static_assert(offsetof(mp_plan, mb) < offsetof(mp_plan, cp_algo) &&
+    _Static_assert(offsetof(mp_plan, sp) < offsetof(mp_plan, mb) &&
+                       offsetof(mp_plan, mb) < offsetof(mp_plan, recompute) &&
+                       offsetof(mp_plan, recompute) < offsetof(mp_plan, cp_algo) &&
                        offsetof(mp_plan, cp_algo) < offsetof(mp_plan, order) &&
                        offsetof(mp_plan, order) + sizeof ((mp_plan *)0)->order == offsetof(mp_plan, order_listed),
                    "mp_plan's line-key fields in this order, order_listed right after order");
-    return memcmp(a, b, mb) == 0 && memcmp(a + mb_end, b + mb_end, ca - mb_end) == 0 &&
+    return memcmp(a, b, sp) == 0 && memcmp(a + sp_end, b + sp_end, mb - sp_end) == 0 &&
+           memcmp(a + mb_end, b + mb_end, rc - mb_end) == 0 &&
+           memcmp(a + rc_end, b + rc_end, ca - rc_end) == 0 &&
            memcmp(a + ca_end, b + ca_end, od - ca_end) == 0 &&
            memcmp(a + od_end, b + od_end, sizeof *p - od_end) == 0;
 }
