@@ -119,7 +119,7 @@ void mp_wl_model_act(mp_workload *w, const mp_model *m, const mp_plan *p, mp_wl_
     const double key[11] = {(double)p->seq, (double)p->mb, w->tp, p->sp, w->cp, p->flash,
                             (double)p->recompute, w->etp, w->moe_load, every, (double)p->compile};
     const int slot = mp_wl_memo_slot(p->mb, p->recompute * 2 + p->sp, w->tp * 4096 + w->etp, w->cp);
-    if (cache && cache->act[slot].set && memcmp(cache->act[slot].key, key, sizeof key) == 0) {
+    if (cache && cache->act[slot].set && mp_wl_bytes_eq(cache->act[slot].key, key, sizeof key)) {
         w->act = cache->act[slot].act;
         w->act_moe = cache->act[slot].act_moe;
         return;

@@ -254,7 +254,7 @@ static void data_colls_cached(mp_workload *w, const mp_model *m, const mp_cluste
      * line had the same key), the 17-entry copy (1.1 KiB, 4% of an evaluation on the 405B
      * search: perf, docs/search.md "round 6") is not made again. */
     const int in_place = cache && w == &cache->shape;
-    if (cache && cache->dp[slot].set && memcmp(cache->dp[slot].key, key, sizeof key) == 0) {
+    if (cache && cache->dp[slot].set && mp_wl_bytes_eq(cache->dp[slot].key, key, sizeof key)) {
         if (!(in_place && cache->dp_in_shape == slot))
             memcpy(&w->coll[first], cache->dp[slot].coll, (size_t)n * sizeof w->coll[0]);
         if (in_place)

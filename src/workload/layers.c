@@ -404,7 +404,7 @@ static void kernels_of(mp_workload *w, const mp_model *m, const mp_plan *p,
                             w->etp, w->ep, w->moe_load, opts->moe_copy_overhead_s, w->vocab_padded,
                             opts->elementwise_bytes_frac, opts->fp8_scale_bytes_per_elem};
     const int slot = mp_wl_memo_slot(p->mb, p->sp * 8 + (int)p->precision, w->tp, w->cp);
-    if (cache && cache->kern[slot].set && memcmp(cache->kern[slot].key, key, sizeof key) == 0) {
+    if (cache && cache->kern[slot].set && mp_wl_bytes_eq(cache->kern[slot].key, key, sizeof key)) {
         memcpy(k, cache->kern[slot].val, sizeof *k);
         return;
     }

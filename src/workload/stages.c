@@ -142,7 +142,7 @@ void mp_wl_stages(mp_workload *w, const mp_model *m, mp_wl_cache *cache)
 {
     const int64_t key[5] = {w->pp, w->vpp, w->tp, w->ep, w->etp};
     mp_wl_stage_memo *x = cache ? &cache->stages[(w->pp + 7 * w->vpp + 3 * w->tp) & 3] : NULL;
-    if (x && x->set && memcmp(x->key, key, sizeof key) == 0) {
+    if (x && x->set && mp_wl_bytes_eq(x->key, key, sizeof key)) {
         w->nruns = x->nruns;
         memcpy(w->run, x->run, (size_t)x->nruns * sizeof w->run[0]);
         w->layers_per_stage_min = x->lmin, w->layers_per_stage_max = x->lmax;

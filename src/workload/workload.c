@@ -90,7 +90,7 @@ static void plan_groups(mp_workload *w, const mp_plan *p, int64_t shard, mp_wl_c
         key[6 + i] = (int64_t)p->order[i];
     mp_group *g[9] = {&w->g_tp, &w->g_cp, &w->g_pp, &w->g_shard_in, &w->g_shard_out, &w->g_rep_in,
                       &w->g_rep_out};
-    if (cache && cache->groups_set && memcmp(cache->groups_key, key, sizeof key) == 0) {
+    if (cache && cache->groups_set && mp_wl_bytes_eq(cache->groups_key, key, sizeof key)) {
         for (int i = 0; i < 7; i++)
             *g[i] = cache->groups[i];
         return;
@@ -222,11 +222,11 @@ static int same_line(const mp_plan *p, const mp_plan *k)
                        offsetof(mp_plan, cp_algo) < offsetof(mp_plan, order) &&
                        offsetof(mp_plan, order) + sizeof ((mp_plan *)0)->order == offsetof(mp_plan, order_listed),
                    "mp_plan's line-key fields in this order, order_listed right after order");
-    return memcmp(a, b, sp) == 0 && memcmp(a + sp_end, b + sp_end, mb - sp_end) == 0 &&
-           memcmp(a + mb_end, b + mb_end, rc - mb_end) == 0 &&
-           memcmp(a + rc_end, b + rc_end, ca - rc_end) == 0 &&
-           memcmp(a + ca_end, b + ca_end, od - ca_end) == 0 &&
-           memcmp(a + od_end, b + od_end, sizeof *p - od_end) == 0;
+    return mp_wl_bytes_eq(a, b, sp) && mp_wl_bytes_eq(a + sp_end, b + sp_end, mb - sp_end) &&
+           mp_wl_bytes_eq(a + mb_end, b + mb_end, rc - mb_end) &&
+           mp_wl_bytes_eq(a + rc_end, b + rc_end, ca - rc_end) &&
+           mp_wl_bytes_eq(a + ca_end, b + ca_end, od - ca_end) &&
+           mp_wl_bytes_eq(a + od_end, b + od_end, sizeof *p - od_end);
 }
 
 /* The cache's shape for p's line (built into it when its memo holds another line), its line
@@ -236,7 +236,7 @@ static void cached_shape(const mp_model *m, const mp_cluster *c, const mp_plan *
 {
     mp_wl_cache_validate(cache, m, c);
     if (cache->shape_set && same_line(p, &cache->shape_key) &&
-        memcmp(opts, &cache->shape_opts, sizeof *opts) == 0)
+        mp_wl_bytes_eq(opts, &cache->shape_opts, sizeof *opts))
         return;
     mp_plan k;
     line_key(p, &k);
