@@ -95,10 +95,14 @@ static int parse_batch_range(const char *s, long long *lo, long long *hi)
 {
     char a[32];
     const char *colon = strchr(s, ':');
-    if (!colon)
-        return cli_parse_count("batch", s, 1, 1 << 20, lo) || (*hi = *lo, 0);
+    if (!colon) {
+        int rc = cli_parse_count("batch", s, 1, 1 << 20, lo);
+        if (!rc)
+            *hi = *lo;
+        return rc;
+    }
     size_t n = (size_t)(colon - s);
-    if (n == 0 || n >= sizeof a)
+    if (n == 0 || n >= sizeof a || strchr(colon + 1, ':'))
         return cli_fail("batch = \"%s\": expected A:B, 1 <= A <= B <= 1048576", s);
     memcpy(a, s, n);
     a[n] = '\0';
