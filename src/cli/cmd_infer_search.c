@@ -62,15 +62,20 @@ static int parse_slo(const char *text, mp_infer_search_opts *o)
     if (strlen(text) >= sizeof buf)
         return cli_fail("infer-search: --slo is too long (%s)", "at most 255 characters");
     snprintf(buf, sizeof buf, "%s", text);
+    int seen_t = 0, seen_p = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq)
             return cli_fail("infer-search: --slo \"%s\": expected key=time (ttft_p99=2s,tpot_p99=50ms)", tok);
         *eq = '\0';
         int rc;
-        if (!strcmp(tok, "ttft_p99"))
+        const int t = !strcmp(tok, "ttft_p99"), p = !strcmp(tok, "tpot_p99");
+        if ((t && seen_t++) || (p && seen_p++))
+            return cli_fail("infer-search: --slo key \"%s\" given twice: expected each of ttft_p99 and tpot_p99 "
+                            "at most once", tok);
+        if (t)
             rc = parse_time(tok, eq + 1, &o->ttft_p99_s);
-        else if (!strcmp(tok, "tpot_p99"))
+        else if (p)
             rc = parse_time(tok, eq + 1, &o->tpot_p99_s);
         else
             return cli_fail("infer-search: --slo key \"%s\": expected ttft_p99 or tpot_p99", tok);

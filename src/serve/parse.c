@@ -195,7 +195,7 @@ mp_status mp_serve_slo_parse(const char *text, mp_serve_opts *o, mp_diag *d)
         return MP_ERR_INPUT;
     }
     strcpy(buf, text);
-    int bad = 0;
+    int bad = 0, seen_t = 0, seen_p = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         char *eq = strchr(tok, '=');
         double x;
@@ -204,8 +204,14 @@ mp_status mp_serve_slo_parse(const char *text, mp_serve_opts *o, mp_diag *d)
         int t = eq && (!strcmp(tok, "ttft_p99") || !strcmp(tok, "ttft"));
         int p = eq && (!strcmp(tok, "tpot_p99") || !strcmp(tok, "tpot"));
         if (!(t || p) || !number(eq + 1, &x, u, k, 3) || !(x > 0) || x > 1e5) {
-            mp_diag_add(d, "slo: \"%s%s%s\": expected ttft_p99=TIME or tpot_p99=TIME with TIME > 0 in s or ms",
+            mp_diag_add(d, "slo: \"%s%s%s\": expected ttft_p99=TIME or tpot_p99=TIME with TIME > 0 in s, ms or us",
                         tok, eq ? "=" : "", eq ? eq + 1 : "");
+            bad++;
+            continue;
+        }
+        if ((t && seen_t++) || (p && seen_p++)) {
+            mp_diag_add(d, "slo: \"%s=%s\": %s given twice: expected each of ttft_p99 and tpot_p99 at most once",
+                        tok, eq + 1, t ? "ttft_p99" : "tpot_p99");
             bad++;
             continue;
         }
