@@ -429,6 +429,22 @@ static void test_parse(void **state)
     assert_non_null(strstr(d.text, "chunk"));
     assert_non_null(strstr(d.text, "preempt"));
     assert_non_null(strstr(d.text, "tpp"));
+    /* serve's list, not infer's: batch/in/out are refused here, max_seqs is a key */
+    assert_non_null(strstr(d.text, "unknown key \"tpp\" (value \"2\"): expected one of tp, pp, ep, dp, weights"));
+    assert_non_null(strstr(d.text, "max_seqs, chunk, preempt"));
+    assert_null(strstr(d.text, "batch"));
+    memset(&d, 0, sizeof d);
+    mp_serve_opts_init(&o); /* a scheduler key twice is refused as infer's keys are, not last-wins */
+    assert_int_equal(mp_serve_plan_parse("max_seqs=4,max_seqs=8", &o, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "plan: key \"max_seqs\" given twice (second value \"8\")"));
+    memset(&d, 0, sizeof d);
+    mp_serve_opts_init(&o);
+    assert_int_equal(mp_serve_plan_parse("tp =2, max_seqs =16", &o, &d), MP_OK); /* blanks trimmed */
+    assert_true(o.plan.tp == 2 && o.max_seqs == 16);
+    memset(&d, 0, sizeof d);
+    mp_serve_opts_init(&o);
+    assert_int_equal(mp_serve_slo_parse("ttft_p99=1s,ttft=2s", &o, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "ttft_p99 given twice"));
     memset(&d, 0, sizeof d);
     mp_serve_opts_init(&o);
     assert_int_equal(mp_serve_plan_parse("tp=2,max_seqs=64,chunk=2048,weights=fp8", &o, &d), MP_OK);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer/infer_keys.h"
 #include "meshplan/serve.h"
 
 /* A number with an optional unit suffix scaled by the table; 0 when bad. */
@@ -83,10 +84,21 @@ mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
     memcpy(buf, text, n + 1);
     rest[0] = '\0';
     int bad = 0;
+    unsigned own_given = 0; /* one bit per own[] key: a second value is refused as infer's keys are */
+#define INFER_NAME(name, ...) #name,
+    static const char *const infer_names[] = {MP_INFER_KEYS(INFER_NAME)};
+#undef INFER_NAME
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         while (*tok == ' ')
             tok++;
         char *eq = strchr(tok, '=');
+        if (eq) { /* "tp =2" is tp, as infer's parser trims it */
+            char *ke = eq;
+            while (ke > tok && ke[-1] == ' ')
+                ke--;
+            memmove(ke, eq, strlen(eq) + 1);
+            eq = ke;
+        }
         int mine = -1;
         for (int i = 0; eq && i < nown; i++)
             if ((size_t)(eq - tok) == strlen(own[i]) && !strncmp(tok, own[i], (size_t)(eq - tok)))
@@ -106,9 +118,33 @@ mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
                             not_here[i][1]);
                 refused = 1;
             }
+        int known = mine >= 0 || refused || !eq;
+        for (size_t i = 0; !known && i < sizeof infer_names / sizeof infer_names[0]; i++)
+            known = (size_t)(eq - tok) == strlen(infer_names[i]) && !strncmp(tok, infer_names[i], (size_t)(eq - tok));
         if (refused) {
             bad++;
+        } else if (!known) {
+            /* named here, not by infer's parser, whose list has batch, in and out but none of ours */
+            *eq = '\0';
+            char list[512] = "";
+            size_t len = 0;
+            for (size_t i = 0; i < sizeof infer_names / sizeof infer_names[0]; i++) {
+                int skip = !strcmp(infer_names[i], "chunk"); /* listed with ours */
+                for (size_t j = 0; j < sizeof not_here / sizeof not_here[0]; j++)
+                    skip |= !strcmp(infer_names[i], not_here[j][0]);
+                if (!skip && len < sizeof list)
+                    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", infer_names[i]);
+            }
+            for (int i = 0; i < nown && len < sizeof list; i++)
+                len += (size_t)snprintf(list + len, sizeof list - len, ", %s", own[i]);
+            mp_diag_add(d, "plan: unknown key \"%s\" (value \"%s\"): expected one of %s", tok, eq + 1, list);
+            bad++;
+        } else if (mine >= 0 && (own_given & (1u << mine))) {
+            *eq = '\0';
+            mp_diag_add(d, "plan: key \"%s\" given twice (second value \"%s\")", tok, eq + 1);
+            bad++;
         } else if (mine >= 0) {
+            own_given |= 1u << mine;
             *eq = '\0';
             bad += serve_key(tok, eq + 1, o, d);
         } else {
