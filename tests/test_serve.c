@@ -584,6 +584,26 @@ static int teardown(void **state)
 
 /* A tiny rate used to wrap the int64-nanosecond clock (negative TTFTs); now refused with the field
  * named, while a long schedule inside the 1e9 s bound still runs and gives the closed form's TTFT. */
+/* The event clock is whole nanoseconds and arrivals are not: a request admitted at its own
+ * arrival once read -0.5 ns of queueing, so `serve --lengths fixed:1:1 --rate 1/s` printed
+ * "queue mean -0.00 ms" (-1.3e-11 s). No queueing time is negative. */
+static void test_queue_not_negative(void **state)
+{
+    (void)state;
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 1, &c);
+    mp_serve_opts o;
+    opts(&o, "tp=1");
+    o.requests = 20;
+    o.lengths = MP_LEN_FIXED;
+    o.in = o.out = 1;
+    o.rate_per_s = 1.0;
+    run(m, &c, &o, g_r);
+    assert_true(g_r->queue_s.mean >= 0 && g_r->queue_s.p50 >= 0 && g_r->queue_s.max >= 0);
+    mp_serve_result_free(g_r);
+}
+
 static void test_clock_span(void **state)
 {
     (void)state;
@@ -631,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_step_hook),
         cmocka_unit_test(test_prefill_first),
+        cmocka_unit_test(test_queue_not_negative),
         cmocka_unit_test(test_clock_span),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_speed),
