@@ -9,6 +9,7 @@
 
 #include "infer/infer_keys.h"
 #include "meshplan/serve.h"
+#include "plan/plan_key.h"
 
 /* A number with an optional unit suffix scaled by the table; 0 when bad. */
 static int number(const char *s, double *x, const char *const *units, const double *scale, int nunits)
@@ -75,6 +76,10 @@ mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
     if (!text)
         return MP_OK;
     size_t n = strlen(text);
+    if (n > MP_PLAN_TEXT_MAX) { /* infer's cap, checked before a 100 KB key is named back */
+        mp_diag_add(d, "plan: %zu characters: expected at most %d", n, MP_PLAN_TEXT_MAX);
+        return MP_ERR_INPUT;
+    }
     char *buf = malloc(n + 1), *rest = malloc(n + 1);
     if (!buf || !rest) {
         free(buf);
@@ -227,7 +232,8 @@ mp_status mp_serve_slo_parse(const char *text, mp_serve_opts *o, mp_diag *d)
     static const double k[] = {1.0, 1e-3, 1e-6};
     char buf[128];
     if (!text || strlen(text) >= sizeof buf) {
-        mp_diag_add(d, "slo: expected \"ttft_p99=1s,tpot_p99=40ms\"%s", "");
+        mp_diag_add(d, "slo: %zu characters: expected at most %zu, such as \"ttft_p99=1s,tpot_p99=40ms\"",
+                    text ? strlen(text) : (size_t)0, sizeof buf - 1);
         return MP_ERR_INPUT;
     }
     strcpy(buf, text);
