@@ -202,6 +202,11 @@ mp_status mp_serve_disagg_parse(const char *text, mp_serve_opts *o, mp_diag *d)
             bad++;
             continue;
         }
+        if (have & (is_p ? 1 : 2)) { /* a second pool of a kind was last-wins */
+            mp_diag_add(d, "disaggregate: \"%s\": the %s pool given twice: expected one prefill= and one decode=",
+                        tok, is_p ? "prefill" : "decode");
+            bad++;
+        }
         have |= is_p ? 1 : 2;
     }
     if (!bad && have != 3) {
