@@ -455,6 +455,13 @@ static void test_parse(void **state)
     char fmt[256];
     mp_serve_plan_format(&o, fmt, sizeof fmt);
     assert_non_null(strstr(fmt, ",prefill_first=1"));
+    /* disaggregated: the pools, not the colocated tp and a dp of 0 ("tp=1,pp=1,ep=1,dp=0,...") */
+    mp_serve_opts od;
+    mp_serve_opts_init(&od);
+    assert_int_equal(mp_serve_disagg_parse("prefill=tp4x2,decode=tp8x1", &od, &d), MP_OK);
+    mp_serve_plan_format(&od, fmt, sizeof fmt);
+    assert_non_null(strstr(fmt, "prefill=tp4x2,decode=tp8x1,pp=1,ep=1,weights="));
+    assert_null(strstr(fmt, "dp=0"));
     assert_int_equal(mp_serve_plan_parse("prefill_first=yes", &o, &d), MP_ERR_INPUT);
     assert_non_null(strstr(d.text, "plan.prefill_first = \"yes\": expected 0 or 1"));
     memset(&d, 0, sizeof d);

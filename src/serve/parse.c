@@ -280,8 +280,16 @@ int mp_serve_plan_format(const mp_serve_opts *o, char *buf, size_t cap)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ",prefill_first=1");
     if (o->moe_imbalance >= 1)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ",imbalance=%g", o->moe_imbalance);
-    return snprintf(buf, cap, "tp=%d,pp=%d,ep=%d,dp=%d,weights=%s,kv=%s,engine=%s,max_seqs=%lld,chunk=%lld,preempt=%s%s",
-                    p->tp, p->pp, p->ep, p->dp, mp_infer_weights_name((mp_infer_weights)p->weights),
+    /* disaggregated: the pools give tp and the replicas (the plan's read "tp=1,...,dp=0", a plan
+     * that cannot be given back); they lead the string in --disaggregate's own form */
+    char shape[96];
+    if (o->disaggregate)
+        snprintf(shape, sizeof shape, "prefill=tp%dx%d,decode=tp%dx%d,pp=%d,ep=%d", o->prefill_tp, o->prefill_dp,
+                 o->decode_tp, o->decode_dp, p->pp, p->ep);
+    else
+        snprintf(shape, sizeof shape, "tp=%d,pp=%d,ep=%d,dp=%d", p->tp, p->pp, p->ep, p->dp);
+    return snprintf(buf, cap, "%s,weights=%s,kv=%s,engine=%s,max_seqs=%lld,chunk=%lld,preempt=%s%s",
+                    shape, mp_infer_weights_name((mp_infer_weights)p->weights),
                     mp_infer_kv_name((mp_infer_kv)p->kv), mp_engine_name((mp_engine_id)p->engine),
                     (long long)o->max_seqs, (long long)o->chunk_tokens,
                     o->preempt == MP_PREEMPT_SWAP ? "swap" : "recompute", extra);
