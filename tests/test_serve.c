@@ -475,6 +475,16 @@ static void test_parse(void **state)
     const char *bad = "arrival_s,input_len,output_len\n1,10,5\n0.5,20,6\n";
     assert_int_equal(mp_serve_csv_parse(bad, strlen(bad), "t", &in, &out, &arr, &n, &d), MP_ERR_PARSE);
     assert_non_null(strstr(d.text, "line 3"));
+    assert_non_null(strstr(d.text, "arrival_s = \"0.5\": expected a time in s in [1, 1e9]"));
+    /* a fractional token count was rounded silently; each bad cell is named with its text */
+    memset(&d, 0, sizeof d);
+    const char *frac = "input_len,output_len\n100.5,10\n";
+    assert_int_equal(mp_serve_csv_parse(frac, strlen(frac), "t", &in, &out, NULL, &n, &d), MP_ERR_PARSE);
+    assert_non_null(strstr(d.text, "t: line 2: input_len = \"100.5\": expected an integer in [1, 2^24]"));
+    memset(&d, 0, sizeof d);
+    const char *neg = "input_len,output_len\n100,-3\n";
+    assert_int_equal(mp_serve_csv_parse(neg, strlen(neg), "t", &in, &out, NULL, &n, &d), MP_ERR_PARSE);
+    assert_non_null(strstr(d.text, "output_len = \"-3\""));
 }
 
 static void test_speed(void **state)
