@@ -12,7 +12,7 @@
 static const cli_option infer_opts[] = {
     CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
     CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
-    CLI_OPT("--gpus", "N", "GPUs in the job (default tp x pp of the plan)"),
+    CLI_OPT("--gpus", "N", "GPUs in the job (default tp x pp x dp of the plan)"),
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
     CLI_OPT_CATALOG,
