@@ -439,8 +439,8 @@ static void test_parse(void **state)
     assert_non_null(strstr(d.text, "plan: key \"max_seqs\" given twice (second value \"8\")"));
     memset(&d, 0, sizeof d);
     mp_serve_opts_init(&o);
-    assert_int_equal(mp_serve_plan_parse("tp =2, max_seqs =16", &o, &d), MP_OK); /* blanks trimmed */
-    assert_true(o.plan.tp == 2 && o.max_seqs == 16);
+    assert_int_equal(mp_serve_plan_parse("tp =2, max_seqs =16,preempt= swap ", &o, &d), MP_OK); /* blanks trimmed */
+    assert_true(o.plan.tp == 2 && o.max_seqs == 16 && o.preempt == MP_PREEMPT_SWAP);
     memset(&d, 0, sizeof d);
     mp_serve_opts_init(&o);
     assert_int_equal(mp_serve_slo_parse("ttft_p99=1s,ttft=2s", &o, &d), MP_ERR_INPUT);

@@ -151,7 +151,12 @@ mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
         } else if (mine >= 0) {
             own_given |= 1u << mine;
             *eq = '\0';
-            bad += serve_key(tok, eq + 1, o, d);
+            char *val = eq + 1, *ve = val + strlen(val); /* blanks trimmed, as infer's parser trims */
+            while (*val == ' ')
+                val++;
+            while (ve > val && ve[-1] == ' ')
+                *--ve = '\0';
+            bad += serve_key(tok, val, o, d);
         } else {
             if (rest[0])
                 strcat(rest, ",");
