@@ -449,6 +449,23 @@ static void test_context_and_gpus(void **state)
     assert_false(refused(l3, &c, "tp=1", "GPUs"));
 }
 
+/* A replica whose weights leave no KV pool names the weights, not the KV: DeepSeek-V3 in bf16 on
+ * one H100 (1250 GiB of weights) once read "batch 1 needs 0.08 GiB of KV per GPU; the engine's
+ * pool holds 0.00 GiB". A pool too small for the batch still names the KV. */
+static void test_no_pool_reason(void **state)
+{
+    (void)state;
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 1, &c);
+    estimate(mp_catalog_model(g_cat, "deepseek-v3"), &c, "tp=1", &g_r);
+    assert_false(g_r.feasible);
+    assert_non_null(strstr(g_r.reason, "leave no KV pool"));
+    assert_non_null(strstr(g_r.reason, "weights 1249.88"));
+    estimate(mp_catalog_model(g_cat, "llama3-8b"), &c, "batch=512", &g_r);
+    assert_false(g_r.feasible);
+    assert_non_null(strstr(g_r.reason, "batch 512 needs 72.00 GiB of KV per GPU"));
+}
+
 /* trtllm-bench's own settings (src/infer/bench_tuning.c), by hand from finetune_setting in
  * tensorrt_llm/bench/build/tuning.py: raw_bs = min(kv_requests, 4096) / pp, raw_tok =
  * min(raw_bs x (1 + in / out), 32768), each rounded up by its band. */
@@ -531,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_context_and_gpus),
         cmocka_unit_test(test_trtllm_bench_settings),
         cmocka_unit_test(test_prefill_bubble),
+        cmocka_unit_test(test_no_pool_reason),
     };
     return cmocka_run_group_tests(tests, catalog_setup, catalog_teardown);
 }

@@ -429,6 +429,22 @@ static void test_parse(void **state)
     assert_non_null(strstr(d.text, "chunk"));
     assert_non_null(strstr(d.text, "preempt"));
     assert_non_null(strstr(d.text, "tpp"));
+    /* serve's list, not infer's: batch/in/out are refused here, max_seqs is a key */
+    assert_non_null(strstr(d.text, "unknown key \"tpp\" (value \"2\"): expected one of tp, pp, ep, dp, weights"));
+    assert_non_null(strstr(d.text, "max_seqs, chunk, preempt"));
+    assert_null(strstr(d.text, "batch"));
+    memset(&d, 0, sizeof d);
+    mp_serve_opts_init(&o); /* a scheduler key twice is refused as infer's keys are, not last-wins */
+    assert_int_equal(mp_serve_plan_parse("max_seqs=4,max_seqs=8", &o, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "plan: key \"max_seqs\" given twice (second value \"8\")"));
+    memset(&d, 0, sizeof d);
+    mp_serve_opts_init(&o);
+    assert_int_equal(mp_serve_plan_parse("tp =2, max_seqs =16,preempt= swap ", &o, &d), MP_OK); /* blanks trimmed */
+    assert_true(o.plan.tp == 2 && o.max_seqs == 16 && o.preempt == MP_PREEMPT_SWAP);
+    memset(&d, 0, sizeof d);
+    mp_serve_opts_init(&o);
+    assert_int_equal(mp_serve_slo_parse("ttft_p99=1s,ttft=2s", &o, &d), MP_ERR_INPUT);
+    assert_non_null(strstr(d.text, "ttft_p99 given twice"));
     memset(&d, 0, sizeof d);
     mp_serve_opts_init(&o);
     assert_int_equal(mp_serve_plan_parse("tp=2,max_seqs=64,chunk=2048,weights=fp8", &o, &d), MP_OK);
@@ -439,6 +455,13 @@ static void test_parse(void **state)
     char fmt[256];
     mp_serve_plan_format(&o, fmt, sizeof fmt);
     assert_non_null(strstr(fmt, ",prefill_first=1"));
+    /* disaggregated: the pools, not the colocated tp and a dp of 0 ("tp=1,pp=1,ep=1,dp=0,...") */
+    mp_serve_opts od;
+    mp_serve_opts_init(&od);
+    assert_int_equal(mp_serve_disagg_parse("prefill=tp4x2,decode=tp8x1", &od, &d), MP_OK);
+    mp_serve_plan_format(&od, fmt, sizeof fmt);
+    assert_non_null(strstr(fmt, "prefill=tp4x2,decode=tp8x1,pp=1,ep=1,weights="));
+    assert_null(strstr(fmt, "dp=0"));
     assert_int_equal(mp_serve_plan_parse("prefill_first=yes", &o, &d), MP_ERR_INPUT);
     assert_non_null(strstr(d.text, "plan.prefill_first = \"yes\": expected 0 or 1"));
     memset(&d, 0, sizeof d);
@@ -452,6 +475,16 @@ static void test_parse(void **state)
     const char *bad = "arrival_s,input_len,output_len\n1,10,5\n0.5,20,6\n";
     assert_int_equal(mp_serve_csv_parse(bad, strlen(bad), "t", &in, &out, &arr, &n, &d), MP_ERR_PARSE);
     assert_non_null(strstr(d.text, "line 3"));
+    assert_non_null(strstr(d.text, "arrival_s = \"0.5\": expected a time in s in [1, 1e9]"));
+    /* a fractional token count was rounded silently; each bad cell is named with its text */
+    memset(&d, 0, sizeof d);
+    const char *frac = "input_len,output_len\n100.5,10\n";
+    assert_int_equal(mp_serve_csv_parse(frac, strlen(frac), "t", &in, &out, NULL, &n, &d), MP_ERR_PARSE);
+    assert_non_null(strstr(d.text, "t: line 2: input_len = \"100.5\": expected an integer in [1, 2^24]"));
+    memset(&d, 0, sizeof d);
+    const char *neg = "input_len,output_len\n100,-3\n";
+    assert_int_equal(mp_serve_csv_parse(neg, strlen(neg), "t", &in, &out, NULL, &n, &d), MP_ERR_PARSE);
+    assert_non_null(strstr(d.text, "output_len = \"-3\""));
 }
 
 static void test_speed(void **state)
@@ -568,6 +601,26 @@ static int teardown(void **state)
 
 /* A tiny rate used to wrap the int64-nanosecond clock (negative TTFTs); now refused with the field
  * named, while a long schedule inside the 1e9 s bound still runs and gives the closed form's TTFT. */
+/* The event clock is whole nanoseconds and arrivals are not: a request admitted at its own
+ * arrival once read -0.5 ns of queueing, so `serve --lengths fixed:1:1 --rate 1/s` printed
+ * "queue mean -0.00 ms" (-1.3e-11 s). No queueing time is negative. */
+static void test_queue_not_negative(void **state)
+{
+    (void)state;
+    const mp_model *m = mp_catalog_model(g_cat, "llama3-8b");
+    mp_cluster c;
+    cluster("h100-sxm5-80gb", 1, &c);
+    mp_serve_opts o;
+    opts(&o, "tp=1");
+    o.requests = 20;
+    o.lengths = MP_LEN_FIXED;
+    o.in = o.out = 1;
+    o.rate_per_s = 1.0;
+    run(m, &c, &o, g_r);
+    assert_true(g_r->queue_s.mean >= 0 && g_r->queue_s.p50 >= 0 && g_r->queue_s.max >= 0);
+    mp_serve_result_free(g_r);
+}
+
 static void test_clock_span(void **state)
 {
     (void)state;
@@ -615,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_step_hook),
         cmocka_unit_test(test_prefill_first),
+        cmocka_unit_test(test_queue_not_negative),
         cmocka_unit_test(test_clock_span),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_speed),

@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "infer/infer_keys.h"
 
 static const cli_option infer_opts[] = {
     CLI_REQ("--model", "M", "the model: " CLI_MODEL_HELP),
     CLI_REQ("--gpu", "G", "the GPU, a catalog key (meshplan catalog gpus)"),
-    CLI_OPT("--gpus", "N", "GPUs in the job (default tp x pp of the plan)"),
+    CLI_OPT("--gpus", "N", "GPUs in the job (default tp x pp x dp of the plan)"),
     CLI_OPT_GPUS_PER_NODE,
     CLI_OPT_SCALE_OUT,
     CLI_OPT_CATALOG,
@@ -90,15 +91,31 @@ static void result_csv(const mp_infer_result *r)
            r->power_w, r->energy_j_per_output_token, r->prefill.bound, r->decode.bound);
 }
 
+/* Whether --plan gave key (mp_infer_plan.given keeps one bit per key, in the table's order). */
+static int plan_gave(const mp_infer_plan *p, const char *key)
+{
+#define KEY_NAME(name, ...) #name,
+    static const char *const names[] = {MP_INFER_KEYS(KEY_NAME)};
+#undef KEY_NAME
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(names[i], key))
+            return (p->given >> i) & 1u;
+    return 0;
+}
+
 /* --batch A:B (or one number) into lo, hi. */
 static int parse_batch_range(const char *s, long long *lo, long long *hi)
 {
     char a[32];
     const char *colon = strchr(s, ':');
-    if (!colon)
-        return cli_parse_count("batch", s, 1, 1 << 20, lo) || (*hi = *lo, 0);
+    if (!colon) {
+        int rc = cli_parse_count("batch", s, 1, 1 << 20, lo);
+        if (!rc)
+            *hi = *lo;
+        return rc;
+    }
     size_t n = (size_t)(colon - s);
-    if (n == 0 || n >= sizeof a)
+    if (n == 0 || n >= sizeof a || strchr(colon + 1, ':'))
         return cli_fail("batch = \"%s\": expected A:B, 1 <= A <= B <= 1048576", s);
     memcpy(a, s, n);
     a[n] = '\0';
@@ -131,6 +148,11 @@ static int infer_run(int argc, char **argv)
     const char *b = cli_opt(&a, "--batch");
     if (b && (rc = parse_batch_range(b, &lo, &hi)))
         return rc;
+    if (b && plan_gave(&p, "batch")) { /* the sweep took the place of the plan's batch silently */
+        fprintf(stderr, "meshplan: infer: --batch \"%s\" and --plan batch=%lld: expected the batch once (--batch "
+                        "sweeps it; leave batch out of --plan)\n", b, (long long)p.batch);
+        return EXIT_INPUT;
+    }
     if (cli_opt(&a, "--gpus") && (rc = cli_parse_count("gpus", cli_opt(&a, "--gpus"), 1, 1LL << 24, &ngpus)))
         return rc;
     if (cli_opt(&a, "--gpus-per-node") &&

@@ -62,15 +62,20 @@ static int parse_slo(const char *text, mp_infer_search_opts *o)
     if (strlen(text) >= sizeof buf)
         return cli_fail("infer-search: --slo is too long (%s)", "at most 255 characters");
     snprintf(buf, sizeof buf, "%s", text);
+    int seen_t = 0, seen_p = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq)
             return cli_fail("infer-search: --slo \"%s\": expected key=time (ttft_p99=2s,tpot_p99=50ms)", tok);
         *eq = '\0';
         int rc;
-        if (!strcmp(tok, "ttft_p99"))
+        const int t = !strcmp(tok, "ttft_p99"), p = !strcmp(tok, "tpot_p99");
+        if ((t && seen_t++) || (p && seen_p++))
+            return cli_fail("infer-search: --slo key \"%s\" given twice: expected each of ttft_p99 and tpot_p99 "
+                            "at most once", tok);
+        if (t)
             rc = parse_time(tok, eq + 1, &o->ttft_p99_s);
-        else if (!strcmp(tok, "tpot_p99"))
+        else if (p)
             rc = parse_time(tok, eq + 1, &o->tpot_p99_s);
         else
             return cli_fail("infer-search: --slo key \"%s\": expected ttft_p99 or tpot_p99", tok);
@@ -103,6 +108,39 @@ static int price_of(const char *list, const char *gpu, double *usd)
             return cli_parse_real("price", num, 1e-6, 1e6, usd);
         }
         p += n + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Every --price entry names a GPU of --gpu, once, with a price: a typo'd key was silently left at
+ * the built-in price. */
+static int check_prices(const char *list, char (*gpus)[64], int n)
+{
+    if (!list)
+        return 0;
+    char seen[MAX_TYPES] = {0};
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t l = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', l);
+        if (!eq)
+            return cli_fail("infer-search: --price \"%s\": expected G=USD[,G=USD...]", list);
+        size_t kl = (size_t)(eq - p);
+        int k = -1;
+        for (int i = 0; i < n && k < 0; i++)
+            if (strlen(gpus[i]) == kl && !strncmp(p, gpus[i], kl))
+                k = i;
+        if (k < 0) {
+            fprintf(stderr, "meshplan: infer-search: --price \"%.*s\": \"%.*s\" is not a GPU of --gpu: expected one of",
+                    (int)l, p, (int)kl, p);
+            for (int i = 0; i < n; i++)
+                fprintf(stderr, "%s %s", i ? "," : "", gpus[i]);
+            fputc('\n', stderr);
+            return EXIT_INPUT;
+        }
+        if (seen[k]++)
+            return cli_fail("infer-search: --price: %s given twice: expected one price per GPU type", gpus[k]);
+        p += l + (end ? 1 : 0);
     }
     return 0;
 }
@@ -252,11 +290,18 @@ static int infer_search_run(int argc, char **argv)
         if (l == 0 || l >= sizeof gpus[0] || n == MAX_TYPES)
             return cli_fail("infer-search: --gpu \"%s\": expected 1 to 16 comma-separated GPU keys", list);
         memcpy(gpus[n], p, l);
-        gpus[n++][l] = '\0';
+        gpus[n][l] = '\0';
+        for (int i = 0; i < n; i++)
+            if (!strcmp(gpus[i], gpus[n]))
+                return fprintf(stderr, "meshplan: infer-search: --gpu \"%s\": %s given twice: expected each GPU "
+                               "type once\n", list, gpus[n]), EXIT_INPUT;
+        n++;
         p += l + (p[l] == ',');
     }
     if (n == 0)
         return cli_fail("infer-search: --gpu \"%s\": expected at least one GPU key", list);
+    if ((rc = check_prices(cli_opt(&a, "--price"), gpus, n)))
+        return rc;
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&a, &cat)))
         return rc;

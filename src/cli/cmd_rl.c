@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "infer/infer_keys.h"
 #include "cli_rl_opts.h"
 
 static const cli_option rl_opts[] = {
@@ -69,6 +70,20 @@ static int config_opts(const cli_args *a, mp_rl_config *k)
         rc = EXIT_INPUT;
     if (!rc && (v = cli_opt(a, "--rollout-plan")) && mp_infer_plan_parse(v, &k->rollout, &d) != MP_OK)
         rc = EXIT_INPUT;
+    if (!rc && v) { /* the rollout sets these from the prompts and lengths: they were dropped silently */
+#define KEY_NAME(name, ...) #name,
+        static const char *const names[] = {MP_INFER_KEYS(KEY_NAME)};
+#undef KEY_NAME
+        static const char *const theirs[] = {"dp", "batch", "in", "out", "longest"};
+        for (size_t i = 0; !rc && i < sizeof names / sizeof names[0]; i++)
+            for (size_t j = 0; !rc && j < sizeof theirs / sizeof theirs[0]; j++)
+                if (!strcmp(names[i], theirs[j]) && ((k->rollout.given >> i) & 1u)) {
+                    fprintf(stderr, "meshplan: rollout-plan.%s: not a rollout key: expected it left out (the rollout "
+                                    "pool's replicas, batches and lengths come from --placement, --prompts, "
+                                    "--responses, --prompt-len and --response-len)\n", theirs[j]);
+                    rc = EXIT_INPUT;
+                }
+    }
     if (!rc && (v = cli_opt(a, "--train-plan"))) {
         if (strlen(v) >= sizeof k->train_plan)
             return cli_fail("train-plan = \"%s\": longer than 255 characters", v);

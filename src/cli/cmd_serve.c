@@ -170,6 +170,13 @@ static int serve_run(int argc, char **argv)
         cli_serve_job_free(&j);
         return EXIT_INPUT;
     }
+    if (dis && (j.o.plan.tp != 1 || j.o.plan.dp > 0)) { /* the pools give them: --plan's were dropped silently */
+        fprintf(stderr, "meshplan: serve: plan.%s = %d with --disaggregate \"%s\": expected the pools' tp and "
+                        "replicas from --disaggregate alone (leave tp and dp out of --plan)\n",
+                j.o.plan.tp != 1 ? "tp" : "dp", j.o.plan.tp != 1 ? j.o.plan.tp : j.o.plan.dp, dis);
+        cli_serve_job_free(&j);
+        return EXIT_INPUT;
+    }
     if (cli_flag(&a, "--frontier") && !(j.o.slo_ttft_s > 0) && !(j.o.slo_tpot_s > 0)) {
         cli_serve_job_free(&j);
         return cli_fail("serve: --frontier needs --slo (the frontier is the highest rate meeting it)%s", "");

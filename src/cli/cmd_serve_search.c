@@ -66,6 +66,16 @@ static int serve_search_run(int argc, char **argv)
         cli_serve_job_free(&j);
         return rc;
     }
+    /* the search sets tp, the replicas and pp = 1 itself: --plan's were dropped silently (without
+     * --gpus, tp x pp x dp still sizes the cluster, as --help says) */
+    if (j.o.plan.pp != 1 || (cli_opt(&a, "--gpus") && (j.o.plan.tp != 1 || j.o.plan.dp > 0))) {
+        const char *k = j.o.plan.pp != 1 ? "pp" : j.o.plan.tp != 1 ? "tp" : "dp";
+        int v = j.o.plan.pp != 1 ? j.o.plan.pp : j.o.plan.tp != 1 ? j.o.plan.tp : j.o.plan.dp;
+        fprintf(stderr, "meshplan: serve-search: plan.%s = %d: expected it left out of --plan (the search tries "
+                        "every tp and replica count over the GPUs, at pp = 1)\n", k, v);
+        cli_serve_job_free(&j);
+        return EXIT_INPUT;
+    }
     mp_serve_search_result *s = malloc(sizeof *s);
     mp_diag d = {0};
     mp_status st = s ? mp_serve_search(&j.model, &j.cluster, &j.o, s, &d) : MP_ERR_NOMEM;

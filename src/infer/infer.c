@@ -197,7 +197,17 @@ static void memory(const mp_model *m, const mp_cluster *c, const mp_infer_plan *
     r->kv_bytes = (double)p->batch * per_seq;
     r->total_bytes = rest + r->kv_bytes;
     r->feasible = (int64_t)p->batch <= r->max_concurrency;
-    if (!r->feasible)
+    if (!r->feasible && !(r->kv_pool_bytes > 0))
+        /* no pool at all: the weights (or what else the engine holds) are the reason, not the KV
+         * (DeepSeek-V3 in bf16 on one H100 once read "batch 1 needs 0.08 GiB of KV per GPU; the
+         * engine's pool holds 0.00 GiB") */
+        snprintf(r->reason, sizeof r->reason,
+                 "weights %.2f + activations %.2f + runtime %.2f = %.2f GiB per GPU leave no KV pool in "
+                 "the engine's share (kv_frac %.2f) of the GPU's %.2f GiB: expected a larger tp x pp or "
+                 "smaller weights", r->weights_bytes / 1073741824.0,
+                 r->activations_bytes / 1073741824.0, r->runtime_bytes / 1073741824.0, rest / 1073741824.0, frac,
+                 r->capacity_bytes / 1073741824.0);
+    else if (!r->feasible)
         snprintf(r->reason, sizeof r->reason,
                  "batch %lld needs %.2f GiB of KV per GPU; the engine's pool holds %.2f GiB "
                  "(%lld sequences of %lld tokens)", (long long)p->batch, r->kv_bytes / 1073741824.0,

@@ -65,7 +65,8 @@ static int each_pair(const char *text, const char *what, mp_diag *d,
         return 1;
     }
     strcpy(buf, text);
-    int bad = 0;
+    int bad = 0, nkeys = 0;
+    const char *keys[256]; /* the keys so far, in buf: a second value of one was last-wins silently */
     for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(item, '=');
         if (!eq || eq == item) {
@@ -74,6 +75,16 @@ static int each_pair(const char *text, const char *what, mp_diag *d,
             continue;
         }
         *eq = '\0';
+        int twice = 0;
+        for (int i = 0; i < nkeys && !twice; i++)
+            twice = !strcmp(keys[i], item);
+        if (twice) {
+            mp_diag_add(d, "%s: key \"%s\" given twice (second value \"%s\"): expected each key once", what, item,
+                        eq + 1);
+            bad = 1;
+            continue;
+        }
+        keys[nkeys++] = item;
         bad |= f(item, eq + 1, ctx, d);
     }
     return bad;

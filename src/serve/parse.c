@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer/infer_keys.h"
 #include "meshplan/serve.h"
+#include "plan/plan_key.h"
 
 /* A number with an optional unit suffix scaled by the table; 0 when bad. */
 static int number(const char *s, double *x, const char *const *units, const double *scale, int nunits)
@@ -74,6 +76,10 @@ mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
     if (!text)
         return MP_OK;
     size_t n = strlen(text);
+    if (n > MP_PLAN_TEXT_MAX) { /* infer's cap, checked before a 100 KB key is named back */
+        mp_diag_add(d, "plan: %zu characters: expected at most %d", n, MP_PLAN_TEXT_MAX);
+        return MP_ERR_INPUT;
+    }
     char *buf = malloc(n + 1), *rest = malloc(n + 1);
     if (!buf || !rest) {
         free(buf);
@@ -83,10 +89,21 @@ mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
     memcpy(buf, text, n + 1);
     rest[0] = '\0';
     int bad = 0;
+    unsigned own_given = 0; /* one bit per own[] key: a second value is refused as infer's keys are */
+#define INFER_NAME(name, ...) #name,
+    static const char *const infer_names[] = {MP_INFER_KEYS(INFER_NAME)};
+#undef INFER_NAME
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         while (*tok == ' ')
             tok++;
         char *eq = strchr(tok, '=');
+        if (eq) { /* "tp =2" is tp, as infer's parser trims it */
+            char *ke = eq;
+            while (ke > tok && ke[-1] == ' ')
+                ke--;
+            memmove(ke, eq, strlen(eq) + 1);
+            eq = ke;
+        }
         int mine = -1;
         for (int i = 0; eq && i < nown; i++)
             if ((size_t)(eq - tok) == strlen(own[i]) && !strncmp(tok, own[i], (size_t)(eq - tok)))
@@ -106,11 +123,40 @@ mp_status mp_serve_plan_parse(const char *text, mp_serve_opts *o, mp_diag *d)
                             not_here[i][1]);
                 refused = 1;
             }
+        int known = mine >= 0 || refused || !eq;
+        for (size_t i = 0; !known && i < sizeof infer_names / sizeof infer_names[0]; i++)
+            known = (size_t)(eq - tok) == strlen(infer_names[i]) && !strncmp(tok, infer_names[i], (size_t)(eq - tok));
         if (refused) {
             bad++;
-        } else if (mine >= 0) {
+        } else if (!known) {
+            /* named here, not by infer's parser, whose list has batch, in and out but none of ours */
             *eq = '\0';
-            bad += serve_key(tok, eq + 1, o, d);
+            char list[512] = "";
+            size_t len = 0;
+            for (size_t i = 0; i < sizeof infer_names / sizeof infer_names[0]; i++) {
+                int skip = !strcmp(infer_names[i], "chunk"); /* listed with ours */
+                for (size_t j = 0; j < sizeof not_here / sizeof not_here[0]; j++)
+                    skip |= !strcmp(infer_names[i], not_here[j][0]);
+                if (!skip && len < sizeof list)
+                    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", infer_names[i]);
+            }
+            for (int i = 0; i < nown && len < sizeof list; i++)
+                len += (size_t)snprintf(list + len, sizeof list - len, ", %s", own[i]);
+            mp_diag_add(d, "plan: unknown key \"%s\" (value \"%s\"): expected one of %s", tok, eq + 1, list);
+            bad++;
+        } else if (mine >= 0 && (own_given & (1u << mine))) {
+            *eq = '\0';
+            mp_diag_add(d, "plan: key \"%s\" given twice (second value \"%s\")", tok, eq + 1);
+            bad++;
+        } else if (mine >= 0) {
+            own_given |= 1u << mine;
+            *eq = '\0';
+            char *val = eq + 1, *ve = val + strlen(val); /* blanks trimmed, as infer's parser trims */
+            while (*val == ' ')
+                val++;
+            while (ve > val && ve[-1] == ' ')
+                *--ve = '\0';
+            bad += serve_key(tok, val, o, d);
         } else {
             if (rest[0])
                 strcat(rest, ",");
@@ -161,6 +207,11 @@ mp_status mp_serve_disagg_parse(const char *text, mp_serve_opts *o, mp_diag *d)
             bad++;
             continue;
         }
+        if (have & (is_p ? 1 : 2)) { /* a second pool of a kind was last-wins */
+            mp_diag_add(d, "disaggregate: \"%s\": the %s pool given twice: expected one prefill= and one decode=",
+                        tok, is_p ? "prefill" : "decode");
+            bad++;
+        }
         have |= is_p ? 1 : 2;
     }
     if (!bad && have != 3) {
@@ -191,11 +242,12 @@ mp_status mp_serve_slo_parse(const char *text, mp_serve_opts *o, mp_diag *d)
     static const double k[] = {1.0, 1e-3, 1e-6};
     char buf[128];
     if (!text || strlen(text) >= sizeof buf) {
-        mp_diag_add(d, "slo: expected \"ttft_p99=1s,tpot_p99=40ms\"%s", "");
+        mp_diag_add(d, "slo: %zu characters: expected at most %zu, such as \"ttft_p99=1s,tpot_p99=40ms\"",
+                    text ? strlen(text) : (size_t)0, sizeof buf - 1);
         return MP_ERR_INPUT;
     }
     strcpy(buf, text);
-    int bad = 0;
+    int bad = 0, seen_t = 0, seen_p = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         char *eq = strchr(tok, '=');
         double x;
@@ -204,8 +256,14 @@ mp_status mp_serve_slo_parse(const char *text, mp_serve_opts *o, mp_diag *d)
         int t = eq && (!strcmp(tok, "ttft_p99") || !strcmp(tok, "ttft"));
         int p = eq && (!strcmp(tok, "tpot_p99") || !strcmp(tok, "tpot"));
         if (!(t || p) || !number(eq + 1, &x, u, k, 3) || !(x > 0) || x > 1e5) {
-            mp_diag_add(d, "slo: \"%s%s%s\": expected ttft_p99=TIME or tpot_p99=TIME with TIME > 0 in s or ms",
+            mp_diag_add(d, "slo: \"%s%s%s\": expected ttft_p99=TIME or tpot_p99=TIME with TIME > 0 in s, ms or us",
                         tok, eq ? "=" : "", eq ? eq + 1 : "");
+            bad++;
+            continue;
+        }
+        if ((t && seen_t++) || (p && seen_p++)) {
+            mp_diag_add(d, "slo: \"%s=%s\": %s given twice: expected each of ttft_p99 and tpot_p99 at most once",
+                        tok, eq + 1, t ? "ttft_p99" : "tpot_p99");
             bad++;
             continue;
         }
@@ -227,8 +285,16 @@ int mp_serve_plan_format(const mp_serve_opts *o, char *buf, size_t cap)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ",prefill_first=1");
     if (o->moe_imbalance >= 1)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ",imbalance=%g", o->moe_imbalance);
-    return snprintf(buf, cap, "tp=%d,pp=%d,ep=%d,dp=%d,weights=%s,kv=%s,engine=%s,max_seqs=%lld,chunk=%lld,preempt=%s%s",
-                    p->tp, p->pp, p->ep, p->dp, mp_infer_weights_name((mp_infer_weights)p->weights),
+    /* disaggregated: the pools give tp and the replicas (the plan's read "tp=1,...,dp=0", a plan
+     * that cannot be given back); they lead the string in --disaggregate's own form */
+    char shape[96];
+    if (o->disaggregate)
+        snprintf(shape, sizeof shape, "prefill=tp%dx%d,decode=tp%dx%d,pp=%d,ep=%d", o->prefill_tp, o->prefill_dp,
+                 o->decode_tp, o->decode_dp, p->pp, p->ep);
+    else
+        snprintf(shape, sizeof shape, "tp=%d,pp=%d,ep=%d,dp=%d", p->tp, p->pp, p->ep, p->dp);
+    return snprintf(buf, cap, "%s,weights=%s,kv=%s,engine=%s,max_seqs=%lld,chunk=%lld,preempt=%s%s",
+                    shape, mp_infer_weights_name((mp_infer_weights)p->weights),
                     mp_infer_kv_name((mp_infer_kv)p->kv), mp_engine_name((mp_engine_id)p->engine),
                     (long long)o->max_seqs, (long long)o->chunk_tokens,
                     o->preempt == MP_PREEMPT_SWAP ? "swap" : "recompute", extra);

@@ -146,6 +146,22 @@ static int col_of(const char *hdr, size_t hl, const char *name)
     return -1;
 }
 
+/* The text of field c of the line [s, e) into buf (cut at cap - 1), for a message. */
+static const char *cell(const char *s, const char *e, int c, char *buf, size_t cap)
+{
+    for (int i = 0; i < c && s < e; i++) {
+        while (s < e && *s != ',')
+            s++;
+        if (s < e)
+            s++;
+    }
+    size_t k = 0;
+    while (s < e && *s != ',' && *s != '\r' && k + 1 < cap)
+        buf[k++] = *s++;
+    buf[k] = '\0';
+    return buf;
+}
+
 /* Field c of the line [s, e) as a number; 0 when missing or not a number. */
 static int field(const char *s, const char *e, int c, double *x)
 {
@@ -205,10 +221,19 @@ mp_status mp_serve_csv_parse(const char *text, size_t len, const char *origin, i
         if (e - s == 0 || (e - s == 1 && *s == '\r'))
             continue;
         double a = 0, i = 0, o = 0;
-        if (!field(s, e, ci, &i) || !field(s, e, co, &o) || (arrival_s && !field(s, e, ca, &a)) ||
-            i < 1 || o < 1 || i > (1 << 24) || o > (1 << 24) || a < last || a > 1e9) {
-            mp_diag_add(d, "%s: line %zu: expected input_len and output_len in [1, 2^24]%s", origin, line,
-                        arrival_s ? " and arrival_s >= the previous line's (s)" : "");
+        /* each count a whole number (100.5 was rounded silently), the cell named with its text */
+        const int bad_i = !field(s, e, ci, &i) || i < 1 || i > (1 << 24) || i != floor(i);
+        const int bad_o = !bad_i && (!field(s, e, co, &o) || o < 1 || o > (1 << 24) || o != floor(o));
+        if (bad_i || bad_o) {
+            char t[40];
+            mp_diag_add(d, "%s: line %zu: %s = \"%s\": expected an integer in [1, 2^24]", origin, line,
+                        bad_i ? "input_len" : "output_len", cell(s, e, bad_i ? ci : co, t, sizeof t));
+            goto bad;
+        }
+        if (arrival_s && (!field(s, e, ca, &a) || a < last || a > 1e9)) {
+            char t[40];
+            mp_diag_add(d, "%s: line %zu: arrival_s = \"%s\": expected a time in s in [%g, 1e9] (at or after "
+                           "the previous line's)", origin, line, cell(s, e, ca, t, sizeof t), last);
             goto bad;
         }
         last = a;

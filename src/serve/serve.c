@@ -245,7 +245,10 @@ static int latency(const sv_sim *s, int64_t first, const mp_serve_opts *o, mp_se
             v[k++] = f == 0 ? q[i].first_s - q[i].arrival_s
                    : f == 1 ? (q[i].done_s - q[i].first_s) / (double)(q[i].out - 1)
                    : f == 2 ? q[i].done_s - q[i].arrival_s
-                   : f == 3 ? q[i].start_s - q[i].arrival_s : q[i].itl_max_s;
+                   /* the event clock is whole ns (sched.c), the arrival is not: a request
+                    * admitted at its own arrival read -0.5 ns of queueing, and a mean of
+                    * them printed "queue mean -0.00 ms" */
+                   : f == 3 ? fmax(0.0, q[i].start_s - q[i].arrival_s) : q[i].itl_max_s;
         }
         dist(v, k, f == 0 ? &r->ttft_s : f == 1 ? &r->tpot_s : f == 2 ? &r->e2e_s : f == 3 ? &r->queue_s : &r->itl_max_s);
     }
