@@ -599,8 +599,6 @@ static int teardown(void **state)
     return catalog_teardown(state);
 }
 
-/* A tiny rate used to wrap the int64-nanosecond clock (negative TTFTs); now refused with the field
- * named, while a long schedule inside the 1e9 s bound still runs and gives the closed form's TTFT. */
 /* The event clock is whole nanoseconds and arrivals are not: a request admitted at its own
  * arrival once read -0.5 ns of queueing, so `serve --lengths fixed:1:1 --rate 1/s` printed
  * "queue mean -0.00 ms" (-1.3e-11 s). No queueing time is negative. */
@@ -621,6 +619,8 @@ static void test_queue_not_negative(void **state)
     mp_serve_result_free(g_r);
 }
 
+/* A tiny rate used to wrap the int64-nanosecond clock (negative TTFTs); now refused with the field
+ * named, while a long schedule inside the 1e9 s bound still runs and gives the closed form's TTFT. */
 static void test_clock_span(void **state)
 {
     (void)state;

@@ -85,37 +85,13 @@ static int parse_slo(const char *text, mp_infer_search_opts *o)
     return 0;
 }
 
-/* The price of gpu from --price "G=USD,...", or 0 (the built-in table). */
-static int price_of(const char *list, const char *gpu, double *usd)
+/* The price of each GPU type of --gpu from --price "G=USD,..." into usd[0 .. n-1] (0: not
+ * given, the built-in table). Every entry names a GPU of --gpu, once, with a price: a typo'd key
+ * was silently left at the built-in price. */
+static int parse_prices(const char *list, char (*gpus)[64], int n, double *usd)
 {
-    *usd = 0.0;
-    if (!list)
-        return 0;
-    size_t gl = strlen(gpu);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        const char *eq = memchr(p, '=', n);
-        if (!eq)
-            return cli_fail("infer-search: --price \"%s\": expected G=USD[,G=USD...]", list);
-        if ((size_t)(eq - p) == gl && !strncmp(p, gpu, gl)) {
-            char num[64];
-            size_t vl = n - (size_t)(eq + 1 - p);
-            if (vl >= sizeof num)
-                return cli_fail("infer-search: --price \"%s\": a price is too long", list);
-            memcpy(num, eq + 1, vl);
-            num[vl] = '\0';
-            return cli_parse_real("price", num, 1e-6, 1e6, usd);
-        }
-        p += n + (end ? 1 : 0);
-    }
-    return 0;
-}
-
-/* Every --price entry names a GPU of --gpu, once, with a price: a typo'd key was silently left at
- * the built-in price. */
-static int check_prices(const char *list, char (*gpus)[64], int n)
-{
+    for (int i = 0; i < n; i++)
+        usd[i] = 0.0;
     if (!list)
         return 0;
     char seen[MAX_TYPES] = {0};
@@ -140,6 +116,15 @@ static int check_prices(const char *list, char (*gpus)[64], int n)
         }
         if (seen[k]++)
             return cli_fail("infer-search: --price: %s given twice: expected one price per GPU type", gpus[k]);
+        char num[64];
+        size_t vl = l - kl - 1;
+        if (vl >= sizeof num)
+            return cli_fail("infer-search: --price \"%s\": a price is too long", list);
+        memcpy(num, eq + 1, vl);
+        num[vl] = '\0';
+        int rc = cli_parse_real("price", num, 1e-6, 1e6, &usd[k]);
+        if (rc)
+            return rc;
         p += l + (end ? 1 : 0);
     }
     return 0;
@@ -300,7 +285,8 @@ static int infer_search_run(int argc, char **argv)
     }
     if (n == 0)
         return cli_fail("infer-search: --gpu \"%s\": expected at least one GPU key", list);
-    if ((rc = check_prices(cli_opt(&a, "--price"), gpus, n)))
+    double usd[MAX_TYPES];
+    if ((rc = parse_prices(cli_opt(&a, "--price"), gpus, n, usd)))
         return rc;
     mp_catalog *cat = NULL;
     if ((rc = cli_load_catalog(&a, &cat)))
@@ -316,8 +302,7 @@ static int infer_search_run(int argc, char **argv)
         mp_cluster cl;
         mp_diag d = {0};
         mp_infer_search_opts oi = o;
-        if ((rc = price_of(cli_opt(&a, "--price"), gpus[i], &oi.price_gpu_hour_usd)))
-            break;
+        oi.price_gpu_hour_usd = usd[i];
         mp_status st = mp_cluster_from_catalog(cat, gpus[i], ngpus, (int)gpn, cli_opt(&a, "--scale-out"), &cl, &d);
         if (st == MP_OK)
             st = mp_infer_search(&m, &cl, &oi, &res[i], &d);
